@@ -1,0 +1,1 @@
+"""candlebench: local, open-weight VLM evaluation for financial chart reasoning."""

@@ -1,0 +1,83 @@
+"""``candlebench <command> [key=value ...]``: each command is a Hydra job over ``conf/config.yaml``.
+
+Everything after the command is handed to Hydra untouched, so overrides, ``--multirun``,
+``--cfg job`` and ``hydra/launcher=...`` work as in any Hydra app.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import hydra
+from omegaconf import DictConfig
+from omegaconf.errors import MissingMandatoryValue
+
+from candlebench.paths import CONF_DIR, register_resolvers
+from rendering import jobs as data_jobs
+from rendering.market import MarketDataError
+
+
+@dataclass(frozen=True)
+class Command:
+    job: Callable[[DictConfig], None]
+    help: str
+    # Leading positional words, each turned into an override (`data prepare demo` -> data=demo).
+    positional: tuple[str, ...] = ()
+
+
+COMMANDS: Mapping[str, Command] = {
+    "data prepare": Command(
+        data_jobs.data_prepare, "download and convert a prepared market (demo) once", ("data",)
+    ),
+    "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
+    "samples": Command(data_jobs.samples, "build samples.parquet (stock x cutoff, labels, regimes)"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: candlebench <command> [group=option] [key=value ...]", "", "commands:"]
+    for name, command in COMMANDS.items():
+        args = " ".join(f"[{p.upper()}]" for p in command.positional)
+        lines.append(f"  {f'{name} {args}'.strip():<26} {command.help}")
+    lines.append("")
+    lines.append("e.g. candlebench samples data=slice samples.interval=20 out_dir=/tmp/run")
+    return "\n".join(lines)
+
+
+def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
+    for words in (2, 1):
+        name = " ".join(argv[:words])
+        if len(argv) >= words and name in COMMANDS:
+            command, rest = COMMANDS[name], argv[words:]
+            overrides = []
+            for group in command.positional:
+                if rest and "=" not in rest[0] and not rest[0].startswith("-"):
+                    overrides.append(f"{group}={rest.pop(0)}")
+            return name, command, overrides + rest
+    raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    name, command, overrides = parse(argv)
+    register_resolvers()
+    job_name = name.replace(" ", "_")
+    # hydra.main reads sys.argv; give it only the overrides, and name the job after the command.
+    sys.argv = [f"candlebench {name}", *overrides, f"hydra.job.name={job_name}"]
+
+    def run(cfg: DictConfig) -> None:
+        try:
+            command.job(cfg)
+        except MarketDataError as err:
+            # A data problem is the user's to fix: show the message, not a traceback.
+            raise SystemExit(f"error: {err}") from None
+        except MissingMandatoryValue as err:
+            raise SystemExit(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...") from None
+
+    hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+"""Where the repository and its configs are, for an editable install or a source checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = ROOT_DIR / "conf"
+
+
+def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("cb.root"):
+        OmegaConf.register_new_resolver("cb.root", lambda: str(ROOT_DIR))

@@ -1,0 +1,242 @@
+"""Market data: load a long OHLCV table (CSV or Parquet), validate it, report every defect.
+
+The canonical table has one row per stock and trading day, columns ``code, date, open, high, low,
+close, volume[, amount]``, sorted by (code, date) and unique on it.
+
+Suspended days: exporters either omit them (TuShare) or write a row with zero volume (the PSE demo
+data, some Yahoo series). Zero-volume rows are taken out of the stock's bars, because a bar that
+did not trade carries no price information, but their dates stay in the market's trading calendar
+(``Market.calendar``), so both encodings of a suspension give the same bars and the same
+labels.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rendering.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
+
+# A code names a folder of rendered charts (images/<cutoff>/<code>/...): nothing that could leave it.
+_SAFE_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class OnDefect(str, Enum):
+    FAIL = "fail"
+    DROP = "drop"
+
+
+@dataclass(frozen=True)
+class Defect:
+    file: str
+    row: int | None  # 1-based line in the source file (header = line 1); None for Parquet
+    code: str
+    date: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.row}" if self.row is not None else self.file
+        return f"{where}: code={self.code} date={self.date}: {self.reason}"
+
+
+class MarketDataError(ValueError):
+    """Raised for a file we cannot read at all, or for stock defects under ``on_defect=fail``."""
+
+    def __init__(self, message: str, defects: tuple[Defect, ...] = ()):
+        self.defects = defects
+        if defects:
+            shown = "\n  ".join(str(d) for d in defects[:20])
+            more = f"\n  … and {len(defects) - 20} more" if len(defects) > 20 else ""
+            message = f"{message}\n  {shown}{more}"
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    files: tuple[str, ...]
+    rows: int
+    stocks: int
+    suspended_rows: int
+    dropped: dict[str, tuple[Defect, ...]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "files": list(self.files),
+            "rows": self.rows,
+            "stocks": self.stocks,
+            "suspended_rows": self.suspended_rows,
+            "dropped_stocks": {
+                code: sorted({d.reason for d in defects}) for code, defects in self.dropped.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Market:
+    """Validated bars of one market plus the calendar of days on which that market traded."""
+
+    name: str
+    bars: pd.DataFrame
+    calendar: pd.DatetimeIndex
+    report: LoadReport
+
+    def stock(self, code: str) -> pd.DataFrame:
+        return self.bars[self.bars["code"] == code].reset_index(drop=True)
+
+
+def read_table(path: Path, layout: str = "auto", code: str | None = None) -> pd.DataFrame:
+    """Read one file into canonical columns plus ``_row`` (source line) and ``_file``.
+
+    Raises :class:`MarketDataError` for problems of the whole file (missing, empty, unknown
+    columns); defects of single rows are left for :func:`find_defects`.
+    """
+    if not path.exists():
+        raise MarketDataError(f"{path}: no such file")
+    try:
+        if path.suffix.lower() in {".parquet", ".pq"}:
+            raw = pd.read_parquet(path)
+            first_line = None
+        else:
+            # Read everything as text: a malformed number must become a reported defect, not a
+            # silently mixed-type column.
+            raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            first_line = 2
+    except pd.errors.EmptyDataError:
+        raise MarketDataError(f"{path}: empty file") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as err:
+        raise MarketDataError(f"{path}: not a readable CSV or Parquet table: {err}") from None
+    if raw.empty:
+        raise MarketDataError(f"{path}: empty file (no data rows)")
+
+    chosen = _choose_layout(path, list(raw.columns), layout)
+    frame = raw[[c for c in raw.columns if c in chosen.rename]].rename(columns=chosen.rename)
+    if not chosen.has_code:
+        frame["code"] = code if code is not None else path.stem
+    for col in CANONICAL:
+        if col in frame and col not in ("code", "date"):
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    frame["code"] = frame["code"].astype(str)
+    frame["date"] = _parse_dates(frame["date"], chosen)
+    frame["_row"] = np.arange(len(frame)) + first_line if first_line is not None else -1
+    frame["_file"] = str(path)
+    return frame
+
+
+def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
+    if layout == "auto":
+        found = detect_layout(columns)
+        if found is None:
+            known = ", ".join(f"{n}: {sorted(lay.rename)}" for n, lay in LAYOUTS.items())
+            raise MarketDataError(
+                f"{path}: columns {columns} match no known layout; known layouts are {known}. "
+                "Rename the columns or pass data.layout=<name>."
+            )
+        return found
+    if layout not in LAYOUTS:
+        raise MarketDataError(f"{path}: unknown layout {layout!r}; choose from {sorted(LAYOUTS)}")
+    chosen = LAYOUTS[layout]
+    missing = sorted(chosen.required_sources() - set(columns))
+    unknown = sorted(set(columns) - chosen.source_columns())
+    if missing or unknown:
+        raise MarketDataError(
+            f"{path}: layout {layout!r} needs columns {missing or 'none missing'}; "
+            f"unknown columns {unknown or 'none'}"
+        )
+    return chosen
+
+
+def _parse_dates(values: pd.Series, layout: Layout) -> pd.Series:
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return values.dt.tz_localize(None) if values.dt.tz is not None else values
+    text = values.astype(str).str.strip()
+    if layout.date_format is not None:
+        return pd.to_datetime(text, format=layout.date_format, errors="coerce")
+    # Yahoo writes dates with a time and zone on some exports; the trading day is what counts.
+    return pd.to_datetime(text.str.slice(0, 10), format="ISO8601", errors="coerce")
+
+
+def find_defects(frame: pd.DataFrame) -> list[Defect]:
+    """Every row-level defect of a canonical frame (with ``_row`` and ``_file``), in file order."""
+    checks: list[tuple[pd.Series, str | pd.Series]] = [
+        (~frame["code"].str.match(_SAFE_CODE), "unsafe code (letters, digits, '.', '_', '-' only)"),
+        (frame["date"].isna(), "unparseable date"),
+    ]
+    for col in REQUIRED[2:]:
+        checks.append((frame[col].isna(), f"missing or non-numeric {col}"))
+    for col in PRICES:
+        checks.append((frame[col] <= 0, f"non-positive {col}"))
+    checks += [
+        (frame["volume"] < 0, "negative volume"),
+        (frame["high"] < frame["low"], "high < low"),
+        ((frame["open"] < frame["low"]) | (frame["open"] > frame["high"]), "open outside [low, high]"),
+        ((frame["close"] < frame["low"]) | (frame["close"] > frame["high"]), "close outside [low, high]"),
+        (frame.duplicated(["code", "date"], keep=False) & frame["date"].notna(), "duplicate date"),
+    ]
+    defects = []
+    for mask, reason in checks:
+        for idx in np.flatnonzero(mask.to_numpy(dtype=bool)):
+            row = frame.iloc[idx]
+            defects.append(
+                Defect(
+                    file=row["_file"],
+                    row=int(row["_row"]) if row["_row"] >= 0 else None,
+                    code=row["code"],
+                    date="NaT" if pd.isna(row["date"]) else row["date"].strftime("%Y-%m-%d"),
+                    reason=str(reason),
+                )
+            )
+    return sorted(defects, key=lambda d: (d.file, d.row or 0, d.reason))
+
+
+def load_market(
+    paths: list[Path],
+    name: str,
+    layout: str = "auto",
+    on_defect: OnDefect | str = OnDefect.FAIL,
+    code: str | None = None,
+    codes: list[str] | None = None,
+) -> Market:
+    """Load, validate and sort one market from one or more files.
+
+    ``on_defect=fail`` raises with every defect found; ``drop`` removes each defective stock whole
+    (a stock with a hole in its prices would give charts and labels that lie) and counts it.
+    """
+    if not paths:
+        raise MarketDataError(f"market {name!r}: no input files")
+    frame = pd.concat([read_table(p, layout, code) for p in paths], ignore_index=True)
+    if codes is not None:
+        frame = frame[frame["code"].isin([str(c) for c in codes])]
+        if frame.empty:
+            raise MarketDataError(f"market {name!r}: none of the codes {codes} is in {paths}")
+    defects = find_defects(frame)
+    policy = OnDefect(on_defect)
+    if defects and policy is OnDefect.FAIL:
+        raise MarketDataError(
+            f"market {name!r}: {len(defects)} defective rows (set data.on_defect=drop to drop "
+            "the affected stocks instead)",
+            tuple(defects),
+        )
+    dropped: dict[str, tuple[Defect, ...]] = {}
+    for d in defects:
+        dropped[d.code] = dropped.get(d.code, ()) + (d,)
+    frame = frame[~frame["code"].isin(dropped)]
+    if frame.empty:
+        raise MarketDataError(f"market {name!r}: every stock is defective", tuple(defects))
+
+    frame = frame.sort_values(["code", "date"], kind="stable")
+    calendar = pd.DatetimeIndex(np.unique(frame["date"].to_numpy()), name="date")
+    suspended = frame["volume"] == 0
+    bars = frame.loc[~suspended, [c for c in CANONICAL if c in frame]].reset_index(drop=True)
+    report = LoadReport(
+        files=tuple(str(p) for p in paths),
+        rows=len(bars),
+        stocks=bars["code"].nunique(),
+        suspended_rows=int(suspended.sum()),
+        dropped=dropped,
+    )
+    return Market(name=name, bars=bars, calendar=calendar, report=report)

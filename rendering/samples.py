@@ -1,0 +1,210 @@
+"""Samples of the forecast task: one row per (task, code, cutoff) with labels and evaluation groups.
+
+Cutoff rule (DESIGN.md): a sample's inputs hold only bars dated strictly before its cutoff. Cutoffs
+are trading days of the market calendar, every ``interval`` trading days from the window start.
+
+Labels, chosen where the paper is silent:
+
+* ``T0`` is the market's last trading day before the cutoff and the horizon counts *market*
+  trading days from it: ``r_H = close(T0 + H) / close(T0) - 1``, where ``close(d)`` is the stock's
+  last close on or before ``d``. For a stock that trades every day this is exactly
+  ``close[t0 + H] / close[t0] - 1``; for a stock suspended inside the horizon its price simply stands
+  still, so every stock of one cutoff is measured over the same calendar span (which the
+  cross-sectional IC assumes).
+* A sample is dropped, and counted under its reason, when the stock has fewer than ``min_bars``
+  daily bars before the cutoff, has not traded in the ``max_stale_days`` trading days before it
+  (suspended at the cutoff), or when any horizon runs past the market's data or past the stock's
+  last bar (delisted or data ends).
+
+Evaluation groups, which like the labels look past the cutoff and are never model inputs:
+
+* ``regime`` of the cutoff day (paper §5.4.1): ``bull`` if more than ``regime_threshold`` of the
+  stocks that traded that day closed above their previous close, ``bear`` if more than that share
+  closed below, else ``sideways``.
+* ``continuous_rise`` / ``continuous_fall`` of the stock (paper §5.4.2): more than
+  ``trend_threshold`` of its trading days inside the sample window rose / fell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rendering.market import Market
+
+INPUT_COLUMNS = ("sample_id", "task", "market", "code", "cutoff", "t0", "n_bars")
+GROUP_COLUMNS = ("regime", "market_up_ratio", "continuous_rise", "continuous_fall")
+
+
+def label_columns(horizons: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(f"r_{h}" for h in horizons)
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    task: str = "forecast"
+    start: str | None = None  # first possible cutoff (inclusive); None = start of the data
+    end: str | None = None  # cutoffs fall before this date (exclusive); None = end of the data
+    interval: int = 30
+    horizons: tuple[int, ...] = (5, 30)
+    min_bars: int = 90
+    max_stale_days: int = 5
+    regime_threshold: float = 0.7
+    trend_threshold: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.interval < 1:
+            raise ValueError(f"samples.interval must be >= 1, got {self.interval}")
+        if not self.horizons or min(self.horizons) < 1:
+            raise ValueError(f"samples.horizons must be positive trading-day counts, got {self.horizons}")
+        if self.min_bars < 1:
+            raise ValueError(f"samples.min_bars must be >= 1, got {self.min_bars}")
+
+
+@dataclass(frozen=True)
+class SampleSet:
+    frame: pd.DataFrame
+    cutoffs: pd.DatetimeIndex
+    dropped: dict[str, int]
+
+
+def sample_id(task: str, code: str, cutoff: pd.Timestamp) -> str:
+    return hashlib.sha256(f"{task}|{code}|{cutoff:%Y-%m-%d}".encode()).hexdigest()[:16]
+
+
+def cutoff_dates(calendar: pd.DatetimeIndex, spec: SampleSpec) -> pd.DatetimeIndex:
+    in_window = np.ones(len(calendar), dtype=bool)
+    if spec.start is not None:
+        in_window &= calendar >= pd.Timestamp(spec.start)
+    if spec.end is not None:
+        in_window &= calendar < pd.Timestamp(spec.end)
+    return calendar[in_window][:: spec.interval]
+
+
+def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
+    cal = market.calendar
+    close = market.bars.pivot(index="date", columns="code", values="close").reindex(cal)
+    codes = close.columns.to_numpy()
+    traded = close.notna().to_numpy()
+    filled = close.ffill().to_numpy()
+    n_bars = traded.cumsum(axis=0)
+    positions = np.arange(len(cal))[:, None]
+    last_pos = pd.DataFrame(np.where(traded, positions, np.nan)).ffill().to_numpy()
+    final_pos = np.where(traded.any(axis=0), len(cal) - 1 - np.argmax(traded[::-1], axis=0), -1)
+    trend = _trend_flags(close, spec)
+
+    cutoffs = cutoff_dates(cal, spec)
+    dropped: Counter[str] = Counter()
+    rows = []
+    for cutoff in cutoffs:
+        k = cal.get_loc(cutoff)
+        if k == 0:
+            dropped["no bars before cutoff"] += len(codes)
+            continue
+        up_ratio, regime = _regime(filled[k - 1], close.iloc[k].to_numpy(), spec.regime_threshold)
+        bars_before = n_bars[k - 1]
+        staleness = (k - 1) - last_pos[k - 1]
+        targets = {h: k - 1 + h for h in spec.horizons}
+        for j, code in enumerate(codes):
+            reason = _drop_reason(
+                int(bars_before[j]), staleness[j], final_pos[j], targets, len(cal), spec
+            )
+            if reason is not None:
+                dropped[reason] += 1
+                continue
+            row = {
+                "sample_id": sample_id(spec.task, code, cutoff),
+                "task": spec.task,
+                "market": market.name,
+                "code": code,
+                "cutoff": cutoff,
+                "t0": cal[int(last_pos[k - 1, j])],
+                "n_bars": int(bars_before[j]),
+            }
+            base = filled[k - 1, j]
+            for h, target in targets.items():
+                row[f"r_{h}"] = filled[target, j] / base - 1.0
+            row.update(regime=regime, market_up_ratio=up_ratio, **trend[code])
+            rows.append(row)
+
+    columns = [*INPUT_COLUMNS, *label_columns(spec.horizons), *GROUP_COLUMNS]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame = frame.astype({"n_bars": "int64", "continuous_rise": bool, "continuous_fall": bool})
+    frame = frame.sort_values(["cutoff", "code"], kind="stable").reset_index(drop=True)
+    return SampleSet(frame=frame, cutoffs=cutoffs, dropped=dict(sorted(dropped.items())))
+
+
+def _drop_reason(
+    bars_before: int,
+    staleness: float,
+    final_pos: int,
+    targets: dict[int, int],
+    calendar_len: int,
+    spec: SampleSpec,
+) -> str | None:
+    if bars_before == 0:
+        return "no bars before cutoff"
+    if bars_before < spec.min_bars:
+        return f"fewer than {spec.min_bars} bars before cutoff"
+    if staleness > spec.max_stale_days:
+        return f"no trade in the {spec.max_stale_days} trading days before cutoff"
+    if max(targets.values()) >= calendar_len:
+        return "label horizon past the end of the market data"
+    if max(targets.values()) > final_pos:
+        return "label horizon past the stock's last bar"
+    return None
+
+
+def _regime(prev_close: np.ndarray, day_close: np.ndarray, threshold: float) -> tuple[float, str]:
+    valid = ~np.isnan(prev_close) & ~np.isnan(day_close)
+    if not valid.any():
+        return float("nan"), "unknown"
+    change = day_close[valid] - prev_close[valid]
+    up, down = float(np.mean(change > 0)), float(np.mean(change < 0))
+    if up > threshold:
+        return up, "bull"
+    if down > threshold:
+        return up, "bear"
+    return up, "sideways"
+
+
+def _trend_flags(close: pd.DataFrame, spec: SampleSpec) -> dict[str, dict[str, bool]]:
+    """Continuous rise / fall per stock over the sample window (its own trading days)."""
+    flags = {}
+    for code in close.columns:
+        series = close[code].dropna()
+        change = series.diff()
+        in_window = np.ones(len(series), dtype=bool)
+        if spec.start is not None:
+            in_window &= series.index >= pd.Timestamp(spec.start)
+        if spec.end is not None:
+            in_window &= series.index < pd.Timestamp(spec.end)
+        window = change[in_window].dropna()
+        rise = float((window > 0).mean()) if len(window) else 0.0
+        fall = float((window < 0).mean()) if len(window) else 0.0
+        flags[code] = {
+            "continuous_rise": rise > spec.trend_threshold,
+            "continuous_fall": fall > spec.trend_threshold,
+        }
+    return flags
+
+
+def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
+    frame = samples.frame
+    return {
+        "task": spec.task,
+        "samples": len(frame),
+        "cutoffs": len(samples.cutoffs),
+        "first_cutoff": None if frame.empty else f"{frame['cutoff'].min():%Y-%m-%d}",
+        "last_cutoff": None if frame.empty else f"{frame['cutoff'].max():%Y-%m-%d}",
+        "per_market": {str(k): int(v) for k, v in frame["market"].value_counts().sort_index().items()},
+        "per_regime": {str(k): int(v) for k, v in frame["regime"].value_counts().sort_index().items()},
+        "continuous_rise_stocks": int(frame.loc[frame["continuous_rise"], "code"].nunique()),
+        "continuous_fall_stocks": int(frame.loc[frame["continuous_fall"], "code"].nunique()),
+        "dropped_samples": samples.dropped,
+        "data": market.report.as_dict(),
+    }
