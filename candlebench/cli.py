@@ -16,6 +16,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from candlebench.paths import CONF_DIR, register_resolvers
 from rendering import jobs as data_jobs
+from rendering import render_job
 from rendering.market import MarketDataError
 
 
@@ -33,6 +34,7 @@ COMMANDS: Mapping[str, Command] = {
     ),
     "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
     "samples": Command(data_jobs.samples, "build samples.parquet (stock x cutoff, labels, regimes)"),
+    "render": Command(render_job.render, "draw every sample's daily and weekly chart (parallel, resumable)"),
 }
 
 
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     register_resolvers()
     job_name = name.replace(" ", "_")
     # hydra.main reads sys.argv; give it only the overrides, and name the job after the command.
-    sys.argv = [f"candlebench {name}", *overrides, f"hydra.job.name={job_name}"]
+    # (first, so Hydra flags such as --cfg may still follow the user's overrides)
+    sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides]
 
     def run(cfg: DictConfig) -> None:
         try:
