@@ -1,0 +1,45 @@
+"""The text modality: same bars as the charts, compact and exact."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rendering.bars import chart_bars, history_before
+from rendering.text import bars_block, sample_text
+
+
+def test_block_format_is_exact():
+    bars = pd.DataFrame(
+        {
+            "date": pd.to_datetime(["2024-01-02", "2024-01-03"]),
+            "open": [10.0, 1234.5678],
+            "high": [11.0, 1300.0],
+            "low": [9.5, 1200.0],
+            "close": [10.5, 1250.25],
+            "volume": [950.0, 1_234_567.0],
+            "ma5": [float("nan"), 0.004412345],
+        }
+    )
+    assert bars_block(bars, "HEAD", (5,)) == (
+        "HEAD\n"
+        "date,open,high,low,close,volume,ma5\n"
+        "2024-01-02,10,11,9.5,10.5,950,\n"
+        "2024-01-03,1234.6,1300,1200,1250.2,1.23M,0.0044123"
+    )
+
+
+def test_sample_text_holds_the_chart_bars_of_each_frame(slice_market):
+    cutoff = pd.Timestamp("2018-03-14")
+    history = history_before(slice_market.stock("AC"), cutoff)
+    text = sample_text(history, "AC", cutoff, ("daily", "weekly"), (5, 20, 90), 50)
+    daily, weekly = text.split("\n\n")
+    assert daily.startswith("AC daily bars before 2018-03-14")
+    assert weekly.startswith("AC weekly bars before 2018-03-14")
+    for block, freq in ((daily, "daily"), (weekly, "weekly")):
+        rows = block.splitlines()[2:]
+        bars = chart_bars(history, freq, (5, 20, 90), 50)
+        assert len(rows) == len(bars) == 50
+        assert [r.split(",")[0] for r in rows] == [f"{d:%Y-%m-%d}" for d in bars["date"]]
+        assert [float(r.split(",")[4]) for r in rows] == list(bars["close"])
+    assert weekly.splitlines()[-1].startswith("2018-03-13,")
+    assert "2018-03-14" not in daily.split("\n", 1)[1]
