@@ -15,8 +15,12 @@ from omegaconf import DictConfig
 from omegaconf.errors import MissingMandatoryValue
 
 from candlebench.paths import CONF_DIR, register_resolvers
+from candlebench import pipeline
+from inference import jobs as infer_jobs
 from rendering import jobs as data_jobs
 from rendering import render_job
+from scoring import jobs as score_jobs
+from inference.runner import RunAborted
 from rendering.market import MarketDataError
 
 
@@ -35,6 +39,11 @@ COMMANDS: Mapping[str, Command] = {
     "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
     "samples": Command(data_jobs.samples, "build samples.parquet (stock x cutoff, labels, regimes)"),
     "render": Command(render_job.render, "draw every sample's daily and weekly chart (parallel, resumable)"),
+    "baseline": Command(infer_jobs.baseline, "XGBoost walk-forward, momentum, constant and random predictors"),
+    "infer": Command(infer_jobs.infer, "run a model over the samples (transformers or vLLM), resumable"),
+    "score": Command(score_jobs.score, "metrics.json for one run"),
+    "report": Command(score_jobs.report, "Markdown + HTML report of scored runs, paired comparisons"),
+    "run": Command(pipeline.run, "the main job: samples, render, baselines, infer, score, report"),
 }
 
 
@@ -73,8 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         try:
             command.job(cfg)
-        except MarketDataError as err:
-            # A data problem is the user's to fix: show the message, not a traceback.
+        except (MarketDataError, FileNotFoundError, RunAborted) as err:
+            # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
+            # The message names the file; a traceback would only bury it.
             raise SystemExit(f"error: {err}") from None
         except MissingMandatoryValue as err:
             raise SystemExit(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...") from None

@@ -1,0 +1,93 @@
+"""The transformers backend: the checkpoint's own class, its processor and chat template.
+
+Left padding and greedy decoding by default, so a sample's answer does not depend on the batch it
+ran in (tested at batch sizes 1 and 8). bf16 on GPU, fp32 on CPU unless the model config says
+otherwise; ``device_map`` spreads a large model over the GPUs of one node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.backends.base import Generation, GenerationSpec, PreparedRequest
+from inference.chat import chat_text, strip_after_eos
+from inference.models import ModelSpec, resolve_checkpoint
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    return getattr(torch, name)
+
+
+def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any]:
+    """(model, processor) with the adapter applied (or merged), in eval mode."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    path = resolve_checkpoint(spec.path, spec.revision)
+    processor = AutoProcessor.from_pretrained(
+        path, local_files_only=True, trust_remote_code=spec.trust_remote_code, **spec.processor_kwargs
+    )
+    processor.tokenizer.padding_side = "left"
+    model = AutoModelForImageTextToText.from_pretrained(
+        path,
+        dtype=torch_dtype(spec.dtype),
+        device_map=device_map if torch.cuda.is_available() else None,
+        local_files_only=True,
+        trust_remote_code=spec.trust_remote_code,
+    )
+    if spec.adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, resolve_checkpoint(spec.adapter, what="adapter"))
+        if spec.merge_adapter:
+            model = model.merge_and_unload()
+    return model.eval(), processor
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = "auto"):
+        self.generation = generation
+        self.model, self.processor = load_model(model, device_map)
+        tokenizer = self.processor.tokenizer
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
+        self.stop_ids = eos_ids | {self.pad_id}
+
+    def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
+        import torch
+
+        texts = [chat_text(self.processor, r.prompt, len(r.images)) for r in batch]
+        images = [list(r.images) for r in batch]
+        inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt").to(self.model.device)
+        g = self.generation
+        sampling = {"do_sample": True, "temperature": g.temperature, "top_p": g.top_p} if g.temperature > 0 else {
+            "do_sample": False, "temperature": None, "top_p": None, "top_k": None,
+        }
+        if g.temperature > 0:
+            torch.manual_seed(g.seed)
+        with torch.inference_mode():
+            out = self.model.generate(
+                **inputs,
+                max_new_tokens=g.max_new_tokens,
+                min_new_tokens=g.min_new_tokens or None,
+                pad_token_id=self.pad_id,
+                **sampling,
+            )
+        prompt_len = inputs["input_ids"].shape[1]
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        results = []
+        for row, n_prompt in zip(out[:, prompt_len:].tolist(), prompt_tokens):
+            ids = strip_after_eos(row, self.stop_ids)
+            text = self.processor.tokenizer.decode(list(ids), skip_special_tokens=True)
+            results.append(Generation(text=text, token_ids=ids, prompt_tokens=int(n_prompt)))
+        return results
+
+    def close(self) -> None:
+        del self.model

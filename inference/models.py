@@ -1,0 +1,83 @@
+"""Checkpoints as configs: what to load, from where, offline.
+
+``path`` is a local directory or a Hugging Face repo id that must already be in the local cache
+(``HF_HUB_OFFLINE=1``: nothing is downloaded at run time). ``adapter`` is a PEFT LoRA adapter
+(directory or cached repo id) applied on top; ``merge_adapter`` folds it into the weights first,
+which the vLLM backend needs when the adapter also touches the vision tower.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class CheckpointNotFound(FileNotFoundError):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    path: str
+    family: str = ""
+    revision: str | None = None
+    adapter: str | None = None
+    merge_adapter: bool = False
+    trust_remote_code: bool = False
+    release_date: str | None = None  # for the contamination split of the scores
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    tensor_parallel_size: int = 1
+    max_model_len: int = 8192
+    processor_kwargs: dict[str, Any] = field(default_factory=dict)
+    random_weights: bool = False  # a pipeline check, not a model: reports say so
+    # Tiny fixtures only: builder names (inference.tiny_models.BUILDERS) that create `path` /
+    # `adapter` when missing.
+    build: str | None = None
+    build_adapter: str | None = None
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> "ModelSpec":
+        values = OmegaConf.to_container(cfg, resolve=True)
+        values["processor_kwargs"] = dict(values.get("processor_kwargs") or {})
+        if values.get("release_date") is not None:
+            values["release_date"] = str(values["release_date"])
+        return cls(**values)
+
+    def identity(self) -> dict[str, Any]:
+        """What of the checkpoint changes outputs: goes into the run key."""
+        return {
+            "path": self.path,
+            "revision": self.revision,
+            "adapter": self.adapter,
+            "merge_adapter": self.merge_adapter,
+            "dtype": self.dtype,
+            "processor_kwargs": self.processor_kwargs,
+        }
+
+
+def resolve_checkpoint(ref: str, revision: str | None = None, what: str = "model") -> Path:
+    """A local directory, or the snapshot of a repo id in the local Hugging Face cache."""
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists() and not (path / "adapter_config.json").exists():
+            raise CheckpointNotFound(f"{what} checkpoint {path}: directory has no config.json / adapter_config.json")
+        return path
+    if path.is_absolute() or ref.startswith((".", "~")) or ref.count("/") != 1:
+        raise CheckpointNotFound(f"{what} checkpoint {ref}: no such directory")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(ref, revision=revision, local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as err:
+        cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME") or "~/.cache/huggingface"
+        raise CheckpointNotFound(
+            f"{what} checkpoint {ref}: not a local directory and not in the local Hugging Face cache "
+            f"({cache}). Fetch it where there is internet (`hf download {ref}`) and copy the cache, "
+            f"or set the path to a local directory. ({err.__class__.__name__})"
+        ) from None

@@ -1,0 +1,202 @@
+"""The inference loop: shard, skip what is done, prefetch images, generate, parse, flush.
+
+Guarantees (each has a test): records do not depend on batch size or shard count; every batch is
+on disk (fsynced) before the next one starts; a re-run with any shard count or batch size does
+only what is missing; a failing sample is recorded with its error instead of killing the run,
+which stops only when errors pass ``max_error_rate``.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from tqdm import tqdm
+
+from inference.backends.base import Backend, Generation, PreparedRequest
+from inference.parse import parse_score
+from inference.records import RecordStore, ResponseRecord
+from rendering.model_input import ImagePolicy
+
+
+class RunAborted(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Request:
+    sample_id: str
+    prompt: str
+    image_paths: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard.index={self.index} must lie in [0, shard.count={self.count})")
+
+    def owns(self, sample_id: str) -> bool:
+        # A hash, not a position: a sample stays in its shard when others are added or removed.
+        return int(hashlib.sha256(sample_id.encode()).hexdigest()[:12], 16) % self.count == self.index
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    batch_size: int = 8
+    prefetch_batches: int = 2
+    loader_threads: int = 4
+    max_error_rate: float = 0.05
+    # The error rate is judged only after this many samples, so one early failure is no verdict.
+    min_samples_for_error_rate: int = 20
+
+
+@dataclass(frozen=True)
+class RunStats:
+    total: int  # samples of this shard
+    skipped: int  # already recorded
+    generated: int
+    errors: int
+
+
+def _prepare(request: Request, policy: ImagePolicy) -> PreparedRequest | Exception:
+    try:
+        images = tuple(policy.apply(path) for path in request.image_paths)
+    except Exception as err:  # a missing or corrupt chart fails its sample, not the run
+        return err
+    return PreparedRequest(request.sample_id, request.prompt, images)
+
+
+def _is_out_of_memory(err: Exception) -> bool:
+    return "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
+
+
+def generate_isolating_failures(backend: Backend, batch: list[PreparedRequest]) -> list[Generation | Exception]:
+    """Generate a batch; on failure split it in halves until the failing samples stand alone.
+
+    Out-of-memory on a large batch thus becomes smaller batches, and one poisonous sample costs
+    only its own record. Valid because outputs do not depend on the batch they ran in.
+    """
+    try:
+        return list(backend.generate(batch))
+    except Exception as err:
+        if _is_out_of_memory(err):
+            gc.collect()
+            _empty_device_cache()
+        if len(batch) == 1:
+            return [err]
+        half = len(batch) // 2
+        return generate_isolating_failures(backend, batch[:half]) + generate_isolating_failures(backend, batch[half:])
+
+
+def _empty_device_cache() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _batches(items: Sequence[Request], size: int) -> Iterator[list[Request]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def run_requests(
+    requests: Sequence[Request],
+    store: RecordStore,
+    run_key: str,
+    model: str,
+    backend_name: str,
+    make_backend: Callable[[], Backend],
+    policy: ImagePolicy,
+    shard: Shard,
+    settings: RunSettings,
+    score_range: tuple[float, float] = (-0.5, 1.0),
+) -> RunStats:
+    mine = sorted((r for r in requests if shard.owns(r.sample_id)), key=lambda r: r.sample_id)
+    done = store.done(run_key)
+    todo = [r for r in mine if r.sample_id not in done]
+    if not todo:
+        return RunStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
+
+    backend = make_backend()  # only now: a finished shard never loads a model
+    processed = errors = 0
+    lo, hi = score_range
+    try:
+        with (
+            store.writer(f"shard{shard.index}of{shard.count}") as writer,
+            ThreadPoolExecutor(settings.loader_threads) as loader,
+            tqdm(total=len(todo), unit="sample", desc=f"{model} shard {shard.index}/{shard.count}") as bar,
+        ):
+            batches = _batches(todo, settings.batch_size)
+            pending: deque[tuple[list[Request], list[Future]]] = deque()
+
+            def submit_next() -> None:
+                batch = next(batches, None)
+                if batch is not None:
+                    pending.append((batch, [loader.submit(_prepare, r, policy) for r in batch]))
+
+            for _ in range(settings.prefetch_batches + 1):
+                submit_next()
+            while pending:
+                batch, futures = pending.popleft()
+                submit_next()  # decode the next batch's charts while this one generates
+                prepared = [f.result() for f in futures]
+                ready = [p for p in prepared if isinstance(p, PreparedRequest)]
+                started = time.perf_counter()
+                outputs = iter(generate_isolating_failures(backend, ready) if ready else [])
+                per_sample = (time.perf_counter() - started) / len(batch)
+                records = [
+                    _record(
+                        run_key, request.sample_id, model, backend_name,
+                        next(outputs) if isinstance(prep, PreparedRequest) else prep, per_sample, lo, hi,
+                    )
+                    for request, prep in zip(batch, prepared)
+                ]
+                writer.write(records)
+                processed += len(records)
+                errors += sum(r.error is not None for r in records)
+                bar.update(len(records))
+                if processed >= settings.min_samples_for_error_rate and errors / processed > settings.max_error_rate:
+                    raise RunAborted(
+                        f"{errors} of {processed} samples failed (> max_error_rate={settings.max_error_rate}); "
+                        f"their errors are in {writer.path}; fix the cause and re-run to resume"
+                    )
+    finally:
+        backend.close()
+    return RunStats(total=len(mine), skipped=len(mine) - len(todo), generated=processed, errors=errors)
+
+
+def _record(
+    run_key: str,
+    sample_id: str,
+    model: str,
+    backend: str,
+    result: Generation | Exception,
+    latency: float,
+    lo: float,
+    hi: float,
+) -> ResponseRecord:
+    if isinstance(result, Exception):
+        message = f"{type(result).__name__}: {result}"
+        return ResponseRecord(
+            run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None, value=None,
+            tier="none", reason=f"generation failed: {message}", in_range=False, error=message,
+            prompt_tokens=0, completion_tokens=0, token_ids=(), latency_s=latency,
+        )
+    parsed = parse_score(result.text, lo, hi)
+    return ResponseRecord(
+        run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=result.text,
+        value=parsed.value, tier=parsed.tier, reason=parsed.reason, in_range=parsed.in_range, error=None,
+        prompt_tokens=result.prompt_tokens, completion_tokens=len(result.token_ids),
+        token_ids=result.token_ids, latency_s=latency,
+    )

@@ -1,0 +1,79 @@
+"""Baselines → score → report through the CLI: the numbers on disk are the library's numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scoring.forecast import compute_metrics
+
+CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+
+
+def cli(*args: str, cwd: Path) -> str:
+    done = subprocess.run([CANDLEBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    common = ["data=slice", f"out_dir={out}", "score.n_boot=200"]
+    cli("samples", *common, "samples.interval=15", cwd=out)
+    cli("baseline", *common, cwd=out)
+    for name in ("xgboost", "momentum", "constant", "random"):
+        cli("score", *common, f"score.run={name}", cwd=out)
+    cli("report", *common, "report.compare=[[momentum,xgboost]]", cwd=out)
+    return out
+
+
+def test_metrics_on_disk_equal_the_library_on_the_parsed_table(scored):
+    for name in ("xgboost", "momentum", "random"):
+        run = scored / "runs" / name
+        parsed = pd.read_parquet(run / "parsed.parquet")
+        expected = json.loads(json.dumps(compute_metrics(parsed, horizon=30, n_boot=200, seed=0)))
+        written = json.loads((run / "metrics.json").read_text())
+        assert {k: written[k] for k in expected} == expected
+        assert written["n_missing_records"] == 0
+
+
+def test_baselines_share_the_record_contract(scored):
+    samples = pd.read_parquet(scored / "samples.parquet")
+    for name in ("xgboost", "momentum", "constant", "random"):
+        lines = (scored / "runs" / name / "responses.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        assert sorted(r["sample_id"] for r in records) == sorted(samples["sample_id"])
+        for r in records:
+            assert (r["value"] is None) == (r["text"] is None)
+            assert r["value"] is not None or "no prediction" in r["reason"]
+    xgb = pd.read_parquet(scored / "runs" / "xgboost" / "parsed.parquet")
+    first = xgb["cutoff"].min()
+    assert xgb.loc[xgb["cutoff"] == first, "pred"].isna().all()  # no training data yet: no answer, not 0
+
+
+def test_rerun_appends_nothing(scored):
+    before = (scored / "runs" / "random" / "responses.jsonl").read_bytes()
+    parts = sorted((scored / "runs" / "random" / "parts").iterdir())
+    cli("baseline", "data=slice", f"out_dir={scored}", "baseline.names=[random]", cwd=scored)
+    assert sorted((scored / "runs" / "random" / "parts").iterdir()) == parts
+    assert (scored / "runs" / "random" / "responses.jsonl").read_bytes() == before
+
+
+def test_report_holds_every_run_the_numbers_and_the_plots(scored):
+    report = scored / "report"
+    md = (report / "report.md").read_text()
+    for name in ("xgboost", "momentum", "constant", "random"):
+        assert f"| {name} |" in md
+    metrics = json.loads((scored / "runs" / "momentum" / "metrics.json").read_text())
+    assert f"{metrics['ic_mean']:.5f}" in md and f"{metrics['accuracy'] * 100:.2f}" in md
+    assert "momentum → xgboost" in md
+    html = (report / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(list((report / "plots").glob("*.png"))) == 6
+    comparisons = json.loads((report / "comparisons.json").read_text())
+    assert comparisons["momentum → xgboost"]["n"] > 0
