@@ -81,3 +81,25 @@ def resolve_checkpoint(ref: str, revision: str | None = None, what: str = "model
             f"({cache}). Fetch it where there is internet (`hf download {ref}`) and copy the cache, "
             f"or set the path to a local directory. ({err.__class__.__name__})"
         ) from None
+
+
+def ensure_built(spec: ModelSpec) -> None:
+    """Tiny fixtures only: build the checkpoint (and adapter) at their paths on first use."""
+    if spec.build is None and spec.build_adapter is None:
+        return
+    from inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
+
+    base = Path(spec.path)
+    if spec.build is not None:
+        fixture_dir(base.name, BUILDERS[spec.build], base.parent)
+    if spec.build_adapter is not None and spec.adapter:
+        adapter = Path(spec.adapter)
+        fixture_dir(adapter.name, lambda dest: ADAPTER_BUILDERS[spec.build_adapter](base, dest), adapter.parent)
+
+
+def check_available(spec: ModelSpec) -> None:
+    """Fail now, naming the path, rather than after samples were queued for a model that is not there."""
+    if spec.build is None:
+        resolve_checkpoint(spec.path, spec.revision)
+    if spec.adapter and spec.build_adapter is None:
+        resolve_checkpoint(spec.adapter, what="adapter")

@@ -1,0 +1,567 @@
+"""Tiny random-weight VLM checkpoints, built from configs in seconds (no download).
+
+Every ``build_*`` function writes a complete checkpoint directory (weights as safetensors, config,
+processor, tokenizer, chat template, generation_config) that loads with ``from_pretrained``
+(``AutoModelForImageTextToText`` + ``AutoProcessor``) and with vLLM's CPU build. Builds are
+deterministic: the same function gives the same weights and token ids (weights are re-drawn from a
+seeded generator with std :data:`WEIGHT_STD`, so greedy generations are varied rather than runs of
+newlines). They are pipeline checks: ``candlebench run`` builds one when no real checkpoint is
+configured, and the tests build all of them.
+
+Sizes: text hidden 64, 2 layers, 2 heads of size 32 (vLLM's CPU attention needs head size 32/64/...),
+vision depth 2 (hidden 64). Qwen2.5-VL images are capped at 112x112 pixels (<= 16 tokens each);
+CLIP/SigLIP towers run at 112 px (LLaVA: 64 tokens per image, Gemma 3: 16).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+WEIGHT_STD = 0.2
+NORM_STD = 0.5  # Gemma 3 text norms (scale = 1 + w): re-drawn so greedy output is varied
+SEED = 1234
+
+TEXT_HIDDEN = 64
+TEXT_LAYERS = 2
+TEXT_HEADS = 2
+HEAD_DIM = 32
+INTERMEDIATE = 128
+VISION_HIDDEN = 64
+VISION_DEPTH = 2
+VISION_HEADS = 2
+IMAGE_SIZE = 112  # CLIP / SigLIP input size
+PATCH = 14
+MAX_POSITIONS = 4096
+
+
+def _text_dims(tokenizer) -> dict:
+    """The language-model sizes every family shares (one KV head: the smallest vLLM accepts)."""
+    return dict(
+        vocab_size=_vocab_size(tokenizer),
+        hidden_size=TEXT_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=TEXT_LAYERS,
+        num_attention_heads=TEXT_HEADS,
+        num_key_value_heads=1,
+    )
+
+
+def _llama_config(tok, vocab_size: int, pad: str, **extra):
+    """The Llama language model of both LLaVA layouts (full multi-head attention, as LLaVA-1.5)."""
+    from transformers import LlamaConfig
+
+    ids = tok.convert_tokens_to_ids
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=TEXT_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=TEXT_LAYERS,
+        num_attention_heads=TEXT_HEADS,
+        num_key_value_heads=TEXT_HEADS,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=MAX_POSITIONS,
+        bos_token_id=ids("<s>"),
+        eos_token_id=ids("</s>"),
+        pad_token_id=ids(pad),
+        **extra,
+    )
+
+
+def _vocab_size(tokenizer) -> int:
+    """Embedding rows: the tokenizer's length rounded up to a multiple of 64."""
+    n = len(tokenizer)
+    return ((n + 63) // 64) * 64
+
+
+def redraw_weights(model, seed: int = SEED, std: float = WEIGHT_STD) -> None:
+    """Re-draw every matrix (ndim >= 2: linear, conv, embedding) from N(0, std) and every bias from
+    N(0, 0.02) with a seeded generator, in parameter-name order. Norm scales keep their init."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if param.ndim >= 2:
+                param.copy_(torch.randn(param.shape, generator=gen, dtype=torch.float32) * std)
+            elif name.endswith("bias"):
+                param.copy_(torch.randn(param.shape, generator=gen, dtype=torch.float32) * 0.02)
+
+
+def _generation_config(tokenizer, stop_tokens: list[str]):
+    from transformers import GenerationConfig
+
+    eos = [tokenizer.convert_tokens_to_ids(t) for t in stop_tokens]
+    return GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=eos if len(eos) > 1 else eos[0],
+        pad_token_id=tokenizer.pad_token_id,
+        do_sample=False,
+    )
+
+
+def _rename_vision_keys(dest: Path) -> None:
+    """transformers 5.x saves CLIP / SigLIP towers inside LLaVA / Gemma 3 as
+    ``vision_tower.embeddings...``; vLLM expects ``vision_tower.vision_model.embeddings...``. Rewrite
+    the weights file with the nested names (transformers loads both spellings)."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    path = dest / "model.safetensors"
+    with safe_open(str(path), "pt") as fh:
+        metadata = fh.metadata()
+        tensors = {}
+        for key in fh.keys():
+            new = key
+            for prefix in ("vision_tower.", "model.vision_tower."):
+                if key.startswith(prefix) and not key.startswith(prefix + "vision_model."):
+                    new = prefix + "vision_model." + key[len(prefix):]
+                    break
+            tensors[new] = fh.get_tensor(key)
+    save_file(tensors, str(path), metadata=metadata or {"format": "pt"})
+
+
+def _save(model, processor, tokenizer, dest: Path, stop_tokens: list[str]) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    model.generation_config = _generation_config(tokenizer, stop_tokens)
+    model.save_pretrained(dest)
+    processor.save_pretrained(dest)
+    return dest
+
+
+def _torch_setup():
+    import torch
+
+    torch.manual_seed(SEED)
+    return torch
+
+
+# --- Qwen2.5-VL ------------------------------------------------------------------------------------
+
+
+def build_tiny_qwen2_5_vl(dest: Path) -> Path:
+    """Qwen2.5-VL: text hidden 64, 2 layers, head size 32, ``mrope_section`` [4, 6, 6] (sums to 16 =
+    head size / 2); vision depth 2, ``out_hidden_size`` 64; images resized to <= 112x112 pixels."""
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    tok = build_tokenizer("qwen2_5_vl")
+    ids = tok.convert_tokens_to_ids
+    text_config = dict(
+        **_text_dims(tok),
+        max_position_embeddings=MAX_POSITIONS,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [4, 6, 6]},
+        bos_token_id=ids("<|endoftext|>"),
+        eos_token_id=ids("<|im_end|>"),
+        pad_token_id=ids("<|endoftext|>"),
+        tie_word_embeddings=False,
+    )
+    vision_config = dict(
+        depth=VISION_DEPTH,
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_heads=VISION_HEADS,
+        out_hidden_size=TEXT_HIDDEN,
+        patch_size=PATCH,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        window_size=112,
+        fullatt_block_indexes=[VISION_DEPTH - 1],
+    )
+    config = Qwen2_5_VLConfig(
+        text_config=text_config,
+        vision_config=vision_config,
+        image_token_id=ids("<|image_pad|>"),
+        video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"),
+        vision_end_token_id=ids("<|vision_end|>"),
+        tie_word_embeddings=False,
+    )
+    config.dtype = torch.float32
+    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
+    redraw_weights(model, SEED)
+    size = {"shortest_edge": 28 * 28, "longest_edge": 112 * 112}
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=size),
+        tokenizer=tok,
+        video_processor=Qwen2VLVideoProcessor(size=size),
+        chat_template=tok.chat_template,
+    )
+    return _save(model, processor, tok, dest, family_tokens("qwen2_5_vl")["stop"])
+
+
+# --- Gemma 3 ---------------------------------------------------------------------------------------
+
+
+def build_tiny_gemma3(dest: Path) -> Path:
+    """Gemma 3: SigLIP at 112 px (8x8 patches pooled to 16 tokens per image) + Gemma 3 text (hidden
+    64, 2 layers: one sliding-window, one global; head size 32)."""
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessor,
+        Gemma3Processor,
+    )
+
+    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    tok = build_tokenizer("gemma3")
+    ids = tok.convert_tokens_to_ids
+    text_config = dict(
+        **_text_dims(tok),
+        head_dim=HEAD_DIM,
+        query_pre_attn_scalar=HEAD_DIM,
+        sliding_window=512,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=MAX_POSITIONS,
+        bos_token_id=ids("<bos>"),
+        eos_token_id=ids("<eos>"),
+        pad_token_id=ids("<pad>"),
+    )
+    vision_config = dict(
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=VISION_DEPTH,
+        num_attention_heads=VISION_HEADS,
+        image_size=IMAGE_SIZE,
+        patch_size=PATCH,
+        vision_use_head=False,
+    )
+    tokens_per_image = 16
+    config = Gemma3Config(
+        text_config=text_config,
+        vision_config=vision_config,
+        mm_tokens_per_image=tokens_per_image,
+        boi_token_index=ids("<start_of_image>"),
+        eoi_token_index=ids("<end_of_image>"),
+        image_token_index=ids("<image_soft_token>"),
+    )
+    config.dtype = torch.float32
+    model = Gemma3ForConditionalGeneration(config).to(torch.float32).eval()
+    redraw_weights(model, SEED)
+    # Gemma scales input embeddings by sqrt(hidden) and ties the output head to them: with std 0.2
+    # the residual stream is the input token's own embedding and greedy decoding echoes the last
+    # prompt token ("\n" forever). Smaller embeddings let the layers decide.
+    gen = torch.Generator().manual_seed(SEED + 11)
+    with torch.no_grad():
+        emb = model.get_input_embeddings().weight
+        emb.copy_(torch.randn(emb.shape, generator=gen) * 0.02)
+        for name, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if param.ndim == 1 and "language_model" in name and "norm" in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * NORM_STD)
+    image_processor = Gemma3ImageProcessor(
+        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+        do_pan_and_scan=False,
+    )
+    processor = Gemma3Processor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        chat_template=tok.chat_template,
+        image_seq_length=tokens_per_image,
+    )
+    out = _save(model, processor, tok, dest, family_tokens("gemma3")["stop"])
+    _rename_vision_keys(out)
+    return out
+
+
+# --- LLaVA -----------------------------------------------------------------------------------------
+
+
+def _clip_vision_config(**extra):
+    from transformers import CLIPVisionConfig
+
+    return CLIPVisionConfig(
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=VISION_DEPTH,
+        num_attention_heads=VISION_HEADS,
+        image_size=IMAGE_SIZE,
+        patch_size=PATCH,
+        projection_dim=VISION_HIDDEN,
+        **extra,
+    )
+
+
+def _clip_image_processor():
+    from transformers import CLIPImageProcessor
+
+    return CLIPImageProcessor(
+        size={"shortest_edge": IMAGE_SIZE},
+        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+    )
+
+
+def build_tiny_llava(dest: Path) -> Path:
+    """LLaVA-1.5 style: CLIP ViT at 112 px (64 patch tokens per image, CLS dropped) + 2-layer MLP
+    projector + Llama (hidden 64, 2 layers, head size 32). Vision weights are saved as
+    ``model.vision_tower.vision_model.*`` (vLLM's spelling; transformers loads it too)."""
+    from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    tok = build_tokenizer("llava")
+    ids = tok.convert_tokens_to_ids
+    text_config = _llama_config(tok, _vocab_size(tok), pad="<pad>")
+    tokens_per_image = (IMAGE_SIZE // PATCH) ** 2
+    config = LlavaConfig(
+        vision_config=_clip_vision_config(),
+        text_config=text_config,
+        image_token_id=ids("<image>"),
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        projector_hidden_act="gelu",
+        image_seq_length=tokens_per_image,
+        tie_word_embeddings=False,
+    )
+    config.dtype = torch.float32
+    model = LlavaForConditionalGeneration(config).to(torch.float32).eval()
+    redraw_weights(model, SEED)
+    processor = LlavaProcessor(
+        image_processor=_clip_image_processor(),
+        tokenizer=tok,
+        patch_size=PATCH,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=tok.chat_template,
+        image_token="<image>",
+    )
+    out = _save(model, processor, tok, dest, family_tokens("llava")["stop"])
+    _rename_vision_keys(out)
+    return out
+
+
+# --- LoRA ------------------------------------------------------------------------------------------
+
+LORA_RANK = 8
+LORA_ALPHA = 16
+LORA_TARGETS = ["q_proj", "v_proj"]  # only the language model has these names (vision: qkv / proj)
+
+
+def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: bool = False) -> Path:
+    """A PEFT LoRA adapter (rank 8, alpha 16) on the language model's q/v projections of the model
+    in ``base`` (the Qwen2.5-VL fixture), with seeded non-zero A and B (std 0.2), so the adapter
+    changes greedy outputs. Writes ``adapter_config.json`` + ``adapter_model.safetensors``.
+
+    Keys are ``base_model.model.model.language_model.layers.N...`` (transformers >= 4.52 naming);
+    ``legacy_keys=True`` writes ``base_model.model.model.layers.N...`` instead, as adapters trained
+    with older transformers (e.g. the PyFi-QwenVL ones) ship."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    base, dest = Path(base), Path(dest)
+    model = AutoModelForImageTextToText.from_pretrained(base, dtype=torch.float32)
+    config = LoraConfig(
+        r=LORA_RANK,
+        lora_alpha=LORA_ALPHA,
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        bias="none",
+    )
+    peft_model = get_peft_model(model, config)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in sorted(peft_model.named_parameters(), key=lambda kv: kv[0]):
+            if "lora_A" in name or "lora_B" in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * WEIGHT_STD)
+    dest.mkdir(parents=True, exist_ok=True)
+    peft_model.save_pretrained(dest)
+    if legacy_keys:
+        from safetensors import safe_open
+        from safetensors.torch import save_file
+
+        path = dest / "adapter_model.safetensors"
+        with safe_open(str(path), "pt") as fh:
+            meta = fh.metadata()
+            tensors = {k.replace(".model.language_model.", ".model.", 1): fh.get_tensor(k) for k in fh.keys()}
+        save_file(tensors, str(path), metadata=meta or {"format": "pt"})
+    # adapter_config.json records the absolute base path (base_model_name_or_path).
+    return dest
+
+
+# --- original LLaVA-repo layout ----------------------------------------------------------------------
+
+
+def build_tiny_clip(dest: Path) -> Path:
+    """A full tiny CLIP checkpoint (text + vision towers, ``CLIPModel``), laid out like
+    ``openai/clip-vit-large-patch14-336`` (the tower original LLaVA checkpoints reference)."""
+    from transformers import CLIPConfig, CLIPModel
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    vision = _clip_vision_config().to_dict()
+    text = dict(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                num_attention_heads=2, max_position_embeddings=32, projection_dim=VISION_HIDDEN,
+                bos_token_id=0, eos_token_id=1, pad_token_id=1)
+    config = CLIPConfig(text_config=text, vision_config=vision, projection_dim=VISION_HIDDEN)
+    model = CLIPModel(config).to(torch.float32).eval()
+    redraw_weights(model, SEED + 7)
+    dest.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(dest)
+    _clip_image_processor().save_pretrained(dest)
+    return dest
+
+
+def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> Path:
+    """A tiny checkpoint in the original haotian-liu/LLaVA layout (what ``LlavaLlamaForCausalLM``
+    saves; FinLLaVA ships this way), plus its CLIP vision tower in a separate directory.
+
+    Layout written::
+
+        dest/
+          clip/                      full CLIPModel + preprocessor_config.json
+          llava/                     config.json (model_type "llava_llama", mm_* keys,
+                                     mm_vision_tower = absolute path of dest/clip),
+                                     weights (2 shards + index; "bin" = pytorch_model-*.bin,
+                                     "safetensors" = model-*.safetensors), Llama tokenizer without
+                                     an <image> token, generation_config.json
+
+    Keys: ``model.embed_tokens``, ``model.layers.*``, ``model.norm``, ``lm_head``,
+    ``model.mm_projector.{0,2}.{weight,bias}``. Returns ``dest/llava``.
+    """
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaForCausalLM
+
+    from inference.tiny.tokenizer import build_tokenizer
+
+    if weights_format not in ("bin", "safetensors"):
+        raise ValueError(f"weights_format must be 'bin' or 'safetensors', got {weights_format!r}")
+    torch.manual_seed(SEED)
+    dest = Path(dest)
+    clip_dir = build_tiny_clip(dest / "clip")
+    out = dest / "llava"
+    out.mkdir(parents=True, exist_ok=True)
+
+    tok = build_tokenizer("llama")
+    # The original LLaVA repo keeps the tokenizer's own vocabulary size.
+    llama_config = _llama_config(tok, len(tok), pad="<unk>", tie_word_embeddings=False)
+    lm = LlamaForCausalLM(llama_config).to(torch.float32).eval()
+    redraw_weights(lm, SEED + 3)
+    state = {k: v.contiguous() for k, v in lm.state_dict().items()}
+    gen = torch.Generator().manual_seed(SEED + 5)
+    state["model.mm_projector.0.weight"] = torch.randn(TEXT_HIDDEN, VISION_HIDDEN, generator=gen) * WEIGHT_STD
+    state["model.mm_projector.0.bias"] = torch.randn(TEXT_HIDDEN, generator=gen) * 0.02
+    state["model.mm_projector.2.weight"] = torch.randn(TEXT_HIDDEN, TEXT_HIDDEN, generator=gen) * WEIGHT_STD
+    state["model.mm_projector.2.bias"] = torch.randn(TEXT_HIDDEN, generator=gen) * 0.02
+
+    keys = sorted(state)
+    half = len(keys) // 2
+    shards = [keys[:half], keys[half:]]
+    weight_map = {}
+    total = 0
+    for i, shard_keys in enumerate(shards, start=1):
+        if weights_format == "bin":
+            name = f"pytorch_model-{i:05d}-of-{len(shards):05d}.bin"
+            torch.save({k: state[k] for k in shard_keys}, out / name)
+        else:
+            name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+            save_file({k: state[k] for k in shard_keys}, str(out / name), metadata={"format": "pt"})
+        for k in shard_keys:
+            weight_map[k] = name
+            total += state[k].numel() * state[k].element_size()
+    index_name = "pytorch_model.bin.index.json" if weights_format == "bin" else "model.safetensors.index.json"
+    (out / index_name).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
+
+    config = llama_config.to_dict()
+    for drop in ("transformers_version", "dtype", "torch_dtype", "architectures", "model_type"):
+        config.pop(drop, None)
+    config.update(
+        {
+            "_name_or_path": "tiny-llava-v1.5-original",
+            "architectures": ["LlavaLlamaForCausalLM"],
+            "model_type": "llava_llama",
+            "torch_dtype": "float32",
+            "mm_vision_tower": str(clip_dir.resolve()),
+            "mm_hidden_size": VISION_HIDDEN,
+            "mm_projector_type": "mlp2x_gelu",
+            "mm_vision_select_layer": -2,
+            "mm_vision_select_feature": "patch",
+            "mm_use_im_start_end": False,
+            "mm_use_im_patch_token": False,
+            "mm_patch_merge_type": "flat",
+            "image_aspect_ratio": "pad",
+            "freeze_mm_mlp_adapter": False,
+            "tune_mm_mlp_adapter": False,
+            "use_mm_proj": True,
+            "tokenizer_model_max_length": 2048,
+            "tokenizer_padding_side": "right",
+            "transformers_version": "4.31.0",
+        }
+    )
+    (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+    tok.save_pretrained(out)
+    _generation_config(tok, ["</s>"]).save_pretrained(out)
+    return out
+
+
+# --- session cache ---------------------------------------------------------------------------------
+
+BUILDERS: dict[str, Callable[[Path], Path]] = {
+    "qwen2_5_vl": build_tiny_qwen2_5_vl,
+    "gemma3": build_tiny_gemma3,
+    "llava": build_tiny_llava,
+    "llava_original": build_original_llava_checkpoint,
+}
+
+
+def fixture_dir(name: str, builder: Callable[[Path], Path], root: Path) -> Path:
+    """Build ``builder`` once into ``root/name`` and return the directory the builder returned.
+
+    A finished build is marked by ``root/name/.built`` (holding the returned path relative to
+    ``root/name``); an unfinished one is removed and rebuilt. Builds go to a temporary sibling first
+    and are renamed into place, so concurrent sessions (pytest-xdist workers) never see half a
+    checkpoint."""
+    root = Path(root)
+    final = root / name
+    marker = final / ".built"
+    if marker.is_file():
+        return final / marker.read_text().strip()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        built = Path(builder(tmp / "out")).resolve()
+        rel = built.relative_to((tmp / "out").resolve())
+        _rewrite_paths(tmp / "out", str((tmp / "out").resolve()), str(final.resolve()))
+        (tmp / "out" / ".built").write_text(str(rel) + "\n")
+        try:
+            os.rename(tmp / "out", final)
+        except OSError:
+            if not marker.is_file():  # not another worker's finished build
+                shutil.rmtree(final, ignore_errors=True)
+                os.rename(tmp / "out", final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final / marker.read_text().strip()
+
+
+def _rewrite_paths(directory: Path, old: str, new: str) -> None:
+    """Absolute paths written into JSON files during a build (``mm_vision_tower``,
+    ``base_model_name_or_path``) point into the temporary build folder: point them at the final one."""
+    for path in directory.rglob("*.json"):
+        text = path.read_text()
+        if old in text:
+            path.write_text(text.replace(old, new))
+
+
+# Adapters are built on top of a base checkpoint: name -> builder(base, dest).
+ADAPTER_BUILDERS: dict[str, Callable[[Path, Path], Path]] = {"lora": build_tiny_lora}
