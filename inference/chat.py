@@ -15,6 +15,13 @@ def chat_text(processor: Any, prompt: str, n_images: int) -> str:
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
+def needs_special_tokens(processor: Any, text: str) -> bool:
+    """Whether tokenizing ``text`` should add BOS: not when the chat template already wrote it
+    (Gemma 3, LLaVA), else the prompt starts with two. transformers' own rule; vLLM is told the same."""
+    bos = processor.tokenizer.bos_token
+    return not (bos is not None and text.startswith(bos))
+
+
 def strip_after_eos(token_ids: list[int], stop_ids: set[int]) -> tuple[int, ...]:
     """Generated ids up to (not including) the first end-of-sequence or padding id."""
     for i, token in enumerate(token_ids):

@@ -15,7 +15,7 @@ from candlebench.io import write_json, write_parquet
 from inference.backends.base import Backend, GenerationSpec
 from inference.baselines import BASELINES
 from inference.parse import ParsedScore, parse_score
-from inference.models import ModelSpec
+from inference.models import ModelSpec, check_available, ensure_built
 from inference.records import RecordStore, ResponseRecord
 from inference.runner import Request, RunSettings, Shard, run_requests
 from rendering.data_source import open_market
@@ -132,14 +132,21 @@ def infer(cfg: DictConfig) -> None:
         min_samples_for_error_rate=int(cfg.infer.min_samples_for_error_rate),
     )
     store = RecordStore(run_dir)
-    make_backend = BACKENDS[cfg.backend.name]
+    if cfg.backend.name not in BACKENDS:
+        raise ValueError(f"backend={cfg.backend.name}: unknown; choose from {sorted(BACKENDS)}")
+    check_available(model)
+
+    def make_backend() -> Backend:
+        ensure_built(model)
+        return BACKENDS[cfg.backend.name](model, generation_spec(cfg), cfg.backend)
+
     stats = run_requests(
         requests,
         store,
         key,
         model.name,
         cfg.backend.name,
-        lambda: make_backend(model, generation_spec(cfg), cfg.backend),
+        make_backend,
         image_policy(cfg),
         Shard(int(cfg.infer.shard.index), int(cfg.infer.shard.count)),
         settings,

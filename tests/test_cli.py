@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from rendering.samples import SampleSpec, build_samples
 
-CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+from conftest import CANDLEBENCH
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:

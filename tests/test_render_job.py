@@ -7,7 +7,6 @@ import io
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from rendering.bars import with_moving_averages
 from rendering.render_job import RenderSettings, chart_path, chart_title, read_manifest, render_samples
 from rendering.samples import SampleSpec, build_samples
 
-CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+from conftest import CANDLEBENCH
 SETTINGS = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
 
 

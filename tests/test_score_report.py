@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +11,7 @@ import pytest
 
 from scoring.forecast import compute_metrics
 
-CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+from conftest import CANDLEBENCH
 
 
 def cli(*args: str, cwd: Path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference.backends.base import Generation, GenerationSpec, PreparedRequest
-from inference.chat import chat_text, strip_after_eos
+from inference.chat import chat_text, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -40,12 +40,31 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
         trust_remote_code=spec.trust_remote_code,
     )
     if spec.adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, resolve_checkpoint(spec.adapter, what="adapter"))
+        # transformers' own PEFT integration, not PeftModel.from_pretrained: peft silently drops
+        # adapter keys saved under pre-4.52 module names (model.layers.*), which adapters trained
+        # with LLaMA-Factory on older transformers (PyFi-QwenVL) use; the output would be the base's.
+        model.load_adapter(str(resolve_checkpoint(spec.adapter, what="adapter")))
         if spec.merge_adapter:
-            model = model.merge_and_unload()
+            merge_adapter_weights(model)
     return model.eval(), processor
+
+
+def merge_adapter_weights(model: Any) -> None:
+    """Fold LoRA into the base weights and put the plain layers back in place.
+
+    peft's merge_and_unload, for a model whose adapter came through transformers' integration;
+    afterwards the model saves (and runs) as an ordinary checkpoint.
+    """
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    for name, module in list(model.named_modules()):
+        if isinstance(module, BaseTunerLayer):
+            module.merge()
+            parent, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent), child, module.get_base_layer())
+    # The integration's own markers: without them save_pretrained would write only the adapter.
+    model._hf_peft_config_loaded = False
+    model.peft_config = {}
 
 
 class TransformersBackend:
@@ -65,7 +84,13 @@ class TransformersBackend:
 
         texts = [chat_text(self.processor, r.prompt, len(r.images)) for r in batch]
         images = [list(r.images) for r in batch]
-        inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt").to(self.model.device)
+        inputs = self.processor(
+            text=texts,
+            images=images,
+            padding=True,
+            return_tensors="pt",
+            add_special_tokens=needs_special_tokens(self.processor, texts[0]),
+        ).to(self.model.device)
         g = self.generation
         sampling = {"do_sample": True, "temperature": g.temperature, "top_p": g.top_p} if g.temperature > 0 else {
             "do_sample": False, "temperature": None, "top_p": None, "top_k": None,

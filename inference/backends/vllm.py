@@ -1,0 +1,121 @@
+"""The vLLM backend: offline ``LLM.generate`` over whole chunks of requests.
+
+The prompt string comes from the checkpoint's chat template (as in the transformers backend) and
+the two charts go in ``multi_modal_data``, matched to the template's image placeholders in order.
+A LoRA adapter is served unmerged through ``LoRARequest``; with ``merge_adapter`` it is folded
+into a merged copy of the checkpoint first (needed when it also touches the vision tower, which
+vLLM's LoRA does not cover). Written against vLLM 0.32 (CPU build) / 0.33 (CUDA).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from inference.backends.base import Generation, GenerationSpec, PreparedRequest
+from inference.chat import chat_text, needs_special_tokens, strip_after_eos
+from inference.models import ModelSpec, resolve_checkpoint
+
+
+def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
+    """A merged copy of base + adapter, built once with transformers and reused."""
+    from inference.backends.hf import load_model
+
+    key = hashlib.sha256(json.dumps(spec.identity(), sort_keys=True).encode()).hexdigest()[:16]
+    target = cache_root / f"{spec.name}-merged-{key}"
+    if (target / "config.json").exists():
+        return target
+    model, processor = load_model(spec)  # merge_adapter: plain layers with the LoRA folded in
+    partial = target.with_name(target.name + ".partial")
+    model.save_pretrained(partial)
+    processor.save_pretrained(partial)
+    os.replace(partial, target)
+    return target
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig):
+        import torch
+        from transformers import AutoProcessor, GenerationConfig
+        from vllm import LLM, SamplingParams
+        from vllm.lora.request import LoRARequest
+        from vllm.sampling_params import StructuredOutputsParams
+
+        if not torch.cuda.is_available():
+            # vLLM's CPU build reserves its KV cache up front (GiB); its default is sized for servers.
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(backend.cpu_kvcache_space_gb))
+        path = resolve_checkpoint(model.path, model.revision)
+        self.lora = None
+        lora_kwargs: dict[str, Any] = {}
+        if model.adapter and model.merge_adapter:
+            path = merged_checkpoint(model, Path(backend.merged_dir))
+        elif model.adapter:
+            adapter = resolve_checkpoint(model.adapter, what="adapter")
+            rank = json.loads((adapter / "adapter_config.json").read_text())["r"]
+            lora_kwargs = {"enable_lora": True, "max_lora_rank": max(int(backend.max_lora_rank), rank), "max_loras": 1}
+            self.lora = LoRARequest(model.name, 1, str(adapter))
+
+        self.processor = AutoProcessor.from_pretrained(path, local_files_only=True, trust_remote_code=model.trust_remote_code)
+        dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if torch.cuda.is_available() else "float32")
+        self.llm = LLM(
+            model=str(path),
+            tokenizer=str(path),
+            trust_remote_code=model.trust_remote_code,
+            max_model_len=model.max_model_len,
+            limit_mm_per_prompt={"image": int(backend.images_per_prompt)},
+            mm_processor_kwargs=dict(model.processor_kwargs) or None,
+            tensor_parallel_size=model.tensor_parallel_size,
+            dtype=dtype,
+            seed=generation.seed,
+            enforce_eager=bool(backend.enforce_eager),
+            **({"gpu_memory_utilization": float(backend.gpu_memory_utilization)} if torch.cuda.is_available() else {}),
+            **lora_kwargs,
+        )
+        structured = StructuredOutputsParams(regex=generation.regex) if generation.regex else None
+        self.params = SamplingParams(
+            max_tokens=generation.max_new_tokens,
+            min_tokens=generation.min_new_tokens,
+            temperature=generation.temperature,
+            top_p=generation.top_p,
+            seed=generation.seed,
+            structured_outputs=structured,
+        )
+        tokenizer = self.processor.tokenizer
+        eos = GenerationConfig.from_pretrained(path).eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id, tokenizer.pad_token_id}
+        self.stop_ids = ids - {None}
+
+    def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
+        texts = [chat_text(self.processor, r.prompt, len(r.images)) for r in batch]
+        prompts = [{"prompt": t, "multi_modal_data": {"image": list(r.images)}} for t, r in zip(texts, batch)]
+        outputs = self.llm.generate(
+            prompts,
+            self.params,
+            lora_request=self.lora,
+            use_tqdm=False,
+            tokenization_kwargs={"add_special_tokens": needs_special_tokens(self.processor, texts[0])},
+        )
+        results = []
+        for out in outputs:
+            ids = strip_after_eos(list(out.outputs[0].token_ids), self.stop_ids)
+            results.append(
+                Generation(
+                    text=self.processor.tokenizer.decode(list(ids), skip_special_tokens=True),
+                    token_ids=ids,
+                    prompt_tokens=len(out.prompt_token_ids),
+                )
+            )
+        return results
+
+    def close(self) -> None:
+        import gc
+
+        del self.llm
+        gc.collect()

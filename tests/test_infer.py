@@ -1,0 +1,145 @@
+"""The inference job end to end through the real transformers backend on tiny random-weight models:
+every fixture family answers from samples.parquet, answers do not depend on batch size or shard
+count, killed runs resume to exactly the uninterrupted result, LoRA works, failures are data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import CANDLEBENCH, cli, infer, records
+
+ANSWER = ["text", "token_ids", "value", "tier", "reason", "error", "run_key"]
+
+
+@pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_gemma3", "tiny_llava"])
+def test_each_fixture_answers_end_to_end(workspace, env, model):
+    infer(workspace, env, model, f"model={model}", "infer.batch_size=4")
+    samples = pd.read_parquet(workspace / "samples.parquet")
+    got = records(workspace, model)
+    assert sorted(got.index) == sorted(samples["sample_id"]) and got.index.is_unique
+    assert (got["completion_tokens"] > 0).all() and (got["prompt_tokens"] > 100).all()
+    assert got["error"].isna().all()
+    assert set(got["tier"]) <= {"tag", "interval", "scan", "none"}
+    assert (got["value"].isna() == (got["tier"] == "none")).all()
+    assert got["reason"][got["tier"] == "none"].notna().all()  # no silent failures
+    parsed = pd.read_parquet(workspace / "runs" / model / "parsed.parquet")
+    assert len(parsed) == len(samples) and {"pred", "cutoff", "r_30", "regime"} <= set(parsed.columns)
+    info = json.loads((workspace / "runs" / model / "run.json").read_text())
+    assert info["random_weights"] is True and info["backend"] == "transformers"
+    assert "GREEN = up, RED = down" in info["prompt"] and "30-day Future Return" in info["prompt"]
+
+
+def test_answers_do_not_depend_on_batch_size(workspace, env):
+    infer(workspace, env, "batch1", "infer.batch_size=1")
+    infer(workspace, env, "batch8", "infer.batch_size=8")
+    one, eight = records(workspace, "batch1"), records(workspace, "batch8")
+    pd.testing.assert_frame_equal(one[ANSWER], eight[ANSWER])
+    assert one["text"].nunique() > 1  # answers depend on the charts, so the comparison has teeth
+
+
+def _lines(run_dir: Path) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (run_dir / "parts").glob("*.jsonl")) if (run_dir / "parts").exists() else 0
+
+
+def _start(workspace: Path, env: dict, run: str, *overrides: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [CANDLEBENCH, "infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
+    """SIGKILL at random points, resume with other batch sizes and shard counts: no duplicates, no gaps."""
+    infer(workspace, env, "reference", "infer.batch_size=3")
+    reference = records(workspace, "reference")
+    run_dir = workspace / "runs" / "crashy"
+    rng = random.Random(7)
+    kills = 0
+    attempts = [("infer.batch_size=2", "infer.shard.count=1"), ("infer.batch_size=5", "infer.shard.count=2"),
+                ("infer.batch_size=1", "infer.shard.count=3")]
+    for batch, shards in attempts:
+        count = int(shards.split("=")[1])
+        for index in range(count):
+            target = _lines(run_dir) + rng.randint(1, 6)
+            proc = _start(workspace, env, "crashy", batch, shards, f"infer.shard.index={index}")
+            deadline = time.time() + 300
+            while proc.poll() is None and _lines(run_dir) < target and time.time() < deadline:
+                time.sleep(0.05)
+            if proc.poll() is None:  # a small shard may finish before its kill point
+                os.killpg(proc.pid, signal.SIGKILL)
+                kills += 1
+            proc.wait()
+    assert kills >= 3 and _lines(run_dir) < len(reference), "the kills should have interrupted the run"
+    infer(workspace, env, "crashy", "infer.batch_size=4", "infer.shard.count=2", "infer.shard.index=0")
+    infer(workspace, env, "crashy", "infer.batch_size=7", "infer.shard.count=2", "infer.shard.index=1")
+    final = records(workspace, "crashy")
+    assert final.index.is_unique and list(final.index) == list(reference.index)
+    pd.testing.assert_frame_equal(final[ANSWER], reference[ANSWER])
+    parsed = pd.read_parquet(run_dir / "parsed.parquet")
+    assert parsed["sample_id"].is_unique and len(parsed) == len(reference)
+
+
+def test_a_finished_run_is_skipped_without_loading_the_model(workspace, env):
+    infer(workspace, env, "again", "infer.batch_size=8")
+    parts = sorted((workspace / "runs" / "again" / "parts").iterdir())
+    done = infer(workspace, env, "again", "infer.batch_size=2", "infer.shard.count=3", "infer.shard.index=1")
+    assert "0 generated" in done.stdout
+    assert sorted((workspace / "runs" / "again" / "parts").iterdir()) == parts
+
+
+def test_lora_unmerged_equals_merged_and_differs_from_base(workspace, env):
+    infer(workspace, env, "base", "model=tiny_qwen2_5_vl", "infer.batch_size=8")
+    infer(workspace, env, "lora", "model=tiny_qwen2_5_vl_lora", "infer.batch_size=8")
+    infer(workspace, env, "merged", "model=tiny_qwen2_5_vl_lora", "model.merge_adapter=true", "infer.batch_size=8")
+    base, lora, merged = (records(workspace, r) for r in ("base", "lora", "merged"))
+    assert list(lora["token_ids"]) == list(merged["token_ids"])
+    assert list(lora["token_ids"]) != list(base["token_ids"])
+    assert lora["run_key"].iloc[0] != merged["run_key"].iloc[0] != base["run_key"].iloc[0]
+
+
+def test_a_broken_chart_fails_its_sample_not_the_run(tmp_path, workspace, env):
+    copy = tmp_path / "ws"
+    shutil.copytree(workspace / "images", copy / "images")
+    shutil.copy(workspace / "samples.parquet", copy / "samples.parquet")
+    samples = pd.read_parquet(copy / "samples.parquet")
+    broken = samples.iloc[3]
+    (copy / broken["image_weekly"]).write_bytes(b"not a png")
+    ok = cli("infer", "data=slice", f"out_dir={copy}", "infer.run_name=r", "infer.max_error_rate=0.5", env=env)
+    got = records(copy, "r")
+    assert got.loc[broken["sample_id"], "error"] and str(copy / broken["image_weekly"]) in got.loc[broken["sample_id"], "error"]
+    assert got.loc[broken["sample_id"], "tier"] == "none"
+    assert got.drop(index=broken["sample_id"])["error"].isna().all()
+    assert "1 errors" in ok.stdout
+
+    for _, row in samples.iloc[:8].iterrows():
+        (copy / row["image_daily"]).write_bytes(b"")
+    stopped = cli(
+        "infer", "data=slice", f"out_dir={copy}", "infer.run_name=s", "infer.batch_size=2",
+        "infer.min_samples_for_error_rate=4", env=env, check=False,
+    )
+    assert stopped.returncode != 0 and "max_error_rate" in stopped.stderr and "Traceback" not in stopped.stderr
+    kept = records_from_parts(copy / "runs" / "s")
+    assert len(kept) >= 4  # what was generated before the stop is on disk
+
+
+def records_from_parts(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for p in (run_dir / "parts").glob("*.jsonl") for line in p.read_text().splitlines()]
+
+
+def test_missing_checkpoint_is_named_before_any_work(workspace, env):
+    done = infer(workspace, env, "missing", "model=qwen2_5_vl_7b", "model.path=/nowhere/Qwen2.5-VL-7B", check=False)
+    assert done.returncode != 0 and "/nowhere/Qwen2.5-VL-7B" in done.stderr and "Traceback" not in done.stderr
+    cached = infer(workspace, env, "missing", "model=qwen2_5_vl_7b", check=False)
+    assert cached.returncode != 0 and "Qwen/Qwen2.5-VL-7B-Instruct" in cached.stderr and "local Hugging Face cache" in cached.stderr
+    assert not (workspace / "runs" / "missing" / "parts").exists()
