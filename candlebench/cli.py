@@ -6,7 +6,9 @@ Everything after the command is handed to Hydra untouched, so overrides, ``--mul
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -30,6 +32,8 @@ class Command:
     help: str
     # Leading positional words, each turned into an override (`data prepare demo` -> data=demo).
     positional: tuple[str, ...] = ()
+    # Overrides applied unless the user sets the same key.
+    defaults: tuple[str, ...] = ()
 
 
 COMMANDS: Mapping[str, Command] = {
@@ -43,8 +47,37 @@ COMMANDS: Mapping[str, Command] = {
     "infer": Command(infer_jobs.infer, "run a model over the samples (transformers or vLLM), resumable"),
     "score": Command(score_jobs.score, "metrics.json for one run"),
     "report": Command(score_jobs.report, "Markdown + HTML report of scored runs, paired comparisons"),
-    "run": Command(pipeline.run, "the main job: samples, render, baselines, infer, score, report"),
+    "run": Command(
+        pipeline.run,
+        "the main job: samples, render, baselines, infer, score, report (default experiment=demo)",
+        defaults=("experiment=demo",),
+    ),
 }
+
+
+def convert_llava_command(args: list[str]) -> None:
+    """Not a Hydra job: a one-off rewrite of a checkpoint, so plain arguments."""
+    import argparse
+
+    from inference.convert_llava import ConversionError, convert_llava
+
+    parser = argparse.ArgumentParser(
+        prog="candlebench convert llava",
+        description="Rewrite an original LLaVA-repo checkpoint (e.g. FinLLaVA) to the transformers Llava layout.",
+    )
+    parser.add_argument("src", type=Path, help="checkpoint in the original LLaVA layout")
+    parser.add_argument("dst", type=Path, help="output directory (transformers LlavaForConditionalGeneration)")
+    parser.add_argument("--vision-tower", type=Path, default=None, help="CLIP checkpoint (default: mm_vision_tower)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty dst")
+    ns = parser.parse_args(args)
+    try:
+        out = convert_llava(ns.src, ns.dst, ns.vision_tower, overwrite=ns.overwrite)
+    except ConversionError as err:
+        raise SystemExit(f"error: {err}") from None
+    print(f"converted {ns.src} -> {out}")
+
+
+PLAIN_COMMANDS: Mapping[str, Callable[[list[str]], None]] = {"convert llava": convert_llava_command}
 
 
 def usage() -> str:
@@ -52,6 +85,7 @@ def usage() -> str:
     for name, command in COMMANDS.items():
         args = " ".join(f"[{p.upper()}]" for p in command.positional)
         lines.append(f"  {f'{name} {args}'.strip():<26} {command.help}")
+    lines.append(f"  {'convert llava SRC DST':<26} rewrite an original LLaVA checkpoint to the transformers layout")
     lines.append("")
     lines.append("e.g. candlebench samples data=slice samples.interval=20 out_dir=/tmp/run")
     return "\n".join(lines)
@@ -66,12 +100,24 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
             for group in command.positional:
                 if rest and "=" not in rest[0] and not rest[0].startswith("-"):
                     overrides.append(f"{group}={rest.pop(0)}")
-            return name, command, overrides + rest
+            given = {a.split("=", 1)[0].lstrip("+~") for a in overrides + rest if "=" in a or a.startswith("~")}
+            implied = [d for d in command.defaults if d.split("=", 1)[0] not in given]
+            return name, command, implied + overrides + rest
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
+
+
+def fail(message: str) -> None:
+    # Inside a SLURM task submitit must see an exception it can pickle back to the sweep (it would
+    # wait and then report a lost job for SystemExit); on a terminal, a message and exit code 1.
+    if "SUBMITIT_EXECUTOR" in os.environ:
+        raise RuntimeError(message)
+    raise SystemExit(message)
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if " ".join(argv[:2]) in PLAIN_COMMANDS:
+        return PLAIN_COMMANDS[" ".join(argv[:2])](argv[2:])
     name, command, overrides = parse(argv)
     register_resolvers()
     job_name = name.replace(" ", "_")
@@ -85,9 +131,9 @@ def main(argv: list[str] | None = None) -> None:
         except (MarketDataError, FileNotFoundError, RunAborted) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
-            raise SystemExit(f"error: {err}") from None
+            fail(f"error: {err}")
         except MissingMandatoryValue as err:
-            raise SystemExit(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...") from None
+            fail(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...")
 
     hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
 

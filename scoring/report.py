@@ -64,7 +64,6 @@ def table4(runs: list[ScoredRun]) -> Table:
                 "fp_share": r.metrics.get("fp_share"),
                 "fn_share": r.metrics.get("fn_share"),
                 "bias": r.metrics.get("bias"),
-                "grade": r.metrics.get("bias_grade"),
                 "parse fail": r.metrics.get("parse_failure_rate"),
             }
             for r in runs
@@ -80,7 +79,7 @@ def table4(runs: list[ScoredRun]) -> Table:
         ranks = _ranked(values, better)
         scale = 1 if key == "f1" else 100
         out[title] = [f"{_fmt(v * scale, 2 if scale == 100 else 4)} ({_fmt(k)})" for v, k in zip(values, ranks)]
-    out["Bias"] = [f"{_fmt(b, 3)} {g or ''}".strip() for b, g in zip(rows["bias"], rows["grade"])]
+    out["Bias"] = [f"{_fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
     out["No answer %"] = [_fmt(None if v is None else v * 100, 1) for v in rows["parse fail"]]
     return Table(
         "Table 4 layout: direction at 0 (rank in parentheses)",
