@@ -17,7 +17,7 @@ from inference.baselines import (
     walk_forward,
     xgboost_walk_forward,
 )
-from inference.features import feature_names, feature_table, features_for
+from inference.features import feature_table, features_for
 from rendering.bars import history_before, weekly
 from rendering.market import Market
 from rendering.samples import SampleSpec, build_samples
