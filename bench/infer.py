@@ -29,7 +29,7 @@ from inference.records import RecordStore  # noqa: E402
 from inference.runner import RunSettings, Shard, run_requests  # noqa: E402
 from rendering.market import load_market  # noqa: E402
 from rendering.model_input import ImagePolicy  # noqa: E402
-from rendering.render_job import RenderSettings, render_samples  # noqa: E402
+from rendering.render_job import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from rendering.chart import ChartSpec  # noqa: E402
 from rendering.samples import SampleSpec, build_samples  # noqa: E402
 
@@ -41,7 +41,8 @@ def workspace(out: Path, n: int) -> pd.DataFrame:
     market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
     samples = build_samples(market, SampleSpec(interval=5)).frame.head(n)
     settings = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
-    manifest = render_samples(samples, market.bars, settings, out, workers=2)
+    render_samples(samples, market.bars, settings, out, workers=2)
+    manifest = collect_manifest(samples, settings, out)
     paths = manifest.pivot(index="sample_id", columns="freq", values="path").add_prefix("image_")
     return samples.merge(paths, left_on="sample_id", right_index=True)
 

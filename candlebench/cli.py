@@ -18,10 +18,13 @@ from omegaconf.errors import MissingMandatoryValue
 
 from candlebench.paths import CONF_DIR, register_resolvers
 from candlebench import pipeline
+from candlebench import sweep as sweep_module
+from candlebench.status import status_command
 from inference import jobs as infer_jobs
 from rendering import jobs as data_jobs
 from rendering import render_job
 from scoring import jobs as score_jobs
+from candlebench.sweep import SweepError
 from inference.runner import RunAborted
 from rendering.market import MarketDataError
 
@@ -52,6 +55,7 @@ COMMANDS: Mapping[str, Command] = {
         "the main job: samples, render, baselines, infer, score, report (default experiment=demo)",
         defaults=("experiment=demo",),
     ),
+    "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report"),
 }
 
 
@@ -77,7 +81,10 @@ def convert_llava_command(args: list[str]) -> None:
     print(f"converted {ns.src} -> {out}")
 
 
-PLAIN_COMMANDS: Mapping[str, Callable[[list[str]], None]] = {"convert llava": convert_llava_command}
+PLAIN_COMMANDS: Mapping[str, Callable[[list[str]], None]] = {
+    "convert llava": convert_llava_command,
+    "status": status_command,
+}
 
 
 def usage() -> str:
@@ -86,6 +93,7 @@ def usage() -> str:
         args = " ".join(f"[{p.upper()}]" for p in command.positional)
         lines.append(f"  {f'{name} {args}'.strip():<26} {command.help}")
     lines.append(f"  {'convert llava SRC DST':<26} rewrite an original LLaVA checkpoint to the transformers layout")
+    lines.append(f"  {'status RUN_DIR':<26} per-stage and per-shard progress of a run directory")
     lines.append("")
     lines.append("e.g. candlebench samples data=slice samples.interval=20 out_dir=/tmp/run")
     return "\n".join(lines)
@@ -116,8 +124,9 @@ def fail(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if " ".join(argv[:2]) in PLAIN_COMMANDS:
-        return PLAIN_COMMANDS[" ".join(argv[:2])](argv[2:])
+    for words in (2, 1):
+        if " ".join(argv[:words]) in PLAIN_COMMANDS:
+            return PLAIN_COMMANDS[" ".join(argv[:words])](argv[words:])
     name, command, overrides = parse(argv)
     register_resolvers()
     job_name = name.replace(" ", "_")
@@ -128,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         try:
             command.job(cfg)
-        except (MarketDataError, FileNotFoundError, RunAborted) as err:
+        except (MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
             fail(f"error: {err}")

@@ -105,13 +105,27 @@ def parsed_table(samples: pd.DataFrame, records: list[ResponseRecord], key: str)
     return table.astype({"pred": "float64"}).sort_values("sample_id").reset_index(drop=True)
 
 
+def run_dir_of(cfg: DictConfig) -> Path:
+    return Path(cfg.out_dir) / "runs" / cfg.infer.run_name
+
+
+def finalize_run(cfg: DictConfig) -> pd.DataFrame:
+    """Merge every shard's records into responses.jsonl and write parsed.parquet for this run key."""
+    samples = pd.read_parquet(Path(cfg.out_dir) / "samples.parquet")
+    key = run_key(run_identity(cfg, ModelSpec.from_config(cfg.model)))
+    store = RecordStore(run_dir_of(cfg))
+    table = parsed_table(samples, store.merge(), key)
+    write_parquet(table, store.run_dir / "parsed.parquet")
+    return table
+
+
 def infer(cfg: DictConfig) -> None:
     out_dir = Path(cfg.out_dir)
     samples = pd.read_parquet(out_dir / "samples.parquet")
     model = ModelSpec.from_config(cfg.model)
     identity = run_identity(cfg, model)
     key = run_key(identity)
-    run_dir = out_dir / "runs" / cfg.infer.run_name
+    run_dir = run_dir_of(cfg)
     write_json(
         {
             "run_key": key,
@@ -152,9 +166,7 @@ def infer(cfg: DictConfig) -> None:
         settings,
         tuple(cfg.task.score_range),
     )
-    records = store.merge()
-    table = parsed_table(samples, records, key)
-    write_parquet(table, run_dir / "parsed.parquet")
+    table = finalize_run(cfg)
     print(
         f"{model.name} via {cfg.backend.name} (run key {key}): shard {cfg.infer.shard.index}/{cfg.infer.shard.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "

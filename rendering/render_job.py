@@ -9,6 +9,8 @@ anything missing, corrupt or rendered with other settings is drawn again.
 
 At the end the manifest is written as ``images/manifest.parquet`` (sample_id, freq, path, sha256,
 width, height) and the image paths are merged into ``samples.parquet`` (``image_daily``, ...).
+On a cluster the stocks split over ``render.chunk.count`` array tasks, each with a manifest file of
+its own; a last step (:func:`finalize_render`) collects them once all chunks are done.
 """
 
 from __future__ import annotations
@@ -163,13 +165,37 @@ def _run_jobs(
             yield futures[future], future.result()
 
 
+def owns_code(code: str, chunk: tuple[int, int]) -> bool:
+    """Stocks are split over render chunks (SLURM array tasks) by a hash of their code."""
+    index, count = chunk
+    return int(hashlib.sha256(code.encode()).hexdigest()[:12], 16) % count == index
+
+
+def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:
+    # One file per chunk: array tasks never append to the same file.
+    index, count = chunk
+    name = "manifest.jsonl" if count == 1 else f"manifest.chunk{index}of{count}.jsonl"
+    return out_dir / "images" / name
+
+
+def recorded_charts(out_dir: Path, settings: RenderSettings) -> dict[str, str]:
+    """path -> sha256 from every chunk's manifest, for charts drawn under these settings."""
+    rows = [r for path in sorted((out_dir / "images").glob("manifest*.jsonl")) for r in read_manifest(path)]
+    return {r["path"]: r["sha256"] for r in rows if r["settings"] == settings.key()}
+
+
 def render_samples(
-    samples: pd.DataFrame, bars: pd.DataFrame, settings: RenderSettings, out_dir: Path, workers: int
-) -> pd.DataFrame:
-    """Render every chart the samples need; returns the final manifest (one row per sample and freq)."""
-    manifest_path = out_dir / "images" / "manifest.jsonl"
-    recorded = {r["path"]: r["sha256"] for r in read_manifest(manifest_path) if r["settings"] == settings.key()}
+    samples: pd.DataFrame,
+    bars: pd.DataFrame,
+    settings: RenderSettings,
+    out_dir: Path,
+    workers: int,
+    chunk: tuple[int, int] = (0, 1),
+) -> None:
+    """Render (or verify) every chart of the stocks in ``chunk`` that the samples need."""
+    recorded = recorded_charts(out_dir, settings)
     pairs = samples[["code", "cutoff"]].drop_duplicates().sort_values(["code", "cutoff"])
+    pairs = pairs[pairs["code"].map(lambda c: owns_code(c, chunk))]
     by_code = {code: group for code, group in bars.groupby("code", sort=True)}
     jobs = []
     for code, group in pairs.groupby("code", sort=True):
@@ -179,30 +205,58 @@ def render_samples(
         paths = {chart_path(c, code, f) for c in cutoffs for f in settings.freqs}
         jobs.append(StockJob(code, by_code[code], cutoffs, {p: recorded[p] for p in paths if p in recorded}))
 
+    manifest_path = manifest_file(out_dir, chunk)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
-    # temp files of a run killed between write and rename; never read, so just clear them
+    # temp files of a run killed between write and rename; only this chunk's stocks, since other
+    # chunks may be writing theirs right now
     for stale in manifest_path.parent.rglob("*.partial"):
-        stale.unlink()
+        if owns_code(stale.parent.name, chunk):
+            stale.unlink()
     total = len(pairs) * len(settings.freqs)
     with open(manifest_path, "a") as manifest, tqdm(total=total, unit="chart", desc="render") as bar:
         for job, rows in _run_jobs(jobs, settings, out_dir, workers):
             _append(manifest, rows)
-            recorded.update({r["path"]: r["sha256"] for r in rows})
             bar.update(len(job.cutoffs) * len(settings.freqs))
 
+
+def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
+    """One row per sample and freq (sample_id, freq, path, sha256, width, height); every chart must
+    have been drawn under these settings."""
+    recorded = recorded_charts(out_dir, settings)
     records = [
         {
             "sample_id": s.sample_id,
             "freq": freq,
             "path": chart_path(s.cutoff, s.code, freq),
-            "sha256": recorded[chart_path(s.cutoff, s.code, freq)],
+            "sha256": recorded.get(chart_path(s.cutoff, s.code, freq)),
             "width": settings.spec.width,
             "height": settings.spec.height,
         }
         for s in samples.itertuples()
         for freq in settings.freqs
     ]
-    return pd.DataFrame(records).sort_values(["sample_id", "freq"], kind="stable").reset_index(drop=True)
+    manifest = pd.DataFrame(records)
+    missing = manifest.loc[manifest["sha256"].isna(), "path"]
+    if len(missing):
+        raise FileNotFoundError(
+            f"{out_dir / 'images'}: {len(missing)} charts not rendered yet (e.g. {missing.iloc[0]}); "
+            "run every render chunk first"
+        )
+    return manifest.sort_values(["sample_id", "freq"], kind="stable").reset_index(drop=True)
+
+
+def finalize_render(cfg: DictConfig) -> pd.DataFrame:
+    """Write images/manifest.parquet and merge the chart paths into samples.parquet."""
+    out_dir = Path(cfg.out_dir)
+    samples_path = out_dir / "samples.parquet"
+    samples = pd.read_parquet(samples_path)
+    manifest = collect_manifest(samples, settings_from(cfg), out_dir)
+    write_parquet(manifest, out_dir / "images" / "manifest.parquet")
+    paths = manifest.pivot(index="sample_id", columns="freq", values="path").add_prefix("image_")
+    merged = samples.drop(columns=[c for c in samples.columns if c.startswith("image_")])
+    merged = merged.merge(paths, left_on="sample_id", right_index=True, how="left")
+    write_parquet(merged, samples_path)
+    return manifest
 
 
 def render(cfg: DictConfig) -> None:
@@ -213,13 +267,11 @@ def render(cfg: DictConfig) -> None:
     samples = pd.read_parquet(samples_path)
     settings = settings_from(cfg)
     workers = int(cfg.render.workers or os.cpu_count() or 1)
+    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
     market = open_market(cfg.data)
-    manifest = render_samples(samples, market.bars, settings, out_dir, workers)
-    write_parquet(manifest, out_dir / "images" / "manifest.parquet")
-
-    paths = manifest.pivot(index="sample_id", columns="freq", values="path").add_prefix("image_")
-    merged = samples.drop(columns=[c for c in samples.columns if c.startswith("image_")])
-    merged = merged.merge(paths, left_on="sample_id", right_index=True, how="left")
-    write_parquet(merged, samples_path)
+    render_samples(samples, market.bars, settings, out_dir, workers, chunk)
+    if chunk[1] > 1:
+        print(f"render chunk {chunk[0]}/{chunk[1]} done under {out_dir / 'images'} (finalize after all chunks)")
+        return
+    manifest = finalize_render(cfg)
     print(f"{len(manifest)} charts ({settings.renderer}, key {settings.key()}) under {out_dir / 'images'}")
-

@@ -17,7 +17,14 @@ from PIL import Image
 
 from rendering.chart import ChartSpec, render_chart
 from rendering.bars import with_moving_averages
-from rendering.render_job import RenderSettings, chart_path, chart_title, read_manifest, render_samples
+from rendering.render_job import (
+    RenderSettings,
+    chart_path,
+    chart_title,
+    collect_manifest,
+    read_manifest,
+    render_samples,
+)
 from rendering.samples import SampleSpec, build_samples
 
 from conftest import CANDLEBENCH
@@ -35,8 +42,10 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def test_same_bytes_across_runs_and_worker_counts(tmp_path, few_samples, slice_market):
-    one = render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "a", workers=1)
-    two = render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "b", workers=2)
+    render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "a", workers=1)
+    render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "b", workers=2)
+    one = collect_manifest(few_samples, SETTINGS, tmp_path / "a")
+    two = collect_manifest(few_samples, SETTINGS, tmp_path / "b")
     pd.testing.assert_frame_equal(one, two)
     a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
     assert a == b and len(a) == 2 * len(few_samples)
@@ -91,6 +100,21 @@ def test_weekly_chart_of_a_midweek_cutoff_ends_with_the_partial_week(tmp_path, s
     assert hand["date"].iloc[-1] == pd.Timestamp("2018-03-13")
     expected = render_chart(with_moving_averages(hand, (5, 20, 90)).tail(50).reset_index(drop=True), ChartSpec(), chart_title("AC", "weekly", cutoff))
     assert (tmp_path / chart_path(cutoff, "AC", "weekly")).read_bytes() == expected
+
+
+def test_chunks_split_the_stocks_and_together_equal_one_run(tmp_path, few_samples, slice_market):
+    render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "one", workers=1)
+    for index in range(3):
+        render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "three", workers=1, chunk=(index, 3))
+    assert tree(tmp_path / "one") == tree(tmp_path / "three")
+    assert len(list((tmp_path / "three" / "images").glob("manifest.chunk*of3.jsonl"))) == 3
+    pd.testing.assert_frame_equal(
+        collect_manifest(few_samples, SETTINGS, tmp_path / "one"),
+        collect_manifest(few_samples, SETTINGS, tmp_path / "three"),
+    )
+    render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "part", workers=1, chunk=(0, 2))
+    with pytest.raises(FileNotFoundError, match="not rendered yet"):
+        collect_manifest(few_samples, SETTINGS, tmp_path / "part")
 
 
 def test_rerun_skips_valid_files_and_redraws_missing_corrupt_or_restyled(tmp_path, few_samples, slice_market):

@@ -1,0 +1,111 @@
+"""`candlebench sweep` on a real SLURM cluster: a base and a fine-tuned (LoRA) tiny model over the
+committed slice, through sbatch arrays with dependencies; same numbers as the local executor; a
+cancelled array task finishes on re-submission without duplicates; bad settings fail before any
+job is queued."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, records
+from slurm_support import _run, needs_cluster
+
+pytestmark = needs_cluster
+
+MODELS = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
+RUNS = ["tiny_qwen2_5_vl-transformers", "tiny_qwen2_5_vl_lora-transformers", "xgboost", "momentum", "constant", "random"]
+COMMON = [
+    "data=slice", "data.codes=[AC,ALI,SM]", "samples.interval=60", "score.n_boot=100",
+    f"sweep.models=[{','.join(MODELS)}]", f"sweep.compare=[[{MODELS[0]},{MODELS[1]}]]",
+    "sweep.render_chunks=2", "sweep.infer_shards=2", "sweep.poll_s=0.5",
+]
+# The local test cluster has one CPU node in partition `cpu` and no GPUs.
+SLURM = ["sweep.executor=slurm", "sweep.cpu.partition=cpu", "sweep.gpu.partition=cpu", "sweep.gpu.gpus_per_task=0",
+         "sweep.cpu.cpus_per_task=1", "sweep.gpu.cpus_per_task=1", "sweep.cpu.mem_gb=1", "sweep.gpu.mem_gb=2"]
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory, env) -> Path:
+    out = tmp_path_factory.mktemp("local")
+    cli("sweep", *COMMON, "sweep.executor=local", f"out_dir={out}", env=env)
+    return out
+
+
+def _jobs_of(out: Path) -> list[str]:
+    stages = json.loads((out / "sweep.json").read_text())["stages"]
+    return [job for stage in stages.values() for job in stage.get("jobs", [])]
+
+
+def _queued() -> set[str]:
+    return set(_run("squeue", "-h", "-o", "%i").stdout.split())
+
+
+def test_sweep_on_slurm_equals_the_local_sweep(tmp_path, env, local_sweep):
+    out = tmp_path / "slurm"
+    done = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
+    assert "sweep finished" in done.stdout
+    stages = json.loads((out / "sweep.json").read_text())["stages"]
+    assert len(stages["render"]["jobs"]) == 2 and len(stages[f"infer:{MODELS[0]}"]["jobs"]) == 2
+    assert len({job.split("_")[0] for job in stages[f"infer:{MODELS[1]}"]["jobs"]}) == 1  # one array
+    for run in RUNS:
+        assert json.loads((out / "runs" / run / "metrics.json").read_text()) == json.loads(
+            (local_sweep / "runs" / run / "metrics.json").read_text()
+        ), run
+    comparisons = json.loads((out / "report" / "comparisons.json").read_text())
+    assert comparisons == json.loads((local_sweep / "report" / "comparisons.json").read_text())
+    assert f"{RUNS[0]} → {RUNS[1]}" in comparisons
+    assert (out / "report" / "report.html").exists()
+    status = cli("status", str(out), env=env).stdout
+    assert "render    60/60 charts" in status and f"{RUNS[0]}: 30/30 answered" in status
+
+
+def test_cancelled_array_task_completes_on_resubmission_without_duplicates(tmp_path, env, local_sweep):
+    out = tmp_path / "cancel"
+    slow = ["infer.batch_size=1", "sweep.wait=false"]
+    cli("sweep", *COMMON, *SLURM, *slow, f"out_dir={out}", env=env)
+    jobs = _jobs_of(out)
+    task = json.loads((out / "sweep.json").read_text())["stages"][f"infer:{MODELS[0]}"]["jobs"][0]
+    parts = out / "runs" / RUNS[0] / "parts"
+    deadline = time.time() + 240
+    while time.time() < deadline and not any(p.read_text().strip() for p in parts.glob("*.jsonl")):
+        time.sleep(0.05)
+    _run("scancel", task)
+    written = sum(len(p.read_text().splitlines()) for p in parts.glob("*.jsonl"))
+    # Downstream jobs can never start now (afterok): cancel the rest of this submission.
+    deadline = time.time() + 120
+    while time.time() < deadline and any(job in _queued() for job in jobs if job != task):
+        if all("Dependency" in _run("squeue", "-h", "-j", job.split("_")[0], "-o", "%r").stdout
+               for job in jobs if job in _queued()):
+            _run("scancel", *{job.split("_")[0] for job in jobs})
+        time.sleep(0.5)
+    assert written < 30  # the shard was cut short
+
+    again = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
+    assert "sweep finished" in again.stdout
+    resubmitted = json.loads((out / "sweep.json").read_text())["stages"]
+    assert "jobs" not in resubmitted["samples"] and "jobs" not in resubmitted["render"]  # done: skipped
+    final = records(out, RUNS[0])
+    assert final.index.is_unique and len(final) == 30
+    reference = records(local_sweep, RUNS[0])
+    assert list(final["token_ids"]) == list(reference["token_ids"])
+    assert json.loads((out / "runs" / RUNS[0] / "metrics.json").read_text())["n_missing_records"] == 0
+
+
+def test_wrong_partition_fails_before_anything_is_queued(tmp_path, env):
+    before = _queued()
+    done = cli("sweep", *COMMON, *SLURM, "sweep.gpu.partition=h100-nowhere", f"out_dir={tmp_path}", env=env, check=False)
+    assert done.returncode != 0 and "partition 'h100-nowhere' does not exist" in done.stderr
+    assert "Traceback" not in done.stderr and _queued() == before
+    assert not (tmp_path / "sweep.json").exists()
+
+
+def test_missing_checkpoint_fails_before_anything_is_queued(tmp_path, env):
+    before = _queued()
+    done = cli("sweep", *COMMON, *SLURM, "sweep.models=[tiny_qwen2_5_vl,qwen2_5_vl_7b]", f"out_dir={tmp_path}",
+               env=env, check=False)
+    assert done.returncode != 0 and "Qwen/Qwen2.5-VL-7B-Instruct" in done.stderr and _queued() == before
+    assert not list(tmp_path.glob("*.parquet"))
