@@ -143,3 +143,33 @@ def test_missing_checkpoint_is_named_before_any_work(workspace, env):
     cached = infer(workspace, env, "missing", "model=qwen2_5_vl_7b", check=False)
     assert cached.returncode != 0 and "Qwen/Qwen2.5-VL-7B-Instruct" in cached.stderr and "local Hugging Face cache" in cached.stderr
     assert not (workspace / "runs" / "missing" / "parts").exists()
+
+
+def test_a_failing_sample_is_isolated_by_splitting_its_batch(workspace, env, monkeypatch):
+    """A batch whose generation raises is halved until the culprit stands alone; the others'
+    answers equal their answers in a batch of their own (the path a CUDA out-of-memory takes)."""
+    from PIL import Image
+
+    from inference.backends.base import GenerationSpec, PreparedRequest
+    from inference.backends.hf import TransformersBackend
+    from inference.models import ModelSpec, ensure_built
+    from inference.runner import generate_isolating_failures
+    from rendering.model_input import ImagePolicy
+
+    monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
+    spec = ModelSpec(name="tiny", path=str(Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"),
+                     dtype="float32", build="qwen2_5_vl")
+    ensure_built(spec)
+    backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=8))
+    samples = pd.read_parquet(workspace / "samples.parquet").head(4)
+    policy = ImagePolicy()
+    batch = [
+        PreparedRequest(r.sample_id, "score?", (policy.apply(workspace / r.image_daily), policy.apply(workspace / r.image_weekly)))
+        for r in samples.itertuples()
+    ]
+    # An empty (0x0) chart: the processor raises for the whole batch.
+    batch[2] = PreparedRequest(batch[2].sample_id, "score?", (Image.new("RGB", (0, 0)), Image.new("RGB", (0, 0))))
+    results = generate_isolating_failures(backend, batch)
+    assert isinstance(results[2], Exception)
+    alone = [backend.generate([r])[0] for i, r in enumerate(batch) if i != 2]
+    assert [r.token_ids for i, r in enumerate(results) if i != 2] == [a.token_ids for a in alone]
