@@ -41,6 +41,12 @@ def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory):
+    """Where the fixture tests build tiny checkpoints (once per session and worker)."""
+    return tmp_path_factory.getbasetemp() / "tiny-models"
+
+
 # --- the infer job through the CLI, on tiny checkpoints --------------------------------------------
 
 CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")

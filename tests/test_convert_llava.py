@@ -20,11 +20,6 @@ needs_vllm = pytest.mark.vllm
 MAX_NEW = 10
 
 
-@pytest.fixture(scope="session")
-def tiny_root(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "tiny-models"
-
-
 @pytest.fixture(scope="module")
 def original(tiny_root):
     return tm.fixture_dir("llava_original", tm.build_original_llava_checkpoint, tiny_root)

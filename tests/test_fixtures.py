@@ -23,11 +23,6 @@ PROMPTS = [
 
 
 @pytest.fixture(scope="session")
-def tiny_root(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "tiny-models"
-
-
-@pytest.fixture(scope="session")
 def qwen_dir(tiny_root):
     return tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
 
