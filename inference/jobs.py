@@ -49,7 +49,7 @@ def task_prompt(cfg: DictConfig) -> str:
 
 def generation_spec(cfg: DictConfig) -> GenerationSpec:
     values = OmegaConf.to_container(cfg.infer.generation, resolve=True)
-    return GenerationSpec(**values, regex=cfg.task.get("answer_regex"))
+    return GenerationSpec(**values, regex=cfg.task.get("answer_regex") or cfg.model.get("answer_regex"))
 
 
 def image_policy(cfg: DictConfig) -> ImagePolicy:

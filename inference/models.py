@@ -35,6 +35,8 @@ class ModelSpec:
     max_model_len: int = 8192
     processor_kwargs: dict[str, Any] = field(default_factory=dict)
     random_weights: bool = False  # a pipeline check, not a model: reports say so
+    # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
+    answer_regex: str | None = None
     # Tiny fixtures only: builder names (inference.tiny_models.BUILDERS) that create `path` /
     # `adapter` when missing.
     build: str | None = None

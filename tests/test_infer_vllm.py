@@ -13,11 +13,17 @@ from conftest import infer, records
 pytestmark = pytest.mark.vllm
 
 
-@pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_llava"])
-def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model):
-    infer(workspace, env, f"hf-{model}", f"model={model}", "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, f"vllm-{model}", f"model={model}", "backend=vllm", "backend.enforce_eager=true")
-    hf, vllm = records(workspace, f"hf-{model}"), records(workspace, f"vllm-{model}")
+@pytest.mark.parametrize(
+    ("model", "extra"),
+    [("tiny_qwen2_5_vl", ("model.answer_regex=null",)), ("tiny_qwen2_5_vl", ()), ("tiny_llava", ())],
+    ids=["qwen-free", "qwen-constrained", "llava-constrained"],
+)
+def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
+    """Free greedy decoding, and decoding constrained to the fixtures' answer format (xgrammar in both)."""
+    name = f"{model}-{'free' if extra else 'constrained'}"
+    infer(workspace, env, f"hf-{name}", f"model={model}", *extra, "backend=transformers", "infer.batch_size=8")
+    infer(workspace, env, f"vllm-{name}", f"model={model}", *extra, "backend=vllm", "backend.enforce_eager=true")
+    hf, vllm = records(workspace, f"hf-{name}"), records(workspace, f"vllm-{name}")
     assert list(vllm.index) == list(hf.index)
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
     assert list(vllm["text"]) == list(hf["text"]) and (vllm["backend"] == "vllm").all()
@@ -25,8 +31,9 @@ def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model):
 
 
 def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
-    infer(workspace, env, "hf-lora", "model=tiny_qwen2_5_vl_lora", "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", "backend=vllm", "backend.enforce_eager=true")
+    free = "model.answer_regex=null"
+    infer(workspace, env, "hf-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
+    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true")
     hf, vllm = records(workspace, "hf-lora"), records(workspace, "vllm-lora")
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
 

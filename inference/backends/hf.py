@@ -67,6 +67,18 @@ def merge_adapter_weights(model: Any) -> None:
     model.peft_config = {}
 
 
+def compile_answer_regex(tokenizer: Any, model: Any, eos_ids: list[int], regex: str | None) -> Any:
+    """The answer format as a token-level grammar (xgrammar, the engine vLLM's structured output
+    uses too), so ``answer_regex`` means the same in both backends; None when unconstrained."""
+    if regex is None:
+        return None
+    import xgrammar
+
+    vocab_size = model.config.get_text_config().vocab_size  # embedding rows, often > len(tokenizer)
+    info = xgrammar.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=eos_ids)
+    return xgrammar.GrammarCompiler(info).compile_regex(regex)
+
+
 class TransformersBackend:
     name = "transformers"
 
@@ -78,6 +90,7 @@ class TransformersBackend:
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
         self.stop_ids = eos_ids | {self.pad_id}
+        self.grammar = compile_answer_regex(tokenizer, self.model, sorted(eos_ids), generation.regex)
 
     def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
         import torch
@@ -97,6 +110,11 @@ class TransformersBackend:
         }
         if g.temperature > 0:
             torch.manual_seed(g.seed)
+        if self.grammar is not None:
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            # One matcher per row, fresh per call: the processor keeps each row's parse state.
+            sampling["logits_processor"] = [LogitsProcessor([self.grammar] * len(batch))]
         with torch.inference_mode():
             out = self.model.generate(
                 **inputs,
