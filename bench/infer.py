@@ -92,7 +92,7 @@ def main() -> None:
         for size in sizes:
             store = RecordStore(out / "runs" / f"b{size}")
             start = time.perf_counter()
-            run_requests(requests, store, "bench", spec.name, args.backend, lambda: backend_unclosed(backend),
+            run_requests(requests, store, "bench", spec.name, args.backend, lambda: UnclosedBackend(backend),
                          policy, Shard(), RunSettings(batch_size=size), (-0.5, 1.0))
             rates[size] = len(requests) / (time.perf_counter() - start)
         backend.close()
@@ -103,7 +103,7 @@ def main() -> None:
         print(f"{f'runner, batch {size}':<42}{rate:>10.2f} samples/s   {rate / reference:>5.2f}x reference")
 
 
-class backend_unclosed:
+class UnclosedBackend:
     """The runner closes the backend it made; the benchmark reuses one model across its runs."""
 
     def __init__(self, backend):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from candlebench.io import write_json
 from candlebench.stages import compose_config, run_stage

@@ -9,7 +9,6 @@ which stops only when errors pass ``max_error_rate``.
 from __future__ import annotations
 
 import gc
-import hashlib
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
+from candlebench.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
 from inference.parse import parse_score
 from inference.records import RecordStore, ResponseRecord
@@ -46,8 +46,7 @@ class Shard:
             raise ValueError(f"shard.index={self.index} must lie in [0, shard.count={self.count})")
 
     def owns(self, sample_id: str) -> bool:
-        # A hash, not a position: a sample stays in its shard when others are added or removed.
-        return int(hashlib.sha256(sample_id.encode()).hexdigest()[:12], 16) % self.count == self.index
+        return in_part(sample_id, self.index, self.count)
 
 
 @dataclass(frozen=True)

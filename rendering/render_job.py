@@ -30,6 +30,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from candlebench.io import atomic_write, write_parquet
+from candlebench.split import in_part
 from rendering.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
 from rendering.chart_mpl import render_chart_mpl
@@ -165,12 +166,6 @@ def _run_jobs(
             yield futures[future], future.result()
 
 
-def owns_code(code: str, chunk: tuple[int, int]) -> bool:
-    """Stocks are split over render chunks (SLURM array tasks) by a hash of their code."""
-    index, count = chunk
-    return int(hashlib.sha256(code.encode()).hexdigest()[:12], 16) % count == index
-
-
 def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:
     # One file per chunk: array tasks never append to the same file.
     index, count = chunk
@@ -195,7 +190,7 @@ def render_samples(
     """Render (or verify) every chart of the stocks in ``chunk`` that the samples need."""
     recorded = recorded_charts(out_dir, settings)
     pairs = samples[["code", "cutoff"]].drop_duplicates().sort_values(["code", "cutoff"])
-    pairs = pairs[pairs["code"].map(lambda c: owns_code(c, chunk))]
+    pairs = pairs[pairs["code"].map(lambda c: in_part(c, *chunk))]
     by_code = {code: group for code, group in bars.groupby("code", sort=True)}
     jobs = []
     for code, group in pairs.groupby("code", sort=True):
@@ -210,7 +205,7 @@ def render_samples(
     # temp files of a run killed between write and rename; only this chunk's stocks, since other
     # chunks may be writing theirs right now
     for stale in manifest_path.parent.rglob("*.partial"):
-        if owns_code(stale.parent.name, chunk):
+        if in_part(stale.parent.name, *chunk):
             stale.unlink()
     total = len(pairs) * len(settings.freqs)
     with open(manifest_path, "a") as manifest, tqdm(total=total, unit="chart", desc="render") as bar:

@@ -156,14 +156,18 @@ def comparison_table(comparisons: dict[str, dict]) -> Table:
 
 # --- plots -----------------------------------------------------------------------------------
 
+def _png(fig: plt.Figure) -> bytes:
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: stable bytes
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def _figure(draw: Callable[[plt.Axes], None], size=(8, 4)) -> bytes:
     fig, ax = plt.subplots(figsize=size, dpi=100)
     draw(ax)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return _png(fig)
 
 
 def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
@@ -207,11 +211,7 @@ def plot_confusions(runs: list[ScoredRun]) -> bytes:
         ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
         ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
         ax.set_title(r.label, fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return _png(fig)
 
 
 GRADE_COLORS = {
