@@ -23,15 +23,15 @@ import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E402
-from inference.jobs import build_requests  # noqa: E402
 from inference.models import ModelSpec, ensure_built  # noqa: E402
 from inference.records import RecordStore  # noqa: E402
-from inference.runner import RunSettings, Shard, run_requests  # noqa: E402
+from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
 from rendering.market import load_market  # noqa: E402
 from rendering.model_input import ImagePolicy  # noqa: E402
 from rendering.render_job import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from rendering.chart import ChartSpec  # noqa: E402
-from rendering.samples import SampleSpec, build_samples  # noqa: E402
+from tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
+from tasks.forecast.task import TASK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Predict the 30-day return from the daily and the weekly chart. Output ONLY <score>NUM</score>."
@@ -51,9 +51,9 @@ def backend_for(name: str, spec: ModelSpec, generation: GenerationSpec):
     if name == "vllm":
         from inference.backends.vllm import VLLMBackend
 
-        cfg = OmegaConf.create({"images_per_prompt": 2, "max_lora_rank": 8, "enforce_eager": True,
+        cfg = OmegaConf.create({"max_lora_rank": 8, "enforce_eager": True,
                                 "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 1, "merged_dir": "/tmp"})
-        return VLLMBackend(spec, generation, cfg)
+        return VLLMBackend(spec, generation, cfg, 2)
     from inference.backends.hf import TransformersBackend
 
     return TransformersBackend(spec, generation)
@@ -72,7 +72,7 @@ def main() -> None:
                          build="qwen2_5_vl", random_weights=True)
         ensure_built(spec)
         samples = workspace(out, args.samples)
-        requests = build_requests(samples, out, ["daily", "weekly"], PROMPT)
+        requests = [Request(r.sample_id, PROMPT, (out / r.image_daily, out / r.image_weekly)) for r in samples.itertuples()]
         generation = GenerationSpec(max_new_tokens=16)
         policy = ImagePolicy()
         backend = backend_for(args.backend, spec, generation)
@@ -93,7 +93,7 @@ def main() -> None:
             store = RecordStore(out / "runs" / f"b{size}")
             start = time.perf_counter()
             run_requests(requests, store, "bench", spec.name, args.backend, lambda: UnclosedBackend(backend),
-                         policy, Shard(), RunSettings(batch_size=size), (-0.5, 1.0))
+                         policy, Shard(), RunSettings(batch_size=size), TASK.parser(None))
             rates[size] = len(requests) / (time.perf_counter() - start)
         backend.close()
 

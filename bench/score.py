@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 # Run as a script from anywhere: make the repository's packages importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scoring.forecast import compute_metrics  # noqa: E402
+from tasks.forecast.metrics import compute_metrics  # noqa: E402
 
 SEED = 20260414
 TARGET_S = 2.0

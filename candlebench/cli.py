@@ -7,6 +7,7 @@ Everything after the command is handed to Hydra untouched, so overrides, ``--mul
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from dataclasses import dataclass
@@ -16,16 +17,15 @@ import hydra
 from omegaconf import DictConfig
 from omegaconf.errors import MissingMandatoryValue
 
-from candlebench.paths import CONF_DIR, register_resolvers
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
+from candlebench.paths import CONF_DIR, register_resolvers
+from candlebench.stages import STAGES
 from candlebench.status import status_command
-from inference import jobs as infer_jobs
-from rendering import jobs as data_jobs
-from rendering import render_job
-from scoring import jobs as score_jobs
 from candlebench.sweep import SweepError
+from inference.import_job import ResponseFileError
 from inference.runner import RunAborted
+from rendering import jobs as data_jobs
 from rendering.market import MarketDataError
 
 
@@ -37,6 +37,8 @@ class Command:
     positional: tuple[str, ...] = ()
     # Overrides applied unless the user sets the same key.
     defaults: tuple[str, ...] = ()
+    # ... nor any key under these prefixes (your own data= replaces the demo experiment whole).
+    unless: tuple[str, ...] = ()
 
 
 COMMANDS: Mapping[str, Command] = {
@@ -44,16 +46,12 @@ COMMANDS: Mapping[str, Command] = {
         data_jobs.data_prepare, "download and convert a prepared market (demo) once", ("data",)
     ),
     "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
-    "samples": Command(data_jobs.samples, "build samples.parquet (stock x cutoff, labels, regimes)"),
-    "render": Command(render_job.render, "draw every sample's daily and weekly chart (parallel, resumable)"),
-    "baseline": Command(infer_jobs.baseline, "XGBoost walk-forward, momentum, constant and random predictors"),
-    "infer": Command(infer_jobs.infer, "run a model over the samples (transformers or vLLM), resumable"),
-    "score": Command(score_jobs.score, "metrics.json for one run"),
-    "report": Command(score_jobs.report, "Markdown + HTML report of scored runs, paired comparisons"),
+    **{stage.name: Command(stage.job, stage.help, stage.positional) for stage in STAGES},
     "run": Command(
         pipeline.run,
-        "the main job: samples, render, baselines, infer, score, report (default experiment=demo)",
+        "the main job: every stage for every task (tasks=[...]); the demo unless you name data=",
         defaults=("experiment=demo",),
+        unless=("data", "experiment"),
     ),
     "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report"),
 }
@@ -99,6 +97,13 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def _quoted(value: str) -> str:
+    """A positional word as a Hydra value: quoted unless plain, so paths with spaces or colons pass."""
+    if re.fullmatch(r"[\w./-]+", value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
     for words in (2, 1):
         name = " ".join(argv[:words])
@@ -107,8 +112,10 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
             overrides = []
             for group in command.positional:
                 if rest and "=" not in rest[0] and not rest[0].startswith("-"):
-                    overrides.append(f"{group}={rest.pop(0)}")
+                    overrides.append(f"{group}={_quoted(rest.pop(0))}")
             given = {a.split("=", 1)[0].lstrip("+~") for a in overrides + rest if "=" in a or a.startswith("~")}
+            if any(g.split(".", 1)[0] in command.unless for g in given):
+                return name, command, overrides + rest
             implied = [d for d in command.defaults if d.split("=", 1)[0] not in given]
             return name, command, implied + overrides + rest
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
@@ -137,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         try:
             command.job(cfg)
-        except (MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
+        except (MarketDataError, FileNotFoundError, RunAborted, SweepError, ResponseFileError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
             fail(f"error: {err}")

@@ -1,12 +1,23 @@
-"""Writes that never leave a half-written file behind: write a temp file, then rename."""
+"""File contracts every stage shares.
+
+* Whole files never appear half-written: write a temp file, then rename (:func:`atomic_write`).
+* Progress files are append-only JSONL, flushed and fsynced after each batch
+  (:class:`JsonlAppender`); a reader skips the torn last line a killed writer leaves
+  (:func:`read_jsonl`).
+* One fingerprint of a JSON-able value (:func:`fingerprint`) keys runs, render settings and
+  merged checkpoints alike.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 
@@ -27,3 +38,64 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
 
 def write_json(obj: Any, path: Path) -> Path:
     return atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n"))
+
+
+def json_safe(value: Any) -> Any:
+    """Plain Python containers and scalars, NaN and inf as None, timestamps as ISO dates."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, pd.Timestamp):
+        return value.date().isoformat() if value == value.normalize() else value.isoformat()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def fingerprint(value: Any) -> str:
+    """16 hex digits of sha256 over canonical JSON (sorted keys; non-JSON values by ``str``)."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """The rows of an append-only JSONL file; a line cut short by a kill is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
+class JsonlAppender:
+    """Appends rows to a JSONL file, each batch flushed and fsynced before ``write`` returns."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh = path.open("a", encoding="utf-8")
+
+    def write(self, rows: Iterable[dict]) -> None:
+        for row in rows:
+            self._fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,23 +1,48 @@
-"""``candlebench run``: the main job, every stage in order on one config.
-
-samples → render → baselines → infer → score (each run) → report. Each stage skips what is
-already on disk, so a re-run after an interruption finishes the rest.
-"""
+"""``candlebench run``: the stage graph walked on this machine, for every task (``tasks=[...]``,
+default all) and the model of the config. Each stage skips what is already on disk, so a re-run
+after an interruption finishes the rest."""
 
 from __future__ import annotations
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from inference import jobs as infer_jobs
-from rendering import jobs as data_jobs
-from rendering import render_job
-from scoring import jobs as score_jobs
+import tasks as registry
+from candlebench.stages import Job, compose_config, plan, run_stage
+
+
+def user_overrides(skip_prefix: str | None = None) -> list[str]:
+    """The command's own overrides (minus settings of the command itself), handed to every stage."""
+    overrides = list(HydraConfig.get().overrides.task)
+    if skip_prefix is None:
+        return overrides
+    return [o for o in overrides if not o.split("=", 1)[0].lstrip("+~").startswith(skip_prefix)]
+
+
+def chosen_tasks(cfg: DictConfig) -> list[str]:
+    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.names()
+    for name in chosen:
+        registry.get_task(name)  # an unknown name fails now, not after the first task ran
+    return chosen
+
+
+def run_names(base: list[str], tasks: list[str], models: list[str]) -> dict[tuple[str, str], str]:
+    return {
+        (t, m): compose_config([*base, f"task={t}", f"model={m}"]).infer.run_name for t in tasks for m in models
+    }
+
+
+def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
+    for job in jobs:
+        if job.key in skip:
+            continue
+        for overrides in job.overrides:
+            run_stage(job.stage, list(overrides))
 
 
 def run(cfg: DictConfig) -> None:
-    data_jobs.samples(cfg)
-    render_job.render(cfg)
-    infer_jobs.baseline(cfg)
-    infer_jobs.infer(cfg)
-    score_jobs.score_all(cfg, [*cfg.baseline.names, cfg.infer.run_name])
-    score_jobs.report(cfg)
+    base = [o for o in user_overrides() if o.split("=", 1)[0] not in {"task", "tasks"}]
+    tasks = chosen_tasks(cfg)
+    model = HydraConfig.get().runtime.choices["model"]
+    names = run_names(base, tasks, [model])
+    run_jobs(plan(base, tasks, [model], names, baselines=bool(cfg.baseline.names)))

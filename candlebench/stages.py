@@ -1,58 +1,129 @@
-"""Stages as picklable calls: ``run_stage(name, overrides)`` composes the config from the same
-overrides a command line would carry and runs one stage. SLURM array tasks (through submitit) and
-the local executor both call this, so a stage runs the same code wherever it runs.
+"""The one stage graph: every stage once, with its name, job, dependencies and split.
+
+``candlebench <stage>`` runs one node of it, ``candlebench run`` walks it on this machine and
+``candlebench sweep`` submits it to SLURM; all three read :data:`STAGES`, so a stage has one name
+and one definition. :func:`plan` expands the graph for tasks and models into jobs — each a stage
+with the overrides a command line would carry — and :func:`run_stage` runs one job by composing
+the config from those overrides, wherever it runs (this process, a SLURM array task).
+
+    samples ─┬─ render (chunks) ── infer (shards, per model) ── score (per model) ─┐
+             └─ baseline ─────────────────────────────────────── score (baselines) ┴─ report
+
+``import`` is a stage too (answers made elsewhere become a run, scored like any other), but no
+plan includes it: it replaces ``infer`` when the answers already exist.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Callable, Mapping
+from dataclasses import dataclass
+from typing import Callable
 
-import pandas as pd
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 from candlebench.paths import CONF_DIR, register_resolvers
-from inference import jobs as infer_jobs
-from rendering import jobs as data_jobs
-from rendering import render_job
-from scoring import jobs as score_jobs
+from inference.baseline_job import baseline
+from inference.import_job import import_responses
+from inference.infer_job import infer
+from rendering.jobs import samples
+from rendering.render_job import render
+from scoring.jobs import report, score
 
 
-def finalize_and_score(cfg: DictConfig) -> None:
-    """After every shard of a model: one responses.jsonl, parsed.parquet and metrics.json."""
-    infer_jobs.finalize_run(cfg)
-    samples = pd.read_parquet(Path(cfg.out_dir) / "samples.parquet")
-    score_jobs.score_run(
-        infer_jobs.run_dir_of(cfg), samples, int(cfg.task.horizon), int(cfg.score.n_boot), int(cfg.score.seed)
-    )
+@dataclass(frozen=True)
+class StageDef:
+    name: str
+    job: Callable[[DictConfig], None]
+    help: str
+    scope: str  # "task": once per task; "model": per task and model; "once": one for the whole run
+    split: str | None = None  # the config block of its array split: render.chunk / infer.shard
+    gpu: bool = False
+    positional: tuple[str, ...] = ()  # command-line words taken as these keys (`import FILE`)
+    planned: bool = True  # part of `run` / `sweep`; import stands in for infer when you have answers
 
 
-def baselines_and_score(cfg: DictConfig) -> None:
-    infer_jobs.baseline(cfg)
-    score_jobs.score_all(cfg, list(cfg.baseline.names))
+STAGES: tuple[StageDef, ...] = (
+    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task"),
+    StageDef("render", render, "draw every input the task's samples need (parallel, resumable)", "task", "render.chunk"),
+    StageDef("baseline", baseline, "the task's non-VLM baselines, as runs", "task"),
+    StageDef("infer", infer, "run a model over the task's samples (transformers or vLLM), resumable", "model",
+             "infer.shard", gpu=True),
+    StageDef("import", import_responses, "responses made elsewhere (JSONL/CSV: sample_id, text) as a run", "model",
+             positional=("import_file",), planned=False),
+    StageDef("score", score, "parse and score runs: metrics.json", "model"),
+    StageDef("report", report, "Markdown + HTML report of every task's scored runs, paired comparisons", "once"),
+)
+BY_NAME = {s.name: s for s in STAGES}
 
 
-STAGES: Mapping[str, Callable[[DictConfig], None]] = {
-    "samples": data_jobs.samples,
-    "render": render_job.render,
-    "render_finalize": render_job.finalize_render,
-    "baseline": baselines_and_score,
-    "infer": infer_jobs.infer,
-    "score": finalize_and_score,
-    "report": score_jobs.report,
-}
+@dataclass(frozen=True)
+class Job:
+    key: str  # unique within a plan: "infer:forecast:qwen2_5_vl_7b"
+    stage: str
+    overrides: tuple[tuple[str, ...], ...]  # one tuple per array task
+    after: tuple[str, ...] = ()
+    gpu: bool = False
+
+
+def _keys(overrides: list[str]) -> set[str]:
+    return {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+
+
+def with_overrides(base: list[str], *extra: str) -> tuple[str, ...]:
+    """``base`` with ``extra`` replacing any override of the same key."""
+    replaced = _keys(list(extra))
+    return (*(o for o in base if o.split("=", 1)[0].lstrip("+~") not in replaced), *extra)
+
+
+def _split(base: tuple[str, ...], block: str | None, count: int) -> tuple[tuple[str, ...], ...]:
+    if block is None or count <= 1:
+        return (base,)
+    return tuple(with_overrides(list(base), f"{block}.index={i}", f"{block}.count={count}") for i in range(count))
+
+
+def plan(
+    base: list[str],
+    tasks: list[str],
+    models: list[str],
+    run_names: dict[tuple[str, str], str],
+    baselines: bool,
+    render_chunks: int = 1,
+    infer_shards: int = 1,
+    report: tuple[str, ...] = (),
+) -> list[Job]:
+    """Every job in dependency order; ``run_names[(task, model)]`` is that model's run name."""
+    jobs: list[Job] = []
+    scored: list[str] = []
+    for task in tasks:
+        on_task = with_overrides(base, f"task={task}")
+        jobs.append(Job(f"samples:{task}", "samples", (on_task,)))
+        jobs.append(Job(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
+        if baselines:
+            jobs.append(Job(f"baseline:{task}", "baseline", (on_task,), (f"samples:{task}",)))
+            jobs.append(Job(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${baseline.names}"),),
+                            (f"baseline:{task}",)))
+            scored.append(jobs[-1].key)
+        for model in models:
+            on_model = with_overrides(list(on_task), f"model={model}")
+            infer_key = f"infer:{task}:{model}"
+            jobs.append(Job(infer_key, "infer", _split(on_model, "infer.shard", infer_shards), (f"render:{task}",), gpu=True))
+            name = run_names[(task, model)]
+            jobs.append(Job(f"score:{task}:{model}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
+                            (infer_key,)))
+            scored.append(jobs[-1].key)
+    jobs.append(Job("report", "report", (with_overrides(base, f"tasks=[{','.join(tasks)}]", *report),), tuple(scored)))
+    return jobs
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
     register_resolvers()
-    if GlobalHydra.instance().is_initialized():  # inside a Hydra job (the sweep itself)
+    if GlobalHydra.instance().is_initialized():  # inside a Hydra job (run, sweep)
         return compose(config_name="config", overrides=overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
         return compose(config_name="config", overrides=overrides)
 
 
 def run_stage(name: str, overrides: list[str]) -> str:
-    STAGES[name](compose_config(overrides))
+    BY_NAME[name].job(compose_config(overrides))
     return name

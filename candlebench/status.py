@@ -10,56 +10,62 @@ from pathlib import Path
 
 import pandas as pd
 
+from candlebench.layout import Layout, TaskPaths
 from inference.records import RecordStore
 from inference.runner import Shard
 from rendering.render_job import chart_path, read_manifest
 
 
-def _shards_of(out_dir: Path) -> int:
-    sweep = out_dir / "sweep.json"
-    if not sweep.exists():
+def _shards_of(layout: Layout) -> int:
+    if not layout.sweep.exists():
         return 1
-    stages = json.loads(sweep.read_text())["stages"]
+    stages = json.loads(layout.sweep.read_text())["stages"]
     return max([v["tasks"] for k, v in stages.items() if k.startswith("infer:")] or [1])
 
 
-def report_lines(out_dir: Path) -> list[str]:
-    samples_path = out_dir / "samples.parquet"
-    if not samples_path.exists():
-        return [f"{out_dir}: no samples.parquet yet (stage samples not done)"]
-    samples = pd.read_parquet(samples_path)
+def task_lines(paths: TaskPaths, shards: int) -> list[str]:
+    samples = pd.read_parquet(paths.samples)
     ids = set(samples["sample_id"])
-    lines = [f"samples   {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, {samples['code'].nunique()} stocks"]
-
-    needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in ("daily", "weekly")}
-    drawn = {r["path"] for p in (out_dir / "images").glob("manifest*.jsonl") for r in read_manifest(p)}
-    merged = "image_daily" in samples.columns
-    lines.append(f"render    {len(needed & drawn)}/{len(needed)} charts{'' if merged else ' (not merged into samples yet)'}")
-
-    shards = _shards_of(out_dir)
-    for run_dir in sorted(p for p in (out_dir / "runs").glob("*") if (p / "run.json").exists()):
-        key = json.loads((run_dir / "run.json").read_text())["run_key"]
-        done = RecordStore(run_dir).done(key) & ids
+    name = paths.task
+    lines = [f"{name:<9} samples  {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, "
+             f"{samples['code'].nunique()} stocks"]
+    drawn = {r["path"] for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)}
+    inputs = sorted({r["freq"] for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)})
+    needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in inputs}
+    merged = any(c.startswith(("image_", "text_")) for c in samples.columns)
+    lines.append(f"{name:<9} render   {len(needed & drawn)}/{len(needed)} inputs ({', '.join(inputs) or 'none yet'})"
+                 f"{'' if merged else ' (not merged into samples yet)'}")
+    for run_name in paths.run_names():
+        run = paths.run(run_name)
+        key = json.loads(run.info.read_text())["run_key"]
+        done = RecordStore(run.root).done(key) & ids
         parts = []
         if shards > 1:
             for index in range(shards):
                 shard = Shard(index, shards)
                 mine = {i for i in ids if shard.owns(i)}
                 parts.append(f"{len(done & mine)}/{len(mine)}")
-        scored = "scored" if (run_dir / "metrics.json").exists() else "not scored"
+        scored = "scored" if run.metrics.exists() else "not scored"
         shard_text = f" (shards: {' '.join(parts)})" if parts else ""
-        lines.append(f"run       {run_dir.name}: {len(done)}/{len(ids)} answered{shard_text}, {scored}")
-    report = out_dir / "report" / "report.html"
-    lines.append(f"report    {report if report.exists() else 'not written yet'}")
-    lines += _queue_lines(out_dir)
+        lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{shard_text}, {scored}")
     return lines
 
 
-def _queue_lines(out_dir: Path) -> list[str]:
-    sweep = out_dir / "sweep.json"
-    if not sweep.exists() or shutil.which("squeue") is None:
+def report_lines(out_dir: Path) -> list[str]:
+    layout = Layout(out_dir)
+    tasks = layout.tasks_present()
+    if not tasks:
+        return [f"{out_dir}: no samples yet (stage samples not done)"]
+    lines = [line for task in tasks for line in task_lines(layout.task(task), _shards_of(layout))]
+    report = out_dir / "report" / "report.html"
+    lines.append(f"report    {report if report.exists() else 'not written yet'}")
+    return lines + _queue_lines(layout)
+
+
+def _queue_lines(layout: Layout) -> list[str]:
+    if not layout.sweep.exists() or shutil.which("squeue") is None:
         return []
-    stages = json.loads(sweep.read_text())["stages"]
+    stages = json.loads(layout.sweep.read_text())["stages"]
     arrays = {v["jobs"][0].split("_")[0]: k for k, v in stages.items() if v.get("jobs")}
     if not arrays:
         return []

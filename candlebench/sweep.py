@@ -1,14 +1,12 @@
-"""``candlebench sweep``: a whole comparison on a SLURM cluster, stages chained by dependencies.
-
-    samples ─ render array (chunks) ─ render_finalize ─┬─ infer array per model (shards) ─ score ─┐
-            └─ baselines (+ their scores) ──────────────┴──────────────────────────────────────────┴─ report
+"""``candlebench sweep``: the stage graph (:mod:`candlebench.stages`) on a SLURM cluster, for every
+task and every model of ``sweep.models``, stages chained by dependencies.
 
 Jobs go through submitit's SlurmExecutor (``sbatch --dependency=afterok:...``), each calling
-:func:`candlebench.stages.run_stage` with the sweep's own overrides plus its stage's (model, shard,
-chunk). Every stage skips what is on disk, so a re-submitted sweep, or a requeued task, finishes
-the rest; the sweep also leaves out stages it can see are complete. Everything that can be checked
-before a GPU is asked for is checked first: the partition exists, every checkpoint is there.
-``sweep.executor=local`` runs the same stages in the same order on this machine.
+:func:`candlebench.stages.run_stage` with the sweep's own overrides plus its job's (task, model,
+shard, chunk). Every stage skips what is on disk, so a re-submitted sweep, or a requeued task,
+finishes the rest; the sweep also leaves out jobs it can see are complete. Everything that can be
+checked before a GPU is asked for is checked first: the partition exists, every checkpoint is
+there. ``sweep.executor=local`` runs the same jobs in the same order on this machine.
 """
 
 from __future__ import annotations
@@ -17,115 +15,72 @@ import json
 import pickle
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from candlebench.io import write_json
-from candlebench.stages import compose_config, run_stage
-from inference.jobs import run_identity, run_key
+from candlebench.layout import Layout
+from candlebench.pipeline import chosen_tasks, run_jobs, run_names, user_overrides
+from candlebench.stages import Job, compose_config, plan, run_stage
 from inference.models import ModelSpec, check_available
 from inference.records import RecordStore
+from inference.settings import model_run_info
+from rendering.inputs import read_samples
 from rendering.render_job import collect_manifest, settings_from
+from tasks import get_task
 
 
 class SweepError(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class Stage:
-    key: str  # unique within the sweep: "infer:qwen2_5_vl_7b"
-    name: str  # the function in candlebench.stages
-    overrides: tuple[tuple[str, ...], ...]  # one tuple per task; several = a job array
-    after: tuple[str, ...] = ()
-    gpus: int = 0
-    done: bool = False  # complete on disk already: not submitted
-
-
-@dataclass
-class Plan:
-    stages: list[Stage] = field(default_factory=list)
-
-    def add(self, stage: Stage) -> Stage:
-        self.stages.append(stage)
-        return stage
-
-
-def _user_overrides() -> list[str]:
-    """The sweep command's own overrides, handed to every stage (minus the sweep's own settings)."""
-    return [o for o in HydraConfig.get().overrides.task if not o.split("=", 1)[0].lstrip("+~").startswith("sweep.")]
-
-
-def _samples_done(out_dir: Path) -> bool:
-    return (out_dir / "samples.parquet").exists()
+def _samples_done(cfg: DictConfig) -> bool:
+    return Layout.of(cfg).task(cfg.task.name).samples.exists()
 
 
 def _render_done(cfg: DictConfig) -> bool:
-    out_dir = Path(cfg.out_dir)
-    if not _samples_done(out_dir):
+    if not _samples_done(cfg):
         return False
-    samples = pd.read_parquet(out_dir / "samples.parquet")
+    paths = Layout.of(cfg).task(cfg.task.name)
+    samples = read_samples(paths)
     try:
-        collect_manifest(samples, settings_from(cfg), out_dir)
+        collect_manifest(samples, settings_from(cfg), paths.root)
     except FileNotFoundError:
         return False
-    return {f"image_{f}" for f in cfg.render.freqs} <= set(samples.columns)
+    return {f"image_{f}" for f in settings_from(cfg).freqs} <= set(samples.columns)
 
 
 def _infer_done(cfg: DictConfig) -> bool:
-    out_dir = Path(cfg.out_dir)
-    if not _samples_done(out_dir):
+    if not _samples_done(cfg):
         return False
-    key = run_key(run_identity(cfg, ModelSpec.from_config(cfg.model)))
-    wanted = set(pd.read_parquet(out_dir / "samples.parquet")["sample_id"])
-    return wanted <= RecordStore(out_dir / "runs" / cfg.infer.run_name).done(key)
+    paths = Layout.of(cfg).task(cfg.task.name)
+    key = model_run_info(cfg, get_task(cfg.task.name), ModelSpec.from_config(cfg.model)).run_key
+    wanted = set(read_samples(paths)["sample_id"])
+    return wanted <= RecordStore(paths.run(cfg.infer.run_name).root).done(key)
 
 
-def plan_sweep(cfg: DictConfig, base: list[str]) -> Plan:
-    """Every stage with its tasks and dependencies; stages already complete on disk marked done."""
+# Jobs whose work can be seen complete on disk; the others are cheap and always run.
+DONE_CHECKS = {"samples": _samples_done, "render": _render_done, "infer": _infer_done}
+
+
+def finished_jobs(jobs: list[Job]) -> set[str]:
+    return {
+        job.key for job in jobs
+        if job.stage in DONE_CHECKS and DONE_CHECKS[job.stage](compose_config(list(job.overrides[0])))
+    }
+
+
+def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     s = cfg.sweep
-    out_dir = Path(cfg.out_dir)
-    plan = Plan()
-    samples = plan.add(Stage("samples", "samples", (tuple(base),), done=_samples_done(out_dir)))
-    rendered = _render_done(cfg)
-    chunks = int(s.render_chunks)
-    render = plan.add(
-        Stage(
-            "render", "render",
-            tuple((*base, f"render.chunk.index={i}", f"render.chunk.count={chunks}") for i in range(chunks)),
-            after=(samples.key,), done=rendered,
-        )
-    )
-    ready = plan.add(Stage("render_finalize", "render_finalize", (tuple(base),), after=(render.key,), done=rendered))
-    scored = []
-    if s.baselines:
-        scored.append(plan.add(Stage("baseline", "baseline", (tuple(base),), after=(samples.key,))).key)
-    shards = int(s.infer_shards)
-    for model in s.models:
-        model_base = (*base, f"model={model}")
-        model_cfg = compose_config(list(model_base))
-        gpus = int(s.gpu.gpus_per_task) * int(model_cfg.model.tensor_parallel_size)
-        infer = plan.add(
-            Stage(
-                f"infer:{model}", "infer",
-                tuple((*model_base, f"infer.shard.index={i}", f"infer.shard.count={shards}") for i in range(shards)),
-                after=(ready.key,), gpus=gpus, done=_infer_done(model_cfg),
-            )
-        )
-        scored.append(plan.add(Stage(f"score:{model}", "score", (model_base,), after=(infer.key,))).key)
-    compare = [[run_name(cfg, base, a), run_name(cfg, base, b)] for a, b in s.compare]
-    runs = [run_name(cfg, base, m) for m in s.models] + (list(cfg.baseline.names) if s.baselines else [])
-    report = (*base, f"report.runs=[{','.join(runs)}]", f"report.compare={json.dumps(compare)}")
-    plan.add(Stage("report", "report", (report,), after=tuple(scored)))
-    return plan
-
-
-def run_name(cfg: DictConfig, base: list[str], model: str) -> str:
-    return compose_config([*base, f"model={model}"]).infer.run_name
+    tasks = chosen_tasks(cfg)
+    models = [str(m) for m in s.models]
+    names = run_names(base, tasks, models)
+    with_baselines = bool(s.baselines) and bool(cfg.baseline.names)
+    runs = sorted({*names.values(), *(cfg.baseline.names if with_baselines else [])})
+    compare = [[names[(tasks[0], str(a))], names[(tasks[0], str(b))]] for a, b in s.compare]
+    report = (f"report.runs=[{','.join(runs)}]", f"report.compare={json.dumps(compare)}")
+    return plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards), report)
 
 
 def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
@@ -140,14 +95,6 @@ def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
         if found.returncode != 0 or not found.stdout.strip():
             known = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
             raise SweepError(f"SLURM partition {partition!r} does not exist on this cluster (partitions: {known})")
-
-
-def run_locally(plan: Plan) -> None:
-    for stage in plan.stages:
-        if stage.done:
-            continue
-        for overrides in stage.overrides:
-            run_stage(stage.name, list(overrides))
 
 
 def _executor(cfg: DictConfig, folder: Path, gpus: int, name: str, after: list[str]):
@@ -175,17 +122,24 @@ def _executor(cfg: DictConfig, folder: Path, gpus: int, name: str, after: list[s
     return executor
 
 
-def submit(cfg: DictConfig, plan: Plan, folder: Path) -> dict[str, list]:
-    """sbatch every stage not done, each after the SLURM jobs of the stages it needs."""
-    jobs: dict[str, list] = {}
-    for stage in plan.stages:
-        if stage.done:
+def _gpus(cfg: DictConfig, job: Job) -> int:
+    if not job.gpu:
+        return 0
+    model = ModelSpec.from_config(compose_config(list(job.overrides[0])).model)
+    return int(cfg.sweep.gpu.gpus_per_task) * model.tensor_parallel_size
+
+
+def submit(cfg: DictConfig, jobs: list[Job], skip: set[str], folder: Path) -> dict[str, list]:
+    """sbatch every job not done, each after the SLURM jobs of the jobs it needs."""
+    submitted: dict[str, list] = {}
+    for job in jobs:
+        if job.key in skip:
             continue
-        after = sorted({job.job_id.split("_")[0] for dep in stage.after for job in jobs.get(dep, [])})
-        executor = _executor(cfg, folder, stage.gpus, stage.key.replace(":", "-"), after)
-        names = [stage.name] * len(stage.overrides)
-        jobs[stage.key] = executor.map_array(run_stage, names, [list(o) for o in stage.overrides])
-    return jobs
+        after = sorted({j.job_id.split("_")[0] for dep in job.after for j in submitted.get(dep, [])})
+        executor = _executor(cfg, folder, _gpus(cfg, job), job.key.replace(":", "-"), after)
+        names = [job.stage] * len(job.overrides)
+        submitted[job.key] = executor.map_array(run_stage, names, [list(o) for o in job.overrides])
+    return submitted
 
 
 def _live_arrays(arrays: set[str]) -> set[str]:
@@ -229,22 +183,23 @@ def wait(jobs: dict[str, list], poll_s: float) -> None:
 
 
 def sweep(cfg: DictConfig) -> None:
-    base = _user_overrides()
+    base = [o for o in user_overrides(skip_prefix="sweep.") if o.split("=", 1)[0] not in {"task", "tasks"}]
     check_before_submitting(cfg, base)
-    plan = plan_sweep(cfg, base)
-    out_dir = Path(cfg.out_dir)
-    summary = {"stages": {st.key: {"tasks": len(st.overrides), "done_before": st.done} for st in plan.stages}}
+    jobs = sweep_plan(cfg, base)
+    skip = finished_jobs(jobs)
+    out_dir = Layout.of(cfg).out_dir
+    summary = {"stages": {j.key: {"tasks": len(j.overrides), "done_before": j.key in skip} for j in jobs}}
     if cfg.sweep.executor == "local":
-        run_locally(plan)
-        write_json(summary, out_dir / "sweep.json")
-        print(f"sweep ran locally: {len(plan.stages)} stages -> {out_dir / 'report'}")
+        run_jobs(jobs, skip)
+        write_json(summary, Layout.of(cfg).sweep)
+        print(f"sweep ran locally: {len(jobs)} jobs -> {out_dir / 'report'}")
         return
-    jobs = submit(cfg, plan, out_dir / "sweep" / "submitit")
-    for key, batch in jobs.items():
+    submitted = submit(cfg, jobs, skip, out_dir / "sweep" / "submitit")
+    for key, batch in submitted.items():
         summary["stages"][key]["jobs"] = [job.job_id for job in batch]
-    write_json(summary, out_dir / "sweep.json")
-    for key, batch in jobs.items():
-        print(f"{key:<28} {len(batch)} task(s): {batch[0].job_id.split('_')[0]}")
+    write_json(summary, Layout.of(cfg).sweep)
+    for key, batch in submitted.items():
+        print(f"{key:<36} {len(batch)} task(s): {batch[0].job_id.split('_')[0]}")
     if cfg.sweep.wait:
-        wait(jobs, float(cfg.sweep.poll_s))
+        wait(submitted, float(cfg.sweep.poll_s))
         print(f"sweep finished -> {out_dir / 'report'}")

@@ -37,7 +37,7 @@ class ModelSpec:
     random_weights: bool = False  # a pipeline check, not a model: reports say so
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
     answer_regex: str | None = None
-    # Tiny fixtures only: builder names (inference.tiny_models.BUILDERS) that create `path` /
+    # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) that create `path` /
     # `adapter` when missing.
     build: str | None = None
     build_adapter: str | None = None

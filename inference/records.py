@@ -1,10 +1,14 @@
 """Response records and their append-only store.
 
 A run directory holds ``parts/*.jsonl``: every process (a shard, a SLURM array task, a resumed
-attempt) appends to a part file of its own, so concurrent writers never interleave bytes, and
-flushes + fsyncs after every batch. What is done is the union of all parts, keyed by
+attempt, an import) appends to a part file of its own, so concurrent writers never interleave
+bytes, and flushes + fsyncs after every batch. What is done is the union of all parts, keyed by
 ``(run_key, sample_id)``; a line cut short by a kill is ignored (and its sample redone). ``merge``
 writes the deduplicated ``responses.jsonl`` (first record of a key wins) that scoring reads.
+
+A record carries the task's parsed answer generically: ``answer`` (any JSON value, None when
+nothing parsed) and ``columns`` (the task's flat columns), so a score, an action tuple and a
+caption all fit.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ import json
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-from candlebench.io import atomic_write
+from candlebench.io import JsonlAppender, atomic_write, read_jsonl
+from tasks.base import Parsed
 
 
 @dataclass(frozen=True)
@@ -27,18 +32,36 @@ class ResponseRecord:
     model: str
     backend: str
     text: str | None  # raw model output; None only when generation failed
-    value: float | None  # parsed answer
-    tier: str  # parser tier ("tag", "interval", "scan") or "none"
+    answer: Any  # the task's parsed answer (JSON), None when nothing parsed
+    tier: str  # the task parser's tier, or "none"
     reason: str | None  # parse failure / flag, or the generation error
-    in_range: bool
     error: str | None  # exception of a failed generation, recorded instead of stopping the run
-    prompt_tokens: int
-    completion_tokens: int
-    token_ids: tuple[int, ...]
-    latency_s: float  # wall time of the batch this sample ran in, divided by its size
+    columns: dict[str, Any] = field(default_factory=dict)  # the task's flat columns
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_ids: tuple[int, ...] = ()
+    latency_s: float = 0.0  # wall time of the batch this sample ran in, divided by its size
+
+    @classmethod
+    def answered(cls, run_key: str, sample_id: str, model: str, backend: str, text: str | None,
+                 parsed: Parsed, **usage: Any) -> "ResponseRecord":
+        return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=text,
+                   answer=parsed.answer, tier=parsed.tier, reason=parsed.reason, error=None,
+                   columns=dict(parsed.columns), **usage)
+
+    @classmethod
+    def failed(cls, run_key: str, sample_id: str, model: str, backend: str, error: Exception,
+               parsed: Parsed, latency_s: float) -> "ResponseRecord":
+        message = f"{type(error).__name__}: {error}"
+        return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None,
+                   answer=None, tier="none", reason=f"generation failed: {message}", error=message,
+                   columns=dict(parsed.columns), latency_s=latency_s)
+
+    def as_row(self) -> dict:
+        return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
+        return json.dumps(self.as_row(), sort_keys=True, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResponseRecord":
@@ -48,13 +71,12 @@ class ResponseRecord:
         return cls(**values)
 
 
-def read_jsonl(path: Path) -> Iterator[ResponseRecord]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                yield ResponseRecord.from_dict(json.loads(line))
-            except (json.JSONDecodeError, TypeError):
-                continue  # the torn last line of a killed writer
+def read_records(path: Path) -> Iterator[ResponseRecord]:
+    for row in read_jsonl(path):
+        try:
+            yield ResponseRecord.from_dict(row)
+        except TypeError:
+            continue  # not a record of this layout (a torn line that still parsed as JSON)
 
 
 class RecordStore:
@@ -65,13 +87,12 @@ class RecordStore:
     def records(self) -> Iterator[ResponseRecord]:
         if self.parts_dir.exists():
             for part in sorted(self.parts_dir.glob("*.jsonl")):
-                yield from read_jsonl(part)
+                yield from read_records(part)
 
     def done(self, run_key: str) -> set[str]:
         return {r.sample_id for r in self.records() if r.run_key == run_key}
 
     def writer(self, label: str) -> "PartWriter":
-        self.parts_dir.mkdir(parents=True, exist_ok=True)
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{socket.gethostname()}-{os.getpid()}"
         return PartWriter(self.parts_dir / f"{label}-{stamp}.jsonl")
 
@@ -86,22 +107,6 @@ class RecordStore:
         return merged
 
 
-class PartWriter:
-    def __init__(self, path: Path):
-        self.path = path
-        self._fh = path.open("a", encoding="utf-8")
-
-    def write(self, records: Iterable[ResponseRecord]) -> None:
-        for record in records:
-            self._fh.write(record.to_json() + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> "PartWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+class PartWriter(JsonlAppender):
+    def write(self, records: Iterable[ResponseRecord]) -> None:  # type: ignore[override]
+        super().write(r.as_row() for r in records)

@@ -20,9 +20,10 @@ from tqdm import tqdm
 
 from candlebench.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
-from inference.parse import parse_score
+from tasks.forecast.parse import parse_score
 from inference.records import RecordStore, ResponseRecord
 from rendering.model_input import ImagePolicy
+from tasks.base import Parsed
 
 
 class RunAborted(RuntimeError):
@@ -119,7 +120,7 @@ def run_requests(
     policy: ImagePolicy,
     shard: Shard,
     settings: RunSettings,
-    score_range: tuple[float, float] = (-0.5, 1.0),
+    parse: Callable[[str | None], Parsed],
 ) -> RunStats:
     mine = sorted((r for r in requests if shard.owns(r.sample_id)), key=lambda r: r.sample_id)
     done = store.done(run_key)
@@ -129,7 +130,6 @@ def run_requests(
 
     backend = make_backend()  # only now: a finished shard never loads a model
     processed = errors = 0
-    lo, hi = score_range
     try:
         with (
             store.writer(f"shard{shard.index}of{shard.count}") as writer,
@@ -157,7 +157,7 @@ def run_requests(
                 records = [
                     _record(
                         run_key, request.sample_id, model, backend_name,
-                        next(outputs) if isinstance(prep, PreparedRequest) else prep, per_sample, lo, hi,
+                        next(outputs) if isinstance(prep, PreparedRequest) else prep, per_sample, parse,
                     )
                     for request, prep in zip(batch, prepared)
                 ]
@@ -182,20 +182,12 @@ def _record(
     backend: str,
     result: Generation | Exception,
     latency: float,
-    lo: float,
-    hi: float,
+    parse: Callable[[str | None], Parsed],
 ) -> ResponseRecord:
     if isinstance(result, Exception):
-        message = f"{type(result).__name__}: {result}"
-        return ResponseRecord(
-            run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None, value=None,
-            tier="none", reason=f"generation failed: {message}", in_range=False, error=message,
-            prompt_tokens=0, completion_tokens=0, token_ids=(), latency_s=latency,
-        )
-    parsed = parse_score(result.text, lo, hi)
-    return ResponseRecord(
-        run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=result.text,
-        value=parsed.value, tier=parsed.tier, reason=parsed.reason, in_range=parsed.in_range, error=None,
+        return ResponseRecord.failed(run_key, sample_id, model, backend, result, parse(None), latency)
+    return ResponseRecord.answered(
+        run_key, sample_id, model, backend, result.text, parse(result.text),
         prompt_tokens=result.prompt_tokens, completion_tokens=len(result.token_ids),
         token_ids=result.token_ids, latency_s=latency,
     )

@@ -13,7 +13,8 @@ FREQS = ("daily", "weekly")
 
 
 def history_before(stock_bars: pd.DataFrame, cutoff: pd.Timestamp) -> pd.DataFrame:
-    """The stock's bars dated strictly before ``cutoff`` (the cutoff rule of DESIGN.md)."""
+    """The stock's bars dated strictly before ``cutoff``: the cutoff rule, the one guard against
+    look-ahead that every chart, text block and feature passes through."""
     return stock_bars[stock_bars["date"] < cutoff].reset_index(drop=True)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from candlebench.io import write_json, write_parquet
+from candlebench.layout import task_paths
 from rendering.data_source import open_market, prepare
-from rendering.samples import SampleSpec, build_samples, summarize
+from tasks import get_task
+from tasks.base import SAMPLE_KEYS
 
 
 def data_prepare(cfg: DictConfig) -> None:
@@ -28,21 +29,18 @@ def data_check(cfg: DictConfig) -> None:
     )
 
 
-def sample_spec(cfg: DictConfig) -> SampleSpec:
-    values = OmegaConf.to_container(cfg.samples, resolve=True)
-    values["horizons"] = tuple(values["horizons"])
-    for key in ("start", "end"):
-        values[key] = None if values[key] is None else str(values[key])
-    return SampleSpec(**values)
-
-
 def samples(cfg: DictConfig) -> None:
-    spec = sample_spec(cfg)
+    task = get_task(cfg.task.name)
     market = open_market(cfg.data)
-    built = build_samples(market, spec)
-    out = Path(cfg.out_dir)
-    table = write_parquet(built.frame, out / "samples.parquet")
-    summary = summarize(built, market, spec)
-    write_json(summary, out / "samples_summary.json")
-    print(json.dumps({k: v for k, v in summary.items() if k != "data"}, indent=2))
-    print(f"{summary['samples']} samples over {summary['cutoffs']} cutoffs -> {table}")
+    built = task.build_samples(market, cfg)
+    paths = task_paths(cfg)
+    missing = [k for k in SAMPLE_KEYS if k not in built.frame.columns]
+    if missing:
+        raise ValueError(f"task {task.name}: its samples lack the columns {missing} every stage needs")
+    if built.frame["sample_id"].duplicated().any():
+        dup = built.frame.loc[built.frame["sample_id"].duplicated(), "sample_id"].iloc[0]
+        raise ValueError(f"task {task.name}: sample_id {dup} is not unique")
+    table = write_parquet(built.frame, paths.samples)
+    write_json(built.summary, paths.summary)
+    print(json.dumps({k: v for k, v in built.summary.items() if k != "data"}, indent=2))
+    print(f"{task.name}: {len(built.frame)} samples -> {table}")

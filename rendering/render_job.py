@@ -1,22 +1,24 @@
-"""``candlebench render``: every sample's daily and weekly chart, in parallel, resumable, byte-stable.
+"""``candlebench render``: every input the task's samples declare (charts of its time frames, the
+OHLCV text blocks when it asks for them), in parallel, resumable, byte-stable.
 
-Files: ``images/<cutoff>/<code>/<freq>.png`` under the run's out_dir, shared by every task that
-samples the same stock and cutoff. Progress is an append-only ``images/manifest.jsonl`` (one line
-per written file, flushed and fsynced per stock); a PNG is written under a temporary name and
-renamed, so a killed run leaves no half-written chart. A re-run skips a file only when the manifest
+Files: ``images/<cutoff>/<code>/<freq>.png`` (and ``ohlcv.txt``) under the task's folder of the
+out_dir, shared by the task's samples of the same stock and cutoff (E2A's three modalities).
+Progress is an append-only ``images/manifest.jsonl`` (one line per written file, flushed and
+fsynced per stock); a file is written under a temporary name and renamed, so a killed run leaves
+no half-written chart. A re-run skips a file only when the manifest
 holds it under the same chart settings *and* the bytes on disk still hash to the recorded sha256;
 anything missing, corrupt or rendered with other settings is drawn again.
 
 At the end the manifest is written as ``images/manifest.parquet`` (sample_id, freq, path, sha256,
-width, height) and the image paths are merged into ``samples.parquet`` (``image_daily``, ...).
-On a cluster the stocks split over ``render.chunk.count`` array tasks, each with a manifest file of
-its own; a last step (:func:`finalize_render`) collects them once all chunks are done.
+width, height) and the paths are merged into ``samples.parquet`` (``image_daily``, ...,
+``text_ohlcv``). On a cluster the stocks split over ``render.chunk.count`` array tasks, each with a
+manifest file of its own; the chunk that finds every file drawn (:func:`finalize_render`) collects
+them, so no separate step is needed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import zlib
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -29,12 +31,16 @@ import PIL
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from candlebench.io import atomic_write, write_parquet
+from candlebench.io import JsonlAppender, atomic_write, fingerprint, read_jsonl, write_parquet
+from candlebench.layout import task_paths
 from candlebench.split import in_part
 from rendering.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
 from rendering.chart_mpl import render_chart_mpl
 from rendering.data_source import open_market
+from rendering.inputs import TEXT_INPUT, read_samples, text_column
+from rendering.text import sample_text
+from tasks import get_task
 
 Renderer = Callable[[pd.DataFrame, ChartSpec, str], bytes]
 RENDERERS: Mapping[str, Renderer] = {"pil": render_chart, "mplfinance": render_chart_mpl}
@@ -48,6 +54,13 @@ class RenderSettings:
     freqs: tuple[str, ...]
     max_bars: int
     renderer: str
+    text: bool = False  # also write the OHLCV text blocks of the same bars
+    colors: tuple[str, str] = ("green", "red")  # names of the up and down colours, for prompts
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every file drawn or written per (code, cutoff)."""
+        return (*self.freqs, TEXT_INPUT) if self.text else self.freqs
 
     def key(self) -> str:
         """Fingerprint of everything that changes a chart's bytes (not workers or paths).
@@ -56,10 +69,7 @@ class RenderSettings:
         their versions are part of it: another machine may re-render, never mix.
         """
         environment = {"zlib": zlib.ZLIB_RUNTIME_VERSION, "pillow": PIL.__version__}
-        text = json.dumps(
-            {**asdict(self), "spec": asdict(self.spec), "environment": environment}, sort_keys=True, default=str
-        )
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({**asdict(self), "spec": asdict(self.spec), "environment": environment})
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,8 @@ class StockJob:
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
+    """The render settings of the task a stage runs: its inputs, the chart design of cfg.render."""
+    inputs = get_task(cfg.task.name).inputs(cfg)
     r = cfg.render
     if r.colors not in COLOR_CONVENTIONS:
         raise ValueError(f"render.colors={r.colors!r}: choose from {sorted(COLOR_CONVENTIONS)}")
@@ -85,11 +97,20 @@ def settings_from(cfg: DictConfig) -> RenderSettings:
         ma_windows=tuple(int(w) for w in r.ma_windows),
         ma_colors=tuple(str(c) for c in r.ma_colors),
     )
-    return RenderSettings(spec=spec, freqs=tuple(r.freqs), max_bars=int(r.max_bars), renderer=str(r.renderer))
+    return RenderSettings(
+        spec=spec, freqs=tuple(inputs.charts), max_bars=int(r.max_bars), renderer=str(r.renderer), text=inputs.text,
+        colors=(up, down),
+    )
 
 
 def chart_path(cutoff: pd.Timestamp, code: str, freq: str) -> str:
-    return f"images/{cutoff:%Y-%m-%d}/{code}/{freq}.png"
+    """Relative to the task's folder; ``freq`` is a time frame, or the text input (a .txt file)."""
+    suffix = "txt" if freq == TEXT_INPUT else "png"
+    return f"images/{cutoff:%Y-%m-%d}/{code}/{freq}.{suffix}"
+
+
+def input_column(name: str) -> str:
+    return text_column() if name == TEXT_INPUT else f"image_{name}"
 
 
 def chart_title(code: str, freq: str, cutoff: pd.Timestamp) -> str:
@@ -109,13 +130,18 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
     rows = []
     for cutoff in job.cutoffs:
         history = history_before(job.bars, cutoff)
-        for freq in settings.freqs:
+        for freq in settings.inputs:
             rel = chart_path(cutoff, job.code, freq)
             target = out_dir / rel
             if rel in job.recorded and _sha256(target) == job.recorded[rel]:
                 continue
-            bars = chart_bars(history, freq, settings.spec.ma_windows, settings.max_bars)
-            png = draw(bars, settings.spec, chart_title(job.code, freq, cutoff))
+            if freq == TEXT_INPUT:
+                png = sample_text(
+                    history, job.code, cutoff, settings.freqs, settings.spec.ma_windows, settings.max_bars
+                ).encode()
+            else:
+                bars = chart_bars(history, freq, settings.spec.ma_windows, settings.max_bars)
+                png = draw(bars, settings.spec, chart_title(job.code, freq, cutoff))
             atomic_write(target, lambda p: p.write_bytes(png))
             rows.append(
                 {
@@ -134,22 +160,7 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
 
 def read_manifest(path: Path) -> list[dict]:
     """Rows of the progress manifest; a last line cut short by a kill is ignored."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
-def _append(manifest, rows: list[dict]) -> None:
-    for row in rows:
-        manifest.write(json.dumps(row, sort_keys=True) + "\n")
-    manifest.flush()
-    os.fsync(manifest.fileno())
+    return list(read_jsonl(path))
 
 
 def _run_jobs(
@@ -197,7 +208,7 @@ def render_samples(
         if code not in by_code:
             raise ValueError(f"samples.parquet has stock {code!r}, which the market data lacks")
         cutoffs = tuple(group["cutoff"])
-        paths = {chart_path(c, code, f) for c in cutoffs for f in settings.freqs}
+        paths = {chart_path(c, code, f) for c in cutoffs for f in settings.inputs}
         jobs.append(StockJob(code, by_code[code], cutoffs, {p: recorded[p] for p in paths if p in recorded}))
 
     manifest_path = manifest_file(out_dir, chunk)
@@ -207,11 +218,11 @@ def render_samples(
     for stale in manifest_path.parent.rglob("*.partial"):
         if in_part(stale.parent.name, *chunk):
             stale.unlink()
-    total = len(pairs) * len(settings.freqs)
-    with open(manifest_path, "a") as manifest, tqdm(total=total, unit="chart", desc="render") as bar:
+    total = len(pairs) * len(settings.inputs)
+    with JsonlAppender(manifest_path) as manifest, tqdm(total=total, unit="file", desc="render") as bar:
         for job, rows in _run_jobs(jobs, settings, out_dir, workers):
-            _append(manifest, rows)
-            bar.update(len(job.cutoffs) * len(settings.freqs))
+            manifest.write(rows)
+            bar.update(len(job.cutoffs) * len(settings.inputs))
 
 
 def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
@@ -227,8 +238,8 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
             "width": settings.spec.width,
             "height": settings.spec.height,
         }
-        for s in samples.itertuples()
-        for freq in settings.freqs
+        for s in samples[["sample_id", "code", "cutoff"]].itertuples()
+        for freq in settings.inputs
     ]
     manifest = pd.DataFrame(records)
     missing = manifest.loc[manifest["sha256"].isna(), "path"]
@@ -240,33 +251,35 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
     return manifest.sort_values(["sample_id", "freq"], kind="stable").reset_index(drop=True)
 
 
-def finalize_render(cfg: DictConfig) -> pd.DataFrame:
-    """Write images/manifest.parquet and merge the chart paths into samples.parquet."""
-    out_dir = Path(cfg.out_dir)
-    samples_path = out_dir / "samples.parquet"
-    samples = pd.read_parquet(samples_path)
-    manifest = collect_manifest(samples, settings_from(cfg), out_dir)
-    write_parquet(manifest, out_dir / "images" / "manifest.parquet")
-    paths = manifest.pivot(index="sample_id", columns="freq", values="path").add_prefix("image_")
-    merged = samples.drop(columns=[c for c in samples.columns if c.startswith("image_")])
-    merged = merged.merge(paths, left_on="sample_id", right_index=True, how="left")
-    write_parquet(merged, samples_path)
+def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
+    """Write images/manifest.parquet and merge the input paths into samples.parquet, once every
+    input is drawn; returns None while some chunk is still missing files."""
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    try:
+        manifest = collect_manifest(samples, settings_from(cfg), paths.root)
+    except FileNotFoundError:
+        return None
+    write_parquet(manifest, paths.images / "manifest.parquet")
+    columns = manifest.pivot(index="sample_id", columns="freq", values="path")
+    columns.columns = [input_column(c) for c in columns.columns]
+    merged = samples.drop(columns=[c for c in samples.columns if c.startswith(("image_", "text_"))])
+    merged = merged.merge(columns, left_on="sample_id", right_index=True, how="left")
+    write_parquet(merged, paths.samples)
     return manifest
 
 
 def render(cfg: DictConfig) -> None:
-    out_dir = Path(cfg.out_dir)
-    samples_path = out_dir / "samples.parquet"
-    if not samples_path.exists():
-        raise FileNotFoundError(f"{samples_path}: no samples yet; run `candlebench samples` with the same out_dir")
-    samples = pd.read_parquet(samples_path)
+    """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
     settings = settings_from(cfg)
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
     market = open_market(cfg.data)
-    render_samples(samples, market.bars, settings, out_dir, workers, chunk)
-    if chunk[1] > 1:
-        print(f"render chunk {chunk[0]}/{chunk[1]} done under {out_dir / 'images'} (finalize after all chunks)")
-        return
+    render_samples(samples, market.bars, settings, paths.root, workers, chunk)
     manifest = finalize_render(cfg)
-    print(f"{len(manifest)} charts ({settings.renderer}, key {settings.key()}) under {out_dir / 'images'}")
+    if manifest is None:
+        print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
+        return
+    print(f"{len(manifest)} inputs ({settings.renderer}, key {settings.key()}) under {paths.images}")

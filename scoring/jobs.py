@@ -1,74 +1,99 @@
-"""``candlebench score`` (one run → metrics.json) and ``candlebench report`` (runs → report)."""
+"""``candlebench score`` (runs → metrics.json) and ``candlebench report`` (every task's scored runs →
+one report, a section per task). Both dispatch on the task; neither knows a metric."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from candlebench.io import write_json
-from scoring.compare import compare_runs
-from scoring.forecast import compute_metrics
-from scoring.report import ScoredRun, load_run, write_report
+from candlebench.layout import Layout, RunPaths, TaskPaths, task_paths
+from inference.parsed import finalize_run
+from inference.run_info import RunInfo
+from rendering.inputs import read_samples
+from scoring.report import RANDOM_WEIGHTS, ScoredRun, Section, load_run, write_report
+from tasks import get_task
+from tasks.base import RunData, ScoreSettings, Task
 
 
-def runs_dir(cfg: DictConfig) -> Path:
-    return Path(cfg.out_dir) / "runs"
+def score_settings(cfg: DictConfig) -> ScoreSettings:
+    return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
 
 
-def score_run(run_dir: Path, samples: pd.DataFrame, horizon: int, n_boot: int, seed: int) -> dict:
-    parsed_path = run_dir / "parsed.parquet"
-    if not parsed_path.exists():
-        raise FileNotFoundError(f"{parsed_path}: no answers yet; run `candlebench infer` (or `baseline`) first")
-    parsed = pd.read_parquet(parsed_path)
-    info = json.loads((run_dir / "run.json").read_text())
-    metrics = compute_metrics(parsed, horizon=horizon, release_date=info.get("release_date"), n_boot=n_boot, seed=seed)
+def score_names(cfg: DictConfig) -> list[str]:
+    """``score.run``: one run name, a list of them, or null = the run `infer` would write."""
+    chosen = cfg.score.run
+    if chosen is None:
+        return [cfg.infer.run_name]
+    return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
+
+
+def score_run(task: Task, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
+    """Parse the run's records under the key in its run.json (never a stale parsed.parquet) and score."""
+    parsed = finalize_run(run, samples, task)
+    info = RunInfo.read(run.info)
+    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
-    metrics["run_key"] = info.get("run_key")
-    write_json(metrics, run_dir / "metrics.json")
+    metrics["run_key"] = info.run_key
+    metrics["task"] = task.name
+    write_json(metrics, run.metrics)
     return metrics
 
 
 def score(cfg: DictConfig) -> None:
-    run_dir = runs_dir(cfg) / (cfg.score.run or cfg.infer.run_name)
-    samples = pd.read_parquet(Path(cfg.out_dir) / "samples.parquet")
-    m = score_run(run_dir, samples, int(cfg.task.horizon), int(cfg.score.n_boot), int(cfg.score.seed))
-    print(
-        f"{run_dir.name}: IC {m['ic_mean']}, Rank IC {m['rank_ic_mean']}, accuracy {m['accuracy']}, "
-        f"bias {m['bias']} ({m['bias_grade']}), parse failures {m['parse_failure_rate']}, "
-        f"missing records {m['n_missing_records']} -> {run_dir / 'metrics.json'}"
-    )
+    task = get_task(cfg.task.name)
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    for name in score_names(cfg):
+        run = paths.run(name)
+        metrics = score_run(task, run, samples, cfg)
+        print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}")
+
+
+def _run_data(paths: TaskPaths, name: str, samples: pd.DataFrame) -> RunData:
+    run = paths.run(name)
+    return RunData(name, pd.read_parquet(run.parsed), samples, json.loads(run.info.read_text()),
+                   json.loads(run.metrics.read_text()))
+
+
+def task_section(task: Task, paths: TaskPaths, cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
+    scored = [n for n in paths.run_names() if paths.run(n).metrics.exists()]
+    wanted = [str(n) for n in cfg.report.runs] if cfg.report.runs else scored
+    names = [n for n in wanted if n in scored]
+    runs = [load_run(paths.run(n).root) for n in names]
+    samples = read_samples(paths)
+    comparisons = {
+        f"{a} → {b}": task.compare(_run_data(paths, a, samples), _run_data(paths, b, samples), score_settings(cfg))
+        for a, b in cfg.report.compare
+        if a in names and b in names
+    }
+    return (task.report(runs, comparisons) if runs else []), runs, comparisons
 
 
 def report(cfg: DictConfig) -> None:
-    root = runs_dir(cfg)
-    names = list(cfg.report.runs) if cfg.report.runs else sorted(p.parent.name for p in root.glob("*/metrics.json"))
-    if not names:
-        raise FileNotFoundError(f"{root}: no scored runs; run `candlebench score` first")
-    missing = [n for n in names if not (root / n / "metrics.json").exists()]
-    if missing:
-        raise FileNotFoundError(f"runs without metrics.json under {root}: {missing}")
-    runs: list[ScoredRun] = [load_run(root / n) for n in names]
-    comparisons = {}
-    for a, b in cfg.report.compare:
-        comparisons[f"{a} → {b}"] = compare_runs(
-            pd.read_parquet(root / a / "parsed.parquet"),
-            pd.read_parquet(root / b / "parsed.parquet"),
-            horizon=int(cfg.task.horizon),
-            n_boot=int(cfg.score.n_boot),
-            seed=int(cfg.score.seed),
-        )
+    layout = Layout.of(cfg)
+    tasks = list(cfg.tasks) if cfg.get("tasks") else layout.tasks_present()
+    sections, runs, comparisons = [], [], {}
+    for name in tasks:
+        found, scored, compared = task_section(get_task(name), layout.task(name), cfg)
+        sections += found
+        runs += scored
+        if compared:
+            comparisons[name] = compared
+    if not runs:
+        raise FileNotFoundError(f"{layout.out_dir}: no scored runs of {tasks}; run `candlebench score` first")
+    if cfg.report.runs:
+        missing = sorted(set(map(str, cfg.report.runs)) - {r.name for r in runs})
+        if missing:
+            raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.out_dir}")
     out = Path(cfg.report.dir)
     write_json(comparisons, out / "comparisons.json")
-    md, page = write_report(runs, comparisons, out, cfg.report.title)
-    print(f"report of {len(runs)} runs: {md} and {page}")
-
-
-def score_all(cfg: DictConfig, names: list[str]) -> None:
-    samples = pd.read_parquet(Path(cfg.out_dir) / "samples.parquet")
-    for name in names:
-        score_run(runs_dir(cfg) / name, samples, int(cfg.task.horizon), int(cfg.score.n_boot), int(cfg.score.seed))
+    random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
+    md, page = write_report(sections, out, cfg.report.title, random)
+    print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page}")

@@ -1,5 +1,6 @@
-"""Side-by-side report of scored runs: the paper's Table 4 / Table 5 layouts, paired comparisons and
-the plots a reader looks at, as Markdown (PNG files beside it) and self-contained HTML.
+"""The report writer: every task's sections side by side, as Markdown (PNG files beside it) and a
+self-contained HTML page. Tasks supply the sections (tables, plots, notes); this module only lays
+them out, so a new task brings its own tables without touching it.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import base64
 import html
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -18,6 +19,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from candlebench.io import atomic_write  # noqa: E402
+
+RANDOM_WEIGHTS = "(random weights)"
 
 
 @dataclass(frozen=True)
@@ -34,18 +39,25 @@ class Table:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Section:
+    title: str
+    tables: tuple[Table, ...]
+    plots: dict[str, bytes] = field(default_factory=dict)  # file stem -> PNG bytes
+
+
 def load_run(run_dir: Path) -> ScoredRun:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     random = info.get("random_weights", False)
-    return ScoredRun(run_dir.name, f"{run_dir.name} (random weights)" if random else run_dir.name, metrics)
+    return ScoredRun(run_dir.name, f"{run_dir.name} {RANDOM_WEIGHTS}" if random else run_dir.name, metrics)
 
 
-def _ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
+def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
     return values.rank(ascending=not higher_is_better, method="min").astype("Int64")
 
 
-def _fmt(value, digits: int = 4) -> str:
+def fmt(value, digits: int = 4) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return "–"
     if isinstance(value, (int, np.integer)):
@@ -53,110 +65,7 @@ def _fmt(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def table4(runs: list[ScoredRun]) -> Table:
-    """Confusion-matrix metrics (the paper's Table 4) with ranks; shares in %, as the paper prints."""
-    rows = pd.DataFrame(
-        [
-            {
-                "Model": r.label,
-                **{k.upper(): r.metrics.get(k) for k in ("tp", "tn", "fp", "fn")},
-                **{k: r.metrics.get(k) for k in ("accuracy", "precision", "recall", "specificity", "f1")},
-                "fp_share": r.metrics.get("fp_share"),
-                "fn_share": r.metrics.get("fn_share"),
-                "bias": r.metrics.get("bias"),
-                "parse fail": r.metrics.get("parse_failure_rate"),
-            }
-            for r in runs
-        ]
-    )
-    out = rows[["Model", "TP", "TN", "FP", "FN"]].copy()
-    for key, title, better in (
-        ("accuracy", "Acc %", True), ("precision", "Prec %", True), ("recall", "Recall %", True),
-        ("specificity", "Spec %", True), ("f1", "F1", True), ("fp_share", "FP rate %", False),
-        ("fn_share", "FN rate %", False),
-    ):
-        values = pd.to_numeric(rows[key], errors="coerce")
-        ranks = _ranked(values, better)
-        scale = 1 if key == "f1" else 100
-        out[title] = [f"{_fmt(v * scale, 2 if scale == 100 else 4)} ({_fmt(k)})" for v, k in zip(values, ranks)]
-    out["Bias"] = [f"{_fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
-    out["No answer %"] = [_fmt(None if v is None else v * 100, 1) for v in rows["parse fail"]]
-    return Table(
-        "Table 4 layout: direction at 0 (rank in parentheses)",
-        out,
-        "FP rate / FN rate are shares of all scored samples, as in the paper (not FP/(FP+TN)). "
-        "No answer: unparseable output, failed generation, or a baseline without enough history or "
-        "training data; such samples are left out of every other column.",
-    )
-
-
-def table5(runs: list[ScoredRun]) -> Table:
-    """IC and Rank IC metrics (the paper's Table 5) with ranks."""
-    out = pd.DataFrame({"Model": [r.label for r in runs]})
-    for key, title in (
-        ("ic_mean", "IC Mean"), ("ic_median", "IC Med."), ("icir", "ICIR"), ("ic_sig_ratio", "IC Sig."),
-        ("rank_ic_mean", "RankIC Mean"), ("rank_ic_median", "RankIC Med."), ("rank_icir", "RankICIR"),
-        ("rank_ic_sig_ratio", "RankIC Sig."),
-    ):
-        values = pd.to_numeric(pd.Series([r.metrics.get(key) for r in runs]), errors="coerce")
-        ranks = _ranked(values)
-        digits = 3 if key.endswith("sig_ratio") else 5
-        out[title] = [f"{_fmt(v, digits)} ({_fmt(k)})" for v, k in zip(values, ranks)]
-    ci = [r.metrics.get("ci") or {} for r in runs]
-    out["IC 95% CI"] = [
-        f"[{_fmt(c['ic_mean'][0])}, {_fmt(c['ic_mean'][1])}]" if c.get("ic_mean") else "–" for c in ci
-    ]
-    out["Dates"] = [r.metrics.get("n_dates") for r in runs]
-    return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
-                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05.")
-
-
-def groups_table(runs: list[ScoredRun]) -> Table:
-    rows = []
-    for r in runs:
-        m = r.metrics
-        regime = m.get("by_regime") or {}
-        row = {"Model": r.label}
-        for name in ("bull", "bear", "sideways"):
-            g = regime.get(name) or {}
-            row[f"Acc {name}"] = f"{_fmt(g.get('accuracy'), 3)} (n={g.get('n', 0)})"
-        for name in ("continuous_rise", "continuous_fall"):
-            g = m.get(name) or {}
-            row[name.replace("_", " ")] = f"{_fmt(g.get('accuracy'), 3)} (n={g.get('n', 0)})"
-        for horizon, h in sorted((m.get("by_horizon") or {}).items(), key=lambda kv: int(kv[0][2:])):
-            row[f"IC {horizon}"] = _fmt(h.get("ic_mean"))
-        for split in ("before_release", "after_release"):
-            s = m.get(split)
-            row[split.replace("_", " ")] = "–" if not s else f"IC {_fmt(s.get('ic_mean'))}, acc {_fmt(s.get('accuracy'), 3)}"
-        rows.append(row)
-    return Table("Regimes, extreme stocks, horizons and the release-date split", pd.DataFrame(rows))
-
-
-def comparison_table(comparisons: dict[str, dict]) -> Table:
-    rows = []
-    for pair, c in comparisons.items():
-        ic, mc = c.get("ic") or {}, c.get("mcnemar") or {}
-        rows.append(
-            {
-                "a → b": pair,
-                "n": c.get("n"),
-                "dates": c.get("n_dates"),
-                "ΔIC": _fmt(ic.get("mean_diff")),
-                "ΔIC 95% CI": "–" if not ic.get("ci") else f"[{_fmt(ic['ci'][0])}, {_fmt(ic['ci'][1])}]",
-                "t p": _fmt(ic.get("t_p"), 3),
-                "Wilcoxon p": _fmt(ic.get("wilcoxon_p"), 3),
-                "ΔAcc": _fmt(c.get("accuracy_diff")),
-                "McNemar p": _fmt(mc.get("p"), 3),
-                "Δbias": _fmt(c.get("bias_change"), 3),
-                "Δ up:down": _fmt(c.get("pred_up_down_ratio_change"), 3),
-            }
-        )
-    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
-
-
-# --- plots -----------------------------------------------------------------------------------
-
-def _png(fig: plt.Figure) -> bytes:
+def png(fig: plt.Figure) -> bytes:
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: stable bytes
@@ -164,122 +73,11 @@ def _png(fig: plt.Figure) -> bytes:
     return buf.getvalue()
 
 
-def _figure(draw: Callable[[plt.Axes], None], size=(8, 4)) -> bytes:
+def figure(draw: Callable[[plt.Axes], None], size=(8, 4)) -> bytes:
     fig, ax = plt.subplots(figsize=size, dpi=100)
     draw(ax)
-    return _png(fig)
+    return png(fig)
 
-
-def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
-    def draw(ax):
-        for r in runs:
-            series = pd.DataFrame(r.metrics.get("ic_by_date") or [])
-            if not series.empty:
-                ax.plot(pd.to_datetime(series["cutoff"]), series["ic"], marker="o", ms=3, label=r.label)
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set(title="IC per cutoff date", ylabel="Pearson IC")
-        ax.legend(fontsize=7)
-
-    return _figure(draw)
-
-
-def plot_ic_bars(runs: list[ScoredRun]) -> bytes:
-    def draw(ax):
-        x = np.arange(len(runs))
-        means = [r.metrics.get("ic_mean") or 0.0 for r in runs]
-        medians = [r.metrics.get("ic_median") or 0.0 for r in runs]
-        cis = [(r.metrics.get("ci") or {}).get("ic_mean") for r in runs]
-        err = np.array([[m - c[0], c[1] - m] if c else [0, 0] for m, c in zip(means, cis)]).T
-        ax.bar(x - 0.2, means, 0.4, yerr=err, capsize=3, label="mean (95% CI)")
-        ax.bar(x + 0.2, medians, 0.4, label="median")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
-        ax.set(title="IC: mean and median")
-        ax.legend(fontsize=7)
-
-    return _figure(draw)
-
-
-def plot_confusions(runs: list[ScoredRun]) -> bytes:
-    fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 2.8), dpi=100, squeeze=False)
-    for ax, r in zip(axes[0], runs):
-        m = r.metrics
-        grid = np.array([[m.get("tn") or 0, m.get("fp") or 0], [m.get("fn") or 0, m.get("tp") or 0]])
-        ax.imshow(grid, cmap="Blues")
-        for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, str(v), ha="center", va="center", fontsize=9)
-        ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
-        ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
-        ax.set_title(r.label, fontsize=8)
-    return _png(fig)
-
-
-GRADE_COLORS = {
-    "well-calibrated": "tab:green", "slightly biased": "tab:olive",
-    "moderately biased": "tab:orange", "strongly biased": "tab:red",
-}
-
-
-def plot_bias(runs: list[ScoredRun]) -> bytes:
-    def draw(ax):
-        values = [r.metrics.get("bias") or 0.0 for r in runs]
-        colors = [GRADE_COLORS.get(r.metrics.get("bias_grade"), "grey") for r in runs]
-        ax.barh([r.label for r in runs], values, color=colors)
-        for bound in (0.05, 0.15, 0.40):
-            for sign in (-1, 1):
-                ax.axvline(sign * bound, color="grey", lw=0.5, ls=":")
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set(title="Directional bias (colour = grade; dotted: 0.05 / 0.15 / 0.40)", xlabel="bias")
-        ax.tick_params(axis="y", labelsize=7)
-
-    return _figure(draw)
-
-
-def plot_regimes(runs: list[ScoredRun]) -> bytes:
-    names = ["bull", "bear", "sideways"]
-    grid = np.array(
-        [[((r.metrics.get("by_regime") or {}).get(n) or {}).get("accuracy") or np.nan for n in names] for r in runs]
-    )
-
-    def draw(ax):
-        ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=0.7, aspect="auto")
-        for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(3), names)
-        ax.set_yticks(range(len(runs)), [r.label for r in runs], fontsize=7)
-        ax.set(title="Accuracy by market regime of the cutoff day")
-
-    return _figure(draw, size=(6, 1 + 0.4 * len(runs)))
-
-
-def plot_horizons(runs: list[ScoredRun]) -> bytes:
-    horizons = sorted({h for r in runs for h in (r.metrics.get("by_horizon") or {})}, key=lambda h: int(h[2:]))
-
-    def draw(ax):
-        x = np.arange(len(runs))
-        width = 0.8 / max(len(horizons), 1)
-        for i, h in enumerate(horizons):
-            values = [((r.metrics.get("by_horizon") or {}).get(h) or {}).get("ic_mean") or 0.0 for r in runs]
-            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, values, width, label=f"{h[2:]}-day")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
-        ax.set(title="Mean IC against each realised horizon")
-        ax.legend(fontsize=7)
-
-    return _figure(draw)
-
-
-PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
-    "ic_by_date": plot_ic_by_date,
-    "ic_mean_median": plot_ic_bars,
-    "confusion": plot_confusions,
-    "bias": plot_bias,
-    "regimes": plot_regimes,
-    "horizons": plot_horizons,
-}
-
-
-# --- documents -------------------------------------------------------------------------------
 
 def _markdown_table(frame: pd.DataFrame) -> str:
     cells = frame.astype(object).where(frame.notna(), "–").astype(str)
@@ -289,45 +87,45 @@ def _markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write_report(runs: list[ScoredRun], comparisons: dict[str, dict], out: Path, title: str) -> tuple[Path, Path]:
-    """Write report.md (+ plots/*.png) and a self-contained report.html; returns both paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "plots").mkdir(exist_ok=True)
-    tables = [table4(runs), table5(runs), groups_table(runs)]
-    if comparisons:
-        tables.append(comparison_table(comparisons))
-    plots = {name: make(runs) for name, make in PLOTS.items()}
-    for name, png in plots.items():
-        (out / "plots" / f"{name}.png").write_bytes(png)
+def write_report(sections: list[Section], out: Path, title: str, random_weights: bool) -> tuple[Path, Path]:
+    """Write report.md (+ plots/*.png) and a self-contained report.html; returns both paths.
+
+    Each file is written whole under a temporary name and renamed, so a reader (or ``status``)
+    never sees half a report.
+    """
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    for section in sections:
+        for name, data in section.plots.items():
+            atomic_write(out / "plots" / f"{name}.png", lambda p, data=data: p.write_bytes(data))
 
     warning = ""
-    if any(r.label.endswith("(random weights)") for r in runs):
-        warning = "Runs marked *(random weights)* are pipeline checks with untrained models: their numbers mean nothing."
+    if random_weights:
+        warning = f"Runs marked *{RANDOM_WEIGHTS}* are pipeline checks with untrained models: their numbers mean nothing."
     md = [f"# {title}", "", warning, ""] if warning else [f"# {title}", ""]
-    for t in tables:
-        md += [f"## {t.title}", "", _markdown_table(t.frame), "", t.note, ""]
-    md += ["## Plots", ""] + [f"![{n}](plots/{n}.png)" for n in plots]
-    md_path = out / "report.md"
-    md_path.write_text("\n".join(md) + "\n", encoding="utf-8")
-
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if warning:
         parts.append(f"<p><strong>{html.escape(warning)}</strong></p>")
-    for t in tables:
-        parts += [f"<h2>{html.escape(t.title)}</h2>", t.frame.to_html(index=False, border=0, na_rep="–")]
-        if t.note:
-            parts.append(f"<p><em>{html.escape(t.note)}</em></p>")
-    parts.append("<h2>Plots</h2>")
-    for name, png in plots.items():
-        parts.append(f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(png).decode()}">')
+    for section in sections:
+        md += [f"## {section.title}", ""]
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        for t in section.tables:
+            md += [f"### {t.title}", "", _markdown_table(t.frame), "", t.note, ""]
+            parts += [f"<h3>{html.escape(t.title)}</h3>", t.frame.to_html(index=False, border=0, na_rep="–")]
+            if t.note:
+                parts.append(f"<p><em>{html.escape(t.note)}</em></p>")
+        if section.plots:
+            md += ["### Plots", ""] + [f"![{n}](plots/{n}.png)" for n in section.plots] + [""]
+            parts.append("<h3>Plots</h3>")
+            for name, data in section.plots.items():
+                parts.append(f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
     style = (
         "body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;font-size:13px}"
         "td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}"
     )
-    html_path = out / "report.html"
-    html_path.write_text(
+    page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n",
-        encoding="utf-8",
+        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
     )
+    md_path = atomic_write(out / "report.md", lambda p: p.write_text("\n".join(md) + "\n", encoding="utf-8"))
+    html_path = atomic_write(out / "report.html", lambda p: p.write_text(page, encoding="utf-8"))
     return md_path, html_path

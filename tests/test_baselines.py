@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inference.baselines import (
+from tasks.forecast.baselines import (
     BASELINES,
-    HIGH,
-    LOW,
     label_target_dates,
     walk_forward,
     xgboost_walk_forward,
 )
-from inference.features import feature_table, features_for
+from tasks.forecast.features import feature_table, features_for
 from rendering.bars import history_before, weekly
 from rendering.market import Market
-from rendering.samples import SampleSpec, build_samples
+from tasks.forecast.parse import SCORE_MAX as HIGH
+from tasks.forecast.parse import SCORE_MIN as LOW
+from tasks.forecast.samples import SampleSpec, build_samples
 
 H = 30
 MIN_TRAIN = 20  # the slice has 11 samples per cutoff: the walk-forward predicts from the 3rd on

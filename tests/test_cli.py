@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rendering.samples import SampleSpec, build_samples
+from tasks.forecast.samples import SampleSpec, build_samples
 
-from conftest import CANDLEBENCH
+from helpers import CANDLEBENCH
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -19,10 +19,10 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
     done = run("samples", "data=slice", f"out_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    written = pd.read_parquet(tmp_path / "run" / "samples.parquet")
+    written = pd.read_parquet(tmp_path / "run" / "forecast" / "samples.parquet")
     pd.testing.assert_frame_equal(written, build_samples(slice_market, SampleSpec()).frame, check_dtype=False)
-    assert (tmp_path / "run" / "samples_summary.json").exists()
-    assert "samples over" in done.stdout
+    assert (tmp_path / "run" / "forecast" / "samples_summary.json").exists()
+    assert "forecast: " in done.stdout and " samples -> " in done.stdout
     assert list((tmp_path / "run" / "logs" / "samples").glob("*/.hydra/config.yaml"))
 
 
@@ -31,10 +31,10 @@ def test_overrides_reach_the_job_and_output_is_byte_identical(tmp_path):
     first = run(*args, f"out_dir={tmp_path / 'a'}", cwd=tmp_path)
     second = run(*args, f"out_dir={tmp_path / 'b'}", cwd=tmp_path)
     assert first.returncode == 0 and second.returncode == 0, first.stderr
-    frame = pd.read_parquet(tmp_path / "a" / "samples.parquet")
+    frame = pd.read_parquet(tmp_path / "a" / "forecast" / "samples.parquet")
     assert {"r_5", "r_10"} <= set(frame.columns) and "r_30" not in frame.columns
     assert frame["cutoff"].min() >= pd.Timestamp("2018-01-01")
-    assert (tmp_path / "a" / "samples.parquet").read_bytes() == (tmp_path / "b" / "samples.parquet").read_bytes()
+    assert (tmp_path / "a" / "forecast" / "samples.parquet").read_bytes() == (tmp_path / "b" / "forecast" / "samples.parquet").read_bytes()
 
 
 def test_data_check_reports_defects_with_file_and_row(tmp_path):

@@ -17,37 +17,37 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import CANDLEBENCH, cli, infer, records
+from helpers import CANDLEBENCH, cli, infer, records
 
-ANSWER = ["text", "token_ids", "value", "tier", "reason", "error", "run_key"]
+ANSWER = ["text", "token_ids", "answer", "tier", "reason", "error", "run_key"]
 
 
 @pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_gemma3", "tiny_llava"])
 def test_each_fixture_answers_end_to_end(workspace, env, model):
     infer(workspace, env, model, f"model={model}", "infer.batch_size=4")
-    samples = pd.read_parquet(workspace / "samples.parquet")
+    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet")
     got = records(workspace, model)
     assert sorted(got.index) == sorted(samples["sample_id"]) and got.index.is_unique
     assert (got["completion_tokens"] > 0).all() and (got["prompt_tokens"] > 100).all()
     assert got["error"].isna().all()
     # The random fixtures answer through their answer_regex constraint (xgrammar): always a score.
-    assert (got["tier"] == "tag").all() and got["value"].between(-0.5, 1.0).all() and got["reason"].isna().all()
+    assert (got["tier"] == "tag").all() and got["answer"].between(-0.5, 1.0).all() and got["reason"].isna().all()
     assert got["text"].str.fullmatch(r"<score>-?0\.\d{3}</score>").all()
-    parsed = pd.read_parquet(workspace / "runs" / model / "parsed.parquet")
+    parsed = pd.read_parquet(workspace / "forecast" / "runs" / model / "parsed.parquet")
     assert len(parsed) == len(samples) and {"pred", "cutoff", "r_30", "regime"} <= set(parsed.columns)
-    info = json.loads((workspace / "runs" / model / "run.json").read_text())
-    assert info["random_weights"] is True and info["backend"] == "transformers"
-    assert "GREEN = up, RED = down" in info["prompt"] and "30-day Future Return" in info["prompt"]
+    info = json.loads((workspace / "forecast" / "runs" / model / "run.json").read_text())
+    assert info["random_weights"] is True and info["identity"]["backend"] == "transformers"
+    assert "GREEN = up, RED = down" in info["identity"]["prompt"] and "30-day Future Return" in info["identity"]["prompt"]
 
 
 def test_unconstrained_answers_are_kept_with_their_reason(workspace, env):
     infer(workspace, env, "free", "model.answer_regex=null", "infer.batch_size=8")
     got = records(workspace, "free")
     assert set(got["tier"]) <= {"tag", "interval", "scan", "none"}
-    assert (got["value"].isna() == (got["tier"] == "none")).all()
+    assert (got["answer"].isna() == (got["tier"] == "none")).all()
     assert got["reason"][got["tier"] == "none"].notna().all()  # no silent failures
     assert got["text"].notna().all()
-    assert json.loads((workspace / "runs" / "free" / "run.json").read_text())["generation"]["regex"] is None
+    assert json.loads((workspace / "forecast" / "runs" / "free" / "run.json").read_text())["identity"]["generation"]["regex"] is None
 
 
 def test_answers_do_not_depend_on_batch_size(workspace, env):
@@ -74,7 +74,7 @@ def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
     """SIGKILL at random points, resume with other batch sizes and shard counts: no duplicates, no gaps."""
     infer(workspace, env, "reference", "infer.batch_size=3")
     reference = records(workspace, "reference")
-    run_dir = workspace / "runs" / "crashy"
+    run_dir = workspace / "forecast" / "runs" / "crashy"
     rng = random.Random(7)
     kills = 0
     attempts = [("infer.batch_size=2", "infer.shard.count=1"), ("infer.batch_size=5", "infer.shard.count=2"),
@@ -103,10 +103,10 @@ def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
 
 def test_a_finished_run_is_skipped_without_loading_the_model(workspace, env):
     infer(workspace, env, "again", "infer.batch_size=8")
-    parts = sorted((workspace / "runs" / "again" / "parts").iterdir())
+    parts = sorted((workspace / "forecast" / "runs" / "again" / "parts").iterdir())
     done = infer(workspace, env, "again", "infer.batch_size=2", "infer.shard.count=3", "infer.shard.index=1")
     assert "0 generated" in done.stdout
-    assert sorted((workspace / "runs" / "again" / "parts").iterdir()) == parts
+    assert sorted((workspace / "forecast" / "runs" / "again" / "parts").iterdir()) == parts
 
 
 def test_lora_unmerged_equals_merged_and_differs_from_base(workspace, env):
@@ -122,26 +122,26 @@ def test_lora_unmerged_equals_merged_and_differs_from_base(workspace, env):
 
 def test_a_broken_chart_fails_its_sample_not_the_run(tmp_path, workspace, env):
     copy = tmp_path / "ws"
-    shutil.copytree(workspace / "images", copy / "images")
-    shutil.copy(workspace / "samples.parquet", copy / "samples.parquet")
-    samples = pd.read_parquet(copy / "samples.parquet")
+    shutil.copytree(workspace / "forecast" / "images", copy / "forecast" / "images")
+    shutil.copy(workspace / "forecast" / "samples.parquet", copy / "forecast" / "samples.parquet")
+    samples = pd.read_parquet(copy / "forecast" / "samples.parquet")
     broken = samples.iloc[3]
-    (copy / broken["image_weekly"]).write_bytes(b"not a png")
+    (copy / "forecast" / broken["image_weekly"]).write_bytes(b"not a png")
     ok = cli("infer", "data=slice", f"out_dir={copy}", "infer.run_name=r", "infer.max_error_rate=0.5", env=env)
     got = records(copy, "r")
-    assert got.loc[broken["sample_id"], "error"] and str(copy / broken["image_weekly"]) in got.loc[broken["sample_id"], "error"]
+    assert got.loc[broken["sample_id"], "error"] and str(copy / "forecast" / broken["image_weekly"]) in got.loc[broken["sample_id"], "error"]
     assert got.loc[broken["sample_id"], "tier"] == "none"
     assert got.drop(index=broken["sample_id"])["error"].isna().all()
     assert "1 errors" in ok.stdout
 
     for _, row in samples.iloc[:8].iterrows():
-        (copy / row["image_daily"]).write_bytes(b"")
+        (copy / "forecast" / row["image_daily"]).write_bytes(b"")
     stopped = cli(
         "infer", "data=slice", f"out_dir={copy}", "infer.run_name=s", "infer.batch_size=2",
         "infer.min_samples_for_error_rate=4", env=env, check=False,
     )
     assert stopped.returncode != 0 and "max_error_rate" in stopped.stderr and "Traceback" not in stopped.stderr
-    kept = records_from_parts(copy / "runs" / "s")
+    kept = records_from_parts(copy / "forecast" / "runs" / "s")
     assert len(kept) >= 4  # what was generated before the stop is on disk
 
 
@@ -154,7 +154,7 @@ def test_missing_checkpoint_is_named_before_any_work(workspace, env):
     assert done.returncode != 0 and "/nowhere/Qwen2.5-VL-7B" in done.stderr and "Traceback" not in done.stderr
     cached = infer(workspace, env, "missing", "model=qwen2_5_vl_7b", check=False)
     assert cached.returncode != 0 and "Qwen/Qwen2.5-VL-7B-Instruct" in cached.stderr and "local Hugging Face cache" in cached.stderr
-    assert not (workspace / "runs" / "missing" / "parts").exists()
+    assert not (workspace / "forecast" / "runs" / "missing" / "parts").exists()
 
 
 def test_a_failing_sample_is_isolated_by_splitting_its_batch(workspace, env, monkeypatch):
@@ -173,10 +173,10 @@ def test_a_failing_sample_is_isolated_by_splitting_its_batch(workspace, env, mon
                      dtype="float32", build="qwen2_5_vl")
     ensure_built(spec)
     backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=8))
-    samples = pd.read_parquet(workspace / "samples.parquet").head(4)
+    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(4)
     policy = ImagePolicy()
     batch = [
-        PreparedRequest(r.sample_id, "score?", (policy.apply(workspace / r.image_daily), policy.apply(workspace / r.image_weekly)))
+        PreparedRequest(r.sample_id, "score?", (policy.apply(workspace / "forecast" / r.image_daily), policy.apply(workspace / "forecast" / r.image_weekly)))
         for r in samples.itertuples()
     ]
     # An empty (0x0) chart: the processor raises for the whole batch.

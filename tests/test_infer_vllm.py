@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import infer, records
+from helpers import infer, records
 
 pytestmark = pytest.mark.vllm
 
@@ -46,4 +46,4 @@ def test_structured_output_constrains_the_answer_to_the_score_format(workspace, 
     )
     got = records(workspace, "vllm-structured")
     assert all(re.fullmatch(pattern, text) for text in got["text"])
-    assert (got["tier"] == "tag").all() and got["value"].between(-0.5, 1.0).all()
+    assert (got["tier"] == "tag").all() and got["answer"].between(-0.5, 1.0).all()

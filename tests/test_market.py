@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import write_csv
+from helpers import write_csv
 from rendering.market import MarketDataError, OnDefect, load_market
 
 HEADER = ["code", "date", "open", "high", "low", "close", "volume"]

@@ -1,4 +1,4 @@
-"""inference.parse: the three-tier score parser on realistic model outputs, plus properties."""
+"""tasks.forecast.parse: the three-tier score parser on realistic model outputs, plus properties."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inference.parse import TIERS, ParsedScore, parse_score
+from tasks.forecast.parse import TIERS, ParsedScore, parse_score
 
 # (id, model output, expected value, expected tier, expected reason substring or None for "no reason")
 CASES: list[tuple[str, str | None, float | None, str, str | None]] = [

@@ -25,9 +25,9 @@ from rendering.render_job import (
     read_manifest,
     render_samples,
 )
-from rendering.samples import SampleSpec, build_samples
+from tasks.forecast.samples import SampleSpec, build_samples
 
-from conftest import CANDLEBENCH
+from helpers import CANDLEBENCH
 SETTINGS = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
 
 
@@ -143,7 +143,7 @@ def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
         [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'ref'}", "render.workers=1"], capture_output=True, text=True
     )
     assert ref.returncode == 0, ref.stderr
-    manifest = tmp_path / "run" / "images" / "manifest.jsonl"
+    manifest = tmp_path / "run" / "forecast" / "images" / "manifest.jsonl"
     for kill_after_lines in (1, 60):
         proc = subprocess.Popen(
             [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2"],
@@ -156,17 +156,17 @@ def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        for png in (tmp_path / "run" / "images").rglob("*.png"):  # never a half-written chart
+        for png in (tmp_path / "run" / "forecast" / "images").rglob("*.png"):  # never a half-written chart
             Image.open(png).load()
     done = subprocess.run(
         [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     assert tree(tmp_path / "run") == tree(tmp_path / "ref")
-    assert not list((tmp_path / "run" / "images").rglob("*.partial"))
-    final = pd.read_parquet(tmp_path / "run" / "images" / "manifest.parquet")
+    assert not list((tmp_path / "run" / "forecast" / "images").rglob("*.partial"))
+    final = pd.read_parquet(tmp_path / "run" / "forecast" / "images" / "manifest.parquet")
     assert not final.duplicated(["sample_id", "freq"]).any()
-    pd.testing.assert_frame_equal(final, pd.read_parquet(tmp_path / "ref" / "images" / "manifest.parquet"))
-    samples = pd.read_parquet(tmp_path / "run" / "samples.parquet")
+    pd.testing.assert_frame_equal(final, pd.read_parquet(tmp_path / "ref" / "forecast" / "images" / "manifest.parquet"))
+    samples = pd.read_parquet(tmp_path / "run" / "forecast" / "samples.parquet")
     assert samples["image_daily"].notna().all() and samples["image_weekly"].notna().all()
-    assert all((tmp_path / "run" / p).exists() for p in samples["image_daily"])
+    assert all((tmp_path / "run" / "forecast" / p).exists() for p in samples["image_daily"])

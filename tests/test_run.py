@@ -1,5 +1,6 @@
-"""`candlebench run`, the main job: every stage in one command, and the same numbers as the stages
-run one by one."""
+"""`candlebench run`, the main job: every stage in one command, the same numbers as the stages run
+one by one, the forecast benchmark unchanged by the task seam (golden files), and your own data
+with nothing else set."""
 
 from __future__ import annotations
 
@@ -7,17 +8,36 @@ import json
 import shutil
 
 import pandas as pd
+import pytest
 
-from conftest import cli
+from helpers import DATA_DIR, SLICE, cli, forecast_snapshot
 
 RUNS = ("xgboost", "momentum", "constant", "random", "tiny_qwen2_5_vl-transformers")
+# The golden files' setup (tests/data/golden/forecast.json, made with the code before the task seam).
+GOLDEN = ["data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
+          "baseline.params.xgboost.min_train=20", "score.n_boot=100", "render.workers=1"]
 
 
-def test_run_produces_the_report_and_score_agrees(tmp_path, env):
-    out = tmp_path / "run"
-    args = ["~experiment", "data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
-            "baseline.params.xgboost.min_train=20", "score.n_boot=100", f"out_dir={out}"]
-    done = cli("run", *args, env=env)
+@pytest.fixture(scope="module")
+def golden_run(tmp_path_factory, env):
+    out = tmp_path_factory.mktemp("run") / "run"
+    done = cli("run", *GOLDEN, f"out_dir={out}", env=env)
+    return out, done
+
+
+def test_forecast_is_unchanged_by_the_task_seam(golden_run):
+    """Charts (bytes), samples, every record and every metrics.json value equal the files the
+    pre-refactor main produced on the same config."""
+    out, _ = golden_run
+    golden = json.loads((DATA_DIR / "golden" / "forecast.json").read_text())
+    now = json.loads(json.dumps(forecast_snapshot(out), sort_keys=True))
+    assert len(golden["charts"]) == 180 and set(golden["records"]) == set(RUNS)
+    for part in ("charts", "samples", "records", "metrics"):
+        assert now[part] == golden[part], part
+
+
+def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
+    out, done = golden_run
     assert "report of 5 runs" in done.stdout
     report = (out / "report" / "report.md").read_text()
     assert "(random weights)" in report and "pipeline checks" in report
@@ -28,19 +48,30 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, env):
     again = tmp_path / "again"
     shutil.copytree(out, again)
     for name in RUNS:
-        (again / "runs" / name / "metrics.json").unlink()
-        cli("score", *args[:-1], f"out_dir={again}", f"score.run={name}", env=env)
-        first = json.loads((out / "runs" / name / "metrics.json").read_text())
-        second = json.loads((again / "runs" / name / "metrics.json").read_text())
+        (again / "forecast" / "runs" / name / "metrics.json").unlink()
+        cli("score", *GOLDEN, f"out_dir={again}", f"score.run={name}", env=env)
+        first = json.loads((out / "forecast" / "runs" / name / "metrics.json").read_text())
+        second = json.loads((again / "forecast" / "runs" / name / "metrics.json").read_text())
         assert first == second
-        if first["accuracy"] is not None:
-            assert f"{first['accuracy'] * 100:.2f}" in report
+        assert f"{first['accuracy'] * 100:.2f}" in report
 
-    samples = pd.read_parquet(out / "samples.parquet")
-    parsed = pd.read_parquet(out / "runs" / "tiny_qwen2_5_vl-transformers" / "parsed.parquet")
+    samples = pd.read_parquet(out / "forecast" / "samples.parquet")
+    parsed = pd.read_parquet(out / "forecast" / "runs" / "tiny_qwen2_5_vl-transformers" / "parsed.parquet")
     assert len(parsed) == len(samples) and {"image_daily", "image_weekly"} <= set(samples.columns)
 
     # A second run finds everything done: no new records anywhere.
-    parts = sorted(p for p in (out / "runs").rglob("parts/*.jsonl"))
-    cli("run", *args, env=env)
-    assert sorted(p for p in (out / "runs").rglob("parts/*.jsonl")) == parts
+    parts = sorted((out / "forecast" / "runs").rglob("parts/*.jsonl"))
+    cli("run", *GOLDEN, f"out_dir={out}", env=env)
+    assert sorted((out / "forecast" / "runs").rglob("parts/*.jsonl")) == parts
+
+
+def test_own_data_with_nothing_else_set(tmp_path, env):
+    """`candlebench run data=csv data.path=FILE`: the demo experiment stays out of the way."""
+    mine = tmp_path / "my market.csv"  # a space in the path, as users name files
+    frame = pd.read_csv(SLICE)
+    frame[frame["code"].isin(["AC", "ALI", "SM", "TEL"])].to_csv(mine, index=False)
+    done = cli("run", "data=csv", f"data.path={mine}", env=env, cwd_out=tmp_path)
+    report = tmp_path / "outputs" / "csv" / "report" / "report.html"
+    assert report.exists(), done.stdout[-2000:]
+    samples = pd.read_parquet(tmp_path / "outputs" / "csv" / "forecast" / "samples.parquet")
+    assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}

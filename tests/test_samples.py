@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rendering.bars import chart_bars, history_before
 from rendering.market import Market
-from rendering.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
+from tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
 
 SPEC = SampleSpec()
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scoring.forecast import compute_metrics
+from tasks.forecast.metrics import compute_metrics
 
-from conftest import CANDLEBENCH
+from helpers import CANDLEBENCH
 
 
 def cli(*args: str, cwd: Path) -> str:
@@ -34,7 +34,7 @@ def scored(tmp_path_factory):
 
 def test_metrics_on_disk_equal_the_library_on_the_parsed_table(scored):
     for name in ("xgboost", "momentum", "random"):
-        run = scored / "runs" / name
+        run = scored / "forecast" / "runs" / name
         parsed = pd.read_parquet(run / "parsed.parquet")
         expected = json.loads(json.dumps(compute_metrics(parsed, horizon=30, n_boot=200, seed=0)))
         written = json.loads((run / "metrics.json").read_text())
@@ -43,25 +43,25 @@ def test_metrics_on_disk_equal_the_library_on_the_parsed_table(scored):
 
 
 def test_baselines_share_the_record_contract(scored):
-    samples = pd.read_parquet(scored / "samples.parquet")
+    samples = pd.read_parquet(scored / "forecast" / "samples.parquet")
     for name in ("xgboost", "momentum", "constant", "random"):
-        lines = (scored / "runs" / name / "responses.jsonl").read_text().splitlines()
+        lines = (scored / "forecast" / "runs" / name / "responses.jsonl").read_text().splitlines()
         records = [json.loads(line) for line in lines]
         assert sorted(r["sample_id"] for r in records) == sorted(samples["sample_id"])
         for r in records:
-            assert (r["value"] is None) == (r["text"] is None)
-            assert r["value"] is not None or "no prediction" in r["reason"]
-    xgb = pd.read_parquet(scored / "runs" / "xgboost" / "parsed.parquet")
+            assert (r["answer"] is None) == (r["text"] is None)
+            assert r["answer"] is not None or "no prediction" in r["reason"]
+    xgb = pd.read_parquet(scored / "forecast" / "runs" / "xgboost" / "parsed.parquet")
     first = xgb["cutoff"].min()
     assert xgb.loc[xgb["cutoff"] == first, "pred"].isna().all()  # no training data yet: no answer, not 0
 
 
 def test_rerun_appends_nothing(scored):
-    before = (scored / "runs" / "random" / "responses.jsonl").read_bytes()
-    parts = sorted((scored / "runs" / "random" / "parts").iterdir())
+    before = (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes()
+    parts = sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir())
     cli("baseline", "data=slice", f"out_dir={scored}", "baseline.names=[random]", cwd=scored)
-    assert sorted((scored / "runs" / "random" / "parts").iterdir()) == parts
-    assert (scored / "runs" / "random" / "responses.jsonl").read_bytes() == before
+    assert sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir()) == parts
+    assert (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes() == before
 
 
 def test_report_holds_every_run_the_numbers_and_the_plots(scored):
@@ -69,10 +69,10 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
     md = (report / "report.md").read_text()
     for name in ("xgboost", "momentum", "constant", "random"):
         assert f"| {name} |" in md
-    metrics = json.loads((scored / "runs" / "momentum" / "metrics.json").read_text())
+    metrics = json.loads((scored / "forecast" / "runs" / "momentum" / "metrics.json").read_text())
     assert f"{metrics['ic_mean']:.5f}" in md and f"{metrics['accuracy'] * 100:.2f}" in md
     assert "momentum → xgboost" in md
     html = (report / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(list((report / "plots").glob("*.png"))) == 6
     comparisons = json.loads((report / "comparisons.json").read_text())
-    assert comparisons["momentum → xgboost"]["n"] > 0
+    assert comparisons["forecast"]["momentum → xgboost"]["n"] > 0

@@ -1,4 +1,4 @@
-"""scoring.compare against hand computations: joined samples, McNemar counts, per-date IC differences."""
+"""tasks.forecast.compare against hand computations: joined samples, McNemar counts, per-date IC differences."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scoring.compare import compare_runs, mcnemar
+from tasks.forecast.compare import compare_runs, mcnemar
 
 NAN = float("nan")
 

@@ -1,4 +1,4 @@
-"""scoring.forecast against hand computations in plain Python loops, and against the paper's Table 4.
+"""tasks.forecast.metrics against hand computations in plain Python loops, and against the paper's Table 4.
 
 The ``hand_*`` helpers below never call pandas or the code under test: lists, dicts, loops and the
 ``statistics`` module only. Per-date p-values are checked against scipy's ``pearsonr`` /
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scoring.forecast import bias_grade, compute_metrics, ic_series
+from tasks.forecast.metrics import bias_grade, compute_metrics, ic_series
 
 D1, D2, D3, D4, D5, D6, D7 = (
     "2024-01-05", "2024-02-05", "2024-03-05", "2024-04-05", "2024-05-05", "2024-06-05", "2024-07-05",

@@ -161,8 +161,8 @@ def _check_sweep_outputs(tmp_path: Path) -> list[Path]:
     cutoffs = {}
     for interval in (20, 30):
         run = tmp_path / f"i{interval}"
-        frame = pd.read_parquet(run / "samples.parquet")
-        assert len(frame) > 0 and (run / "samples_summary.json").exists()
+        frame = pd.read_parquet(run / "forecast" / "samples.parquet")
+        assert len(frame) > 0 and (run / "forecast" / "samples_summary.json").exists()
         cutoffs[interval] = frame["cutoff"].nunique()
         # Hydra's per-job folder with the resolved config of that job.
         (config,) = run.glob("multirun/*/*/.hydra/config.yaml")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, records
+from helpers import cli, records
 from slurm_support import _run, needs_cluster
 
 pytestmark = needs_cluster
@@ -49,18 +49,18 @@ def test_sweep_on_slurm_equals_the_local_sweep(tmp_path, env, local_sweep):
     done = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
     assert "sweep finished" in done.stdout
     stages = json.loads((out / "sweep.json").read_text())["stages"]
-    assert len(stages["render"]["jobs"]) == 2 and len(stages[f"infer:{MODELS[0]}"]["jobs"]) == 2
-    assert len({job.split("_")[0] for job in stages[f"infer:{MODELS[1]}"]["jobs"]}) == 1  # one array
+    assert len(stages["render:forecast"]["jobs"]) == 2 and len(stages[f"infer:forecast:{MODELS[0]}"]["jobs"]) == 2
+    assert len({job.split("_")[0] for job in stages[f"infer:forecast:{MODELS[1]}"]["jobs"]}) == 1  # one array
     for run in RUNS:
-        assert json.loads((out / "runs" / run / "metrics.json").read_text()) == json.loads(
-            (local_sweep / "runs" / run / "metrics.json").read_text()
+        assert json.loads((out / "forecast" / "runs" / run / "metrics.json").read_text()) == json.loads(
+            (local_sweep / "forecast" / "runs" / run / "metrics.json").read_text()
         ), run
     comparisons = json.loads((out / "report" / "comparisons.json").read_text())
     assert comparisons == json.loads((local_sweep / "report" / "comparisons.json").read_text())
-    assert f"{RUNS[0]} → {RUNS[1]}" in comparisons
+    assert f"{RUNS[0]} → {RUNS[1]}" in comparisons["forecast"]
     assert (out / "report" / "report.html").exists()
     status = cli("status", str(out), env=env).stdout
-    assert "render    60/60 charts" in status and f"{RUNS[0]}: 30/30 answered" in status
+    assert "forecast  render   60/60 inputs" in status and f"{RUNS[0]}: 30/30 answered" in status
 
 
 def test_cancelled_array_task_completes_on_resubmission_without_duplicates(tmp_path, env, local_sweep):
@@ -68,8 +68,8 @@ def test_cancelled_array_task_completes_on_resubmission_without_duplicates(tmp_p
     slow = ["infer.batch_size=1", "sweep.wait=false"]
     cli("sweep", *COMMON, *SLURM, *slow, f"out_dir={out}", env=env)
     jobs = _jobs_of(out)
-    task = json.loads((out / "sweep.json").read_text())["stages"][f"infer:{MODELS[0]}"]["jobs"][0]
-    parts = out / "runs" / RUNS[0] / "parts"
+    task = json.loads((out / "sweep.json").read_text())["stages"][f"infer:forecast:{MODELS[0]}"]["jobs"][0]
+    parts = out / "forecast" / "runs" / RUNS[0] / "parts"
     deadline = time.time() + 240
     while time.time() < deadline and not any(p.read_text().strip() for p in parts.glob("*.jsonl")):
         time.sleep(0.05)
@@ -87,12 +87,12 @@ def test_cancelled_array_task_completes_on_resubmission_without_duplicates(tmp_p
     again = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
     assert "sweep finished" in again.stdout
     resubmitted = json.loads((out / "sweep.json").read_text())["stages"]
-    assert "jobs" not in resubmitted["samples"] and "jobs" not in resubmitted["render"]  # done: skipped
+    assert "jobs" not in resubmitted["samples:forecast"] and "jobs" not in resubmitted["render:forecast"]  # done: skipped
     final = records(out, RUNS[0])
     assert final.index.is_unique and len(final) == 30
     reference = records(local_sweep, RUNS[0])
     assert list(final["token_ids"]) == list(reference["token_ids"])
-    assert json.loads((out / "runs" / RUNS[0] / "metrics.json").read_text())["n_missing_records"] == 0
+    assert json.loads((out / "forecast" / "runs" / RUNS[0] / "metrics.json").read_text())["n_missing_records"] == 0
 
 
 def test_wrong_partition_fails_before_anything_is_queued(tmp_path, env):

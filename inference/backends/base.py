@@ -23,7 +23,7 @@ class GenerationSpec:
     seed: int = 0
     # Benchmarks fix the output length; evaluation leaves it to the model.
     min_new_tokens: int = 0
-    # vLLM only: constrain the output to this regex (the answer format), None = free text.
+    # Constrain the output to this regex (the answer format; both backends, xgrammar), None = free text.
     regex: str | None = None
 
 

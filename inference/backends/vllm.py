@@ -1,7 +1,7 @@
 """The vLLM backend: offline ``LLM.generate`` over whole chunks of requests.
 
 The prompt string comes from the checkpoint's chat template (as in the transformers backend) and
-the two charts go in ``multi_modal_data``, matched to the template's image placeholders in order.
+the task's charts go in ``multi_modal_data``, matched to the template's image placeholders in order.
 A LoRA adapter is served unmerged through ``LoRARequest``; with ``merge_adapter`` it is folded
 into a merged copy of the checkpoint first (needed when it also touches the vision tower, which
 vLLM's LoRA does not cover). Written against vLLM 0.32 (CPU build) / 0.33 (CUDA).
@@ -9,7 +9,6 @@ vLLM's LoRA does not cover). Written against vLLM 0.32 (CPU build) / 0.33 (CUDA)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from candlebench.io import fingerprint
 from inference.backends.base import Generation, GenerationSpec, PreparedRequest
 from inference.chat import chat_text, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
@@ -26,7 +26,7 @@ def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
     """A merged copy of base + adapter, built once with transformers and reused."""
     from inference.backends.hf import load_model
 
-    key = hashlib.sha256(json.dumps(spec.identity(), sort_keys=True).encode()).hexdigest()[:16]
+    key = fingerprint(spec.identity())
     target = cache_root / f"{spec.name}-merged-{key}"
     if (target / "config.json").exists():
         return target
@@ -41,7 +41,7 @@ def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
 class VLLMBackend:
     name = "vllm"
 
-    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig):
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, images_per_prompt: int):
         import torch
         from transformers import AutoProcessor, GenerationConfig
         from vllm import LLM, SamplingParams
@@ -69,7 +69,7 @@ class VLLMBackend:
             tokenizer=str(path),
             trust_remote_code=model.trust_remote_code,
             max_model_len=model.max_model_len,
-            limit_mm_per_prompt={"image": int(backend.images_per_prompt)},
+            limit_mm_per_prompt={"image": images_per_prompt},
             mm_processor_kwargs=dict(model.processor_kwargs) or None,
             tensor_parallel_size=model.tensor_parallel_size,
             dtype=dtype,

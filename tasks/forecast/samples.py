@@ -1,6 +1,6 @@
 """Samples of the forecast task: one row per (task, code, cutoff) with labels and evaluation groups.
 
-Cutoff rule (DESIGN.md): a sample's inputs hold only bars dated strictly before its cutoff. Cutoffs
+Cutoff rule (every task's): a sample's inputs hold only bars dated strictly before its cutoff. Cutoffs
 are trading days of the market calendar, every ``interval`` trading days from the window start.
 
 Labels, chosen where the paper is silent:

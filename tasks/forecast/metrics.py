@@ -41,9 +41,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from candlebench.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
+from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
-PRED_MIN, PRED_MAX = -0.5, 1.0
 MIN_STOCKS_PER_DATE = 3
 SIGNIFICANCE = 0.05
 REGIMES = ("bull", "bear", "sideways")
@@ -81,9 +82,9 @@ def prepare(frame: pd.DataFrame, horizon: int) -> pd.DataFrame:
     rows["cutoff"] = pd.to_datetime(rows["cutoff"])
     pred = rows["pred"].astype(float)
     flagged = rows["pred_in_range"].eq(False).fillna(False).astype(bool) if "pred_in_range" in rows else False
-    outside = (pred < PRED_MIN) | (pred > PRED_MAX)
+    outside = (pred < SCORE_MIN) | (pred > SCORE_MAX)
     rows["clipped"] = pred.notna() & (flagged | outside)
-    rows["pred"] = pred.clip(PRED_MIN, PRED_MAX)
+    rows["pred"] = pred.clip(SCORE_MIN, SCORE_MAX)
     return rows
 
 
@@ -311,23 +312,6 @@ def _bootstrap(
         ci = percentile_ci(values)
         out[name] = None if ci is None else list(ci)
     return out
-
-
-def json_safe(value: Any) -> Any:
-    """Plain Python containers and scalars, NaN and inf as None, timestamps as ISO dates."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, pd.Timestamp):
-        return value.date().isoformat() if value == value.normalize() else value.isoformat()
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
 
 
 def compute_metrics(

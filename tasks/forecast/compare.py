@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from candlebench.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci
-from scoring.forecast import direction_metrics, json_safe, per_date_ic, prepare, return_column
+from scoring.paired import mcnemar, paired_tests
+from tasks.forecast.metrics import direction_metrics, per_date_ic, prepare, return_column
 
-MCNEMAR_EXACT_BELOW = 25
 DIFF_DECIMALS = 12
 
 
@@ -80,19 +80,6 @@ def join_runs(a: pd.DataFrame, b: pd.DataFrame, horizon: int = 30) -> tuple[pd.D
     return scored, counts
 
 
-def _paired_tests(diff: np.ndarray) -> dict[str, Any]:
-    """Paired t and Wilcoxon p over the date differences, with the degenerate cases made explicit."""
-    if diff.size == 0:
-        return {"t_p": None, "wilcoxon_p": None}
-    if not diff.any():
-        return {"t_p": 1.0, "wilcoxon_p": 1.0}
-    t_p = None
-    if diff.size >= 2:
-        # A constant non-zero difference has zero spread: t is infinite, the difference certain.
-        t_p = 0.0 if np.all(diff == diff[0]) else float(stats.ttest_1samp(diff, 0.0).pvalue)
-    return {"t_p": t_p, "wilcoxon_p": float(stats.wilcoxon(diff).pvalue)}
-
-
 def _ic_differences(
     scored: pd.DataFrame, ret_col: str, n_boot: int, seed: int
 ) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -112,30 +99,9 @@ def _ic_differences(
             "mean_b": float(b_values.mean()) if diff.size else None,
             "mean_diff": float(diff.mean()) if diff.size else None,
             "ci": None if weights is None else percentile_ci(weights @ diff / len(dates)),
-            **_paired_tests(diff),
+            **paired_tests(diff),
         }
     return out, dates
-
-
-def mcnemar(correct_a: np.ndarray, correct_b: np.ndarray) -> dict[str, Any]:
-    """McNemar's test on paired correctness; the variant used is reported in ``method``."""
-    a_only = int(np.sum(correct_a & ~correct_b))
-    b_only = int(np.sum(~correct_a & correct_b))
-    discordant = a_only + b_only
-    out: dict[str, Any] = {
-        "both_correct": int(np.sum(correct_a & correct_b)),
-        "a_only": a_only,
-        "b_only": b_only,
-        "both_wrong": int(np.sum(~correct_a & ~correct_b)),
-    }
-    if discordant == 0:
-        return {**out, "method": "none (no discordant samples)", "statistic": None, "p": 1.0}
-    if discordant < MCNEMAR_EXACT_BELOW:
-        p = stats.binomtest(min(a_only, b_only), discordant, 0.5).pvalue
-        return {**out, "method": "exact binomial", "statistic": min(a_only, b_only), "p": float(p)}
-    statistic = max(abs(a_only - b_only) - 1, 0) ** 2 / discordant
-    p = float(stats.chi2.sf(statistic, 1))
-    return {**out, "method": "chi2 continuity-corrected", "statistic": statistic, "p": p}
 
 
 def _difference(a: float | None, b: float | None) -> float | None:

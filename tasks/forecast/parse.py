@@ -94,6 +94,10 @@ Tier = Literal["tag", "interval", "scan", "none"]
 TIERS: Final[tuple[Tier, ...]] = ("tag", "interval", "scan", "none")
 
 
+# The answer range the prompt states: one place for the parser, the metrics and the baselines.
+SCORE_MIN, SCORE_MAX = -0.5, 1.0
+
+
 @dataclass(frozen=True)
 class ParsedScore:
     """One parsed response.
@@ -340,7 +344,7 @@ def _parse_answer(text: str, lo: float, hi: float) -> ParsedScore:
 # --------------------------------------------------------------------------------------------
 
 
-def parse_score(text: str | None, lo: float = -0.5, hi: float = 1.0) -> ParsedScore:
+def parse_score(text: str | None, lo: float = SCORE_MIN, hi: float = SCORE_MAX) -> ParsedScore:
     """Parse a forecast response into a :class:`ParsedScore` following the module's rule table.
 
     Never raises for ``str`` or ``None`` input; any other type is reported as tier "none".

@@ -6,7 +6,7 @@ answer range). A sample a baseline cannot predict is absent from the series, nev
 so scoring counts it as unanswered rather than as "no trend".
 
 * ``xgboost`` — the paper's numerical baseline (Appendix A): gradient-boosted trees (squared error,
-  hist) on the chart-aligned features of :mod:`inference.features`, trained walk-forward (see
+  hist) on the chart-aligned features of :mod:`tasks.forecast.features`, trained walk-forward (see
   :func:`walk_forward`).
 * ``momentum`` — the stock's past return over ``lookback`` market trading days (default: the
   horizon) up to ``T0``, measured exactly like the label measures the future one: "the last H days
@@ -19,7 +19,7 @@ so scoring counts it as unanswered rather than as "no trend".
 Leakage rule of the walk-forward (the one thing a numerical baseline can get wrong): a training
 sample's label ``r_H = close(T0 + H) / close(T0) - 1`` becomes known on its *target day*
 ``calendar[T0 + H]`` (``T0`` = the market's last trading day before its cutoff; see
-:mod:`rendering.samples`). A model predicting samples with cutoff ``c`` trains only on samples whose
+:mod:`tasks.forecast.samples`). A model predicting samples with cutoff ``c`` trains only on samples whose
 target day is strictly before ``c`` — a close the test sample's own chart could show. Training on
 samples whose *cutoff* precedes ``c`` is not enough: their labels may still lie in the future.
 """
@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from inference.features import feature_table
+from tasks.forecast.features import feature_table
 from rendering.market import Market
+from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:  # optional dependency: imported where a model is fit
     import xgboost
 
-LOW, HIGH = -0.5, 1.0
 Baseline = Callable[..., pd.Series]
 
 
@@ -237,8 +237,8 @@ def constant_baseline(
     samples: pd.DataFrame, market: Market, horizon: int, *, value: float = 0.001
 ) -> pd.Series:
     """``value`` for every sample."""
-    if not LOW <= value <= HIGH:
-        raise ValueError(f"constant baseline: value {value} is outside [{LOW}, {HIGH}]")
+    if not SCORE_MIN <= value <= SCORE_MAX:
+        raise ValueError(f"constant baseline: value {value} is outside [{SCORE_MIN}, {SCORE_MAX}]")
     ids = pd.Index(samples["sample_id"].to_numpy(), name="sample_id")
     return _as_predictions([pd.Series(float(value), index=ids)], ids)
 
@@ -249,7 +249,7 @@ def random_baseline(
     """Uniform in [-0.5, 1.0] from sha256(seed, sample_id): the same sample always gets the same value."""
     ids = pd.Index(samples["sample_id"].to_numpy(), name="sample_id")
     unit = [_unit_hash(f"{seed}|{sid}") for sid in ids]
-    return _as_predictions([pd.Series(LOW + (HIGH - LOW) * np.array(unit), index=ids)], ids)
+    return _as_predictions([pd.Series(SCORE_MIN + (SCORE_MAX - SCORE_MIN) * np.array(unit), index=ids)], ids)
 
 
 def _unit_hash(key: str) -> float:
@@ -261,7 +261,7 @@ def _as_predictions(parts: list[pd.Series], order: pd.Index) -> pd.Series:
     """The contract's series: clipped, float64, named, in the samples' order, unpredicted absent."""
     found = pd.concat(parts) if parts else pd.Series(dtype=np.float64)
     kept = order[order.isin(found.index)]
-    out = found.reindex(kept).astype(np.float64).clip(LOW, HIGH)
+    out = found.reindex(kept).astype(np.float64).clip(SCORE_MIN, SCORE_MAX)
     out.index.name = "sample_id"
     return out.rename("prediction")
 

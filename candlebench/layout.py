@@ -1,0 +1,107 @@
+"""Where a run directory keeps its files: the one place that knows the names.
+
+    <out_dir>/
+      <task>/samples.parquet, samples_summary.json     one folder per task, so tasks that share
+      <task>/images/<cutoff>/<code>/<input>.(png|txt)  a market never clobber each other
+      <task>/images/manifest*.jsonl, manifest.parquet
+      <task>/runs/<run>/parts/*.jsonl, responses.jsonl, parsed.parquet, run.json, metrics.json
+      report/                                          one report, a section per task
+      sweep.json
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def parts(self) -> Path:
+        return self.root / "parts"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "responses.jsonl"
+
+    @property
+    def parsed(self) -> Path:
+        return self.root / "parsed.parquet"
+
+    @property
+    def info(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.json"
+
+
+@dataclass(frozen=True)
+class TaskPaths:
+    root: Path
+
+    @property
+    def task(self) -> str:
+        return self.root.name
+
+    @property
+    def samples(self) -> Path:
+        return self.root / "samples.parquet"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "samples_summary.json"
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    def run(self, name: str) -> RunPaths:
+        if not name or "/" in name or name in {".", ".."}:
+            raise ValueError(f"run name {name!r}: must be a plain folder name")
+        return RunPaths(self.runs / name)
+
+    def run_names(self) -> list[str]:
+        return sorted(p.name for p in self.runs.glob("*") if (p / "run.json").exists())
+
+
+@dataclass(frozen=True)
+class Layout:
+    out_dir: Path
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> "Layout":
+        return cls(Path(cfg.out_dir))
+
+    def task(self, name: str) -> TaskPaths:
+        return TaskPaths(self.out_dir / name)
+
+    def tasks_present(self) -> list[str]:
+        return sorted(p.parent.name for p in self.out_dir.glob("*/samples.parquet"))
+
+    @property
+    def sweep(self) -> Path:
+        return self.out_dir / "sweep.json"
+
+
+def task_paths(cfg: DictConfig) -> TaskPaths:
+    """The folder of the task a stage runs (``task=<name>``)."""
+    return Layout.of(cfg).task(cfg.task.name)
+
+
+def run_paths(cfg: DictConfig, name: str | None = None) -> RunPaths:
+    return task_paths(cfg).run(name or cfg.infer.run_name)

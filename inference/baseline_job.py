@@ -1,0 +1,56 @@
+"""``candlebench baseline``: the task's non-VLM predictors, written as answers in the task's format
+and parsed by the task's own parser, so they sit in the same tables as the models."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+
+from candlebench.layout import task_paths
+from inference.parsed import finalize_run
+from inference.records import RecordStore, ResponseRecord
+from inference.run_info import RunInfo
+from rendering.data_source import open_market
+from rendering.inputs import read_samples
+from tasks import get_task
+
+NO_ANSWER = "no prediction: the baseline lacks history or training data"
+
+
+def baseline(cfg: DictConfig) -> None:
+    task = get_task(cfg.task.name)
+    names = list(cfg.baseline.names)
+    unknown = [n for n in names if n not in task.baselines]
+    if unknown:
+        raise ValueError(f"baseline.names: {unknown} are not baselines of task {task.name}; known: {sorted(task.baselines)}")
+    if not names:
+        return
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    market = open_market(cfg.data)
+    parse = task.parser(cfg)
+    task_config = OmegaConf.to_container(cfg.task, resolve=True)
+    for name in names:
+        given = cfg.baseline.params.get(name)
+        params = {} if given is None else OmegaConf.to_container(given, resolve=True)
+        info = RunInfo(task=task.name, kind="baseline", model_name=name,
+                       identity={"baseline": name, "params": params, "task_config": task_config})
+        run = paths.run(name)
+        info.write(run.info)
+        store = RecordStore(run.root)
+        todo = sorted(set(samples["sample_id"]) - store.done(info.run_key))
+        if todo:
+            answers = task.baselines[name](samples, market, cfg.task, **params)
+            with store.writer(name) as writer:
+                writer.write(_record(info.run_key, name, sid, answers.get(sid), parse) for sid in todo)
+        table = finalize_run(run, samples, task)
+        answered = int(table["answer"].notna().sum())
+        print(f"baseline {name}: {answered} of {len(samples)} samples answered -> {run.root}")
+
+
+def _record(key: str, name: str, sample_id: str, text: str | None, parse) -> ResponseRecord:
+    """A sample the baseline cannot predict is a row with no answer and a reason, never a zero."""
+    if text is None:
+        empty = parse(None)
+        return ResponseRecord(run_key=key, sample_id=sample_id, model=name, backend="baseline", text=None,
+                              answer=None, tier="none", reason=NO_ANSWER, error=None, columns=dict(empty.columns))
+    return ResponseRecord.answered(key, sample_id, name, "baseline", text, parse(text))

@@ -1,0 +1,106 @@
+"""``candlebench import FILE``: responses produced elsewhere (an API model, another harness, a
+paper's released outputs) become a run like any other, parsed by the task's parser.
+
+The file is JSONL (one object per line) or CSV with columns ``sample_id`` and ``text``, optionally
+``model``. Every row must name a sample of the task's samples.parquet, once; samples without a row
+are missing records, as for an unfinished run. The run key is the fingerprint of the file's bytes
+and the task, so importing the same file again adds nothing and a changed file is a new run key.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from candlebench.layout import run_paths, task_paths
+from inference.parsed import finalize_run
+from inference.records import RecordStore, ResponseRecord
+from inference.run_info import RunInfo
+from rendering.inputs import read_samples
+from tasks import get_task
+
+REQUIRED = ("sample_id", "text")
+
+
+class ResponseFileError(ValueError):
+    """A response file that cannot become a run; the message names the file and line."""
+
+
+def read_responses(path: Path) -> list[tuple[int, dict]]:
+    """(line number, row) pairs; line numbers count from 1 as an editor shows them."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such response file")
+    raw = path.read_text(encoding="utf-8-sig")
+    if not raw.strip():
+        raise ResponseFileError(f"{path}: empty file, no responses to import")
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(raw))
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ResponseFileError(f"{path}: no column {missing} (columns: {reader.fieldnames}); need {list(REQUIRED)}")
+        return [(reader.line_num, row) for row in reader]
+    rows = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ResponseFileError(f"{path}, line {number}: not JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise ResponseFileError(f"{path}, line {number}: a JSON object is needed, got {type(row).__name__}")
+        missing = [c for c in REQUIRED if c not in row]
+        if missing:
+            raise ResponseFileError(f"{path}, line {number}: no {missing}; every line needs {list(REQUIRED)}")
+        rows.append((number, row))
+    return rows
+
+
+def import_responses(cfg: DictConfig) -> None:
+    if not cfg.get("import_file"):
+        raise ResponseFileError("usage: candlebench import FILE [infer.run_name=NAME] [task=NAME]")
+    path = Path(str(cfg.import_file)).expanduser()
+    task = get_task(cfg.task.name)
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    known = set(samples["sample_id"])
+    rows = read_responses(path)
+    seen: dict[str, int] = {}
+    for number, row in rows:
+        sid = str(row["sample_id"])
+        if sid not in known:
+            raise ResponseFileError(f"{path}, line {number}: sample_id {sid!r} is not a sample of {paths.samples}")
+        if sid in seen:
+            raise ResponseFileError(f"{path}, line {number}: sample_id {sid!r} again (first on line {seen[sid]})")
+        seen[sid] = number
+    run = run_paths(cfg)
+    models = {str(row["model"]) for _, row in rows if row.get("model")}
+    info = RunInfo(
+        task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
+        identity={"import": hashlib.sha256(path.read_bytes()).hexdigest()},
+    )
+    info.write(run.info)
+    store = RecordStore(run.root)
+    done = store.done(info.run_key)
+    parse = task.parser(cfg)
+    todo = [row for _, row in rows if str(row["sample_id"]) not in done]
+    if todo:
+        with store.writer("import") as writer:
+            writer.write(
+                ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
+                                        "import", _text(r["text"]), parse(_text(r["text"])))
+                for r in todo
+            )
+    table = finalize_run(run, samples, task)
+    print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
+          f"{len(table)} of {len(samples)} samples answered -> {run.root}")
+
+
+def _text(value) -> str | None:
+    """An empty CSV cell or a JSON null is no answer (the parser says so), not the text "None"."""
+    return None if value is None or value == "" else str(value)

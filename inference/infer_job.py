@@ -1,0 +1,61 @@
+"""``candlebench infer``: the task's samples → its prompts → a backend → records → parsed.parquet."""
+
+from __future__ import annotations
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from candlebench.layout import TaskPaths, run_paths, task_paths
+from inference.backends import backend_factory
+from inference.backends.base import Backend
+from inference.models import ModelSpec, check_available, ensure_built
+from inference.parsed import finalize_run
+from inference.records import RecordStore
+from inference.runner import Request, run_requests
+from inference.settings import generation_spec, image_policy, model_run_info, run_settings, shard
+from rendering.inputs import read_samples, text_column
+from tasks import get_task
+from tasks.base import Task
+
+
+def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> list[Request]:
+    inputs = task.inputs(cfg)
+    needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
+    missing = [c for c in needed if c not in samples]
+    if missing:
+        raise FileNotFoundError(f"{paths.samples} has no {missing}: run `candlebench render task={task.name}` first")
+    requests = []
+    for row in samples.to_dict("records"):
+        texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if inputs.text else {}
+        spec = task.request(cfg, row, texts)
+        requests.append(Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts)))
+    return requests
+
+
+def infer(cfg: DictConfig) -> None:
+    task = get_task(cfg.task.name)
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    model = ModelSpec.from_config(cfg.model)
+    factory = backend_factory(cfg.backend.name)
+    info = model_run_info(cfg, task, model)
+    run = run_paths(cfg)
+    info.write(run.info)
+    requests = build_requests(cfg, task, samples, paths)
+    check_available(model)
+
+    def make_backend() -> Backend:
+        ensure_built(model)
+        return factory(model, generation_spec(cfg, task, model), cfg.backend, task.images_per_prompt(cfg))
+
+    part = shard(cfg)
+    stats = run_requests(
+        requests, RecordStore(run.root), info.run_key, model.name, cfg.backend.name, make_backend,
+        image_policy(cfg), part, run_settings(cfg), task.parser(cfg),
+    )
+    table = finalize_run(run, samples, task)
+    print(
+        f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
+        f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
+        f"{len(table)} of {len(samples)} samples answered so far -> {run.root}"
+    )

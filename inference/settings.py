@@ -1,0 +1,54 @@
+"""What the infer stage reads from the config, as the typed values the runner and backends take."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from omegaconf import DictConfig, OmegaConf
+
+from inference.backends.base import GenerationSpec
+from inference.models import ModelSpec
+from inference.run_info import RunInfo
+from inference.runner import RunSettings, Shard
+from rendering.model_input import ImagePolicy
+from tasks.base import Task
+
+
+def generation_spec(cfg: DictConfig, task: Task, model: ModelSpec) -> GenerationSpec:
+    values = OmegaConf.to_container(cfg.infer.generation, resolve=True)
+    return GenerationSpec(**values, regex=task.answer_constraint(cfg) or model.answer_regex)
+
+
+def image_policy(cfg: DictConfig) -> ImagePolicy:
+    return ImagePolicy(**OmegaConf.to_container(cfg.infer.image, resolve=True))
+
+
+def run_settings(cfg: DictConfig) -> RunSettings:
+    i = cfg.infer
+    return RunSettings(
+        batch_size=int(i.batch_size),
+        prefetch_batches=int(i.prefetch_batches),
+        loader_threads=int(i.loader_threads),
+        max_error_rate=float(i.max_error_rate),
+        min_samples_for_error_rate=int(i.min_samples_for_error_rate),
+    )
+
+
+def shard(cfg: DictConfig) -> Shard:
+    return Shard(int(cfg.infer.shard.index), int(cfg.infer.shard.count))
+
+
+def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
+    """Everything that changes an answer; batch size, shards and paths stay out on purpose."""
+    identity = {
+        "model": model.identity(),
+        "backend": cfg.backend.name,
+        "prompt": task.prompt_identity(cfg),
+        "inputs": asdict(task.inputs(cfg)),
+        "image_policy": asdict(image_policy(cfg)),
+        "generation": asdict(generation_spec(cfg, task, model)),
+    }
+    return RunInfo(
+        task=task.name, kind="model", model_name=model.name, identity=identity,
+        release_date=model.release_date, random_weights=model.random_weights,
+    )

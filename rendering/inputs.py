@@ -1,0 +1,27 @@
+"""A task's samples table as the input stages read it, and the names of its input columns."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from candlebench.layout import TaskPaths
+
+# The text input (OHLCV blocks of rendering/text.py) is one file per (code, cutoff) beside its charts.
+TEXT_INPUT = "ohlcv"
+
+
+def text_column() -> str:
+    return f"text_{TEXT_INPUT}"
+
+
+def read_samples(paths: TaskPaths) -> pd.DataFrame:
+    if not paths.samples.exists():
+        raise FileNotFoundError(
+            f"{paths.samples}: no samples yet; run `candlebench samples task={paths.task}` with the same out_dir"
+        )
+    try:
+        return pd.read_parquet(paths.samples)
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise ValueError(
+            f"{paths.samples}: unreadable ({type(err).__name__}: {err}); re-run `candlebench samples task={paths.task}`"
+        ) from None

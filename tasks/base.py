@@ -1,0 +1,137 @@
+"""The seam between the shared stages and a benchmark.
+
+A task owns everything that makes it a benchmark: which samples it builds from a market, which
+inputs each sample needs (charts of which time frames, OHLCV text blocks), the prompt, the answer
+constraint, the parser, the metrics, the paired comparison, the report sections and its
+baselines. The shared stages (samples, render, infer, baseline, import, score, report) never name
+a task; they call these methods. The split follows inspect_ai (dataset / solver / scorer, typed,
+failure as data) and lmms-eval (a task is a folder plus a yaml).
+
+Contracts:
+
+* ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable), ``task``,
+  ``market``, ``code`` and ``cutoff`` — the shared stages key, shard and render by these — plus
+  whatever labels and groups the task scores with.
+* ``parser(cfg)`` maps raw text (None when generation failed) to a :class:`Parsed`; it never
+  raises: a failure is ``answer=None`` with a reason.
+* ``columns`` are the flat columns the task adds to ``parsed.parquet`` beside the generic ones
+  (``answer`` as JSON text, ``tier``, ``reason``, ``error``, ``text``).
+* ``score`` returns JSON-safe metrics; ``compare`` JSON-safe paired differences.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+
+if TYPE_CHECKING:  # kept light: records and the runner import this module
+    import pandas as pd
+    from omegaconf import DictConfig
+
+    from rendering.market import Market
+    from scoring.report import ScoredRun, Section
+
+# Columns every task's samples carry; the shared stages rely on them.
+SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    answer: Any  # JSON-safe parsed answer; None when nothing could be parsed
+    tier: str  # how it was parsed (the task's tiers), "none" when it was not
+    reason: str | None  # why it failed, or what is odd about it (a flag)
+    columns: Mapping[str, Any] = field(default_factory=dict)  # the task's flat columns
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str  # a pandas dtype name: the column's type in parsed.parquet
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the render stage draws or writes for every (code, cutoff) of the task's samples."""
+
+    charts: tuple[str, ...]  # time frames of the charts, e.g. ("daily", "weekly")
+    text: bool = False  # also the OHLCV text blocks (rendering/text.py) of the same bars
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One sample as the model sees it: the prompt and the inputs it gets, in order."""
+
+    prompt: str
+    charts: tuple[str, ...]  # time frames whose charts go with the prompt
+    texts: tuple[str, ...] = ()  # input names whose text the prompt holds (for the record)
+
+
+@dataclass(frozen=True)
+class BuiltSamples:
+    frame: "pd.DataFrame"
+    summary: dict  # JSON-safe counts: samples, cutoffs, dropped by reason, ...
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A finalised run as score and compare see it."""
+
+    name: str
+    parsed: "pd.DataFrame"
+    samples: "pd.DataFrame"
+    info: Mapping[str, Any]  # run.json
+    metrics: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    n_boot: int = 1000
+    seed: int = 0
+
+
+# fn(samples, market, task config, **params) -> {sample_id: raw answer text, or None = no answer}
+Baseline = Callable[..., Mapping[str, "str | None"]]
+
+
+class Task(ABC):
+    name: ClassVar[str]
+    columns: ClassVar[tuple[Column, ...]] = ()
+    baselines: ClassVar[Mapping[str, Baseline]] = {}
+
+    @abstractmethod
+    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples: ...
+
+    @abstractmethod
+    def inputs(self, cfg: DictConfig) -> Inputs: ...
+
+    @abstractmethod
+    def prompt_identity(self, cfg: DictConfig) -> str:
+        """The prompt template as configured (colour convention, horizon, ...): part of the run key."""
+
+    @abstractmethod
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+        """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name."""
+
+    def images_per_prompt(self, cfg: DictConfig) -> int:
+        return len(self.inputs(cfg).charts)
+
+    def answer_constraint(self, cfg: DictConfig) -> str | None:
+        """A regex that constrained decoding holds answers to (both backends), None = free text."""
+        return cfg.task.get("answer_regex")
+
+    @abstractmethod
+    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]: ...
+
+    @abstractmethod
+    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict: ...
+
+    @abstractmethod
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict: ...
+
+    @abstractmethod
+    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]: ...
+
+    def summary_line(self, metrics: Mapping[str, Any]) -> str:
+        """What `candlebench score` prints of a run's metrics."""
+        return ", ".join(f"{k} {metrics[k]}" for k in ("parse_failure_rate", "n_missing_records") if k in metrics)

@@ -1,0 +1,232 @@
+"""The forecast task's report section: the paper's Table 4 / Table 5 layouts with ranks, group
+accuracies, paired comparisons and the plots a reader looks at."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from scoring.report import ScoredRun, Section, Table, figure, fmt, png, ranked  # first: selects Agg
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def table4(runs: list[ScoredRun]) -> Table:
+    """Confusion-matrix metrics (the paper's Table 4) with ranks; shares in %, as the paper prints."""
+    rows = pd.DataFrame(
+        [
+            {
+                "Model": r.label,
+                **{k.upper(): r.metrics.get(k) for k in ("tp", "tn", "fp", "fn")},
+                **{k: r.metrics.get(k) for k in ("accuracy", "precision", "recall", "specificity", "f1")},
+                "fp_share": r.metrics.get("fp_share"),
+                "fn_share": r.metrics.get("fn_share"),
+                "bias": r.metrics.get("bias"),
+                "parse fail": r.metrics.get("parse_failure_rate"),
+            }
+            for r in runs
+        ]
+    )
+    out = rows[["Model", "TP", "TN", "FP", "FN"]].copy()
+    for key, title, better in (
+        ("accuracy", "Acc %", True), ("precision", "Prec %", True), ("recall", "Recall %", True),
+        ("specificity", "Spec %", True), ("f1", "F1", True), ("fp_share", "FP rate %", False),
+        ("fn_share", "FN rate %", False),
+    ):
+        values = pd.to_numeric(rows[key], errors="coerce")
+        ranks = ranked(values, better)
+        scale = 1 if key == "f1" else 100
+        out[title] = [f"{fmt(v * scale, 2 if scale == 100 else 4)} ({fmt(k)})" for v, k in zip(values, ranks)]
+    out["Bias"] = [f"{fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
+    out["No answer %"] = [fmt(None if v is None else v * 100, 1) for v in rows["parse fail"]]
+    return Table(
+        "Table 4 layout: direction at 0 (rank in parentheses)",
+        out,
+        "FP rate / FN rate are shares of all scored samples, as in the paper (not FP/(FP+TN)). "
+        "No answer: unparseable output, failed generation, or a baseline without enough history or "
+        "training data; such samples are left out of every other column.",
+    )
+
+
+def table5(runs: list[ScoredRun]) -> Table:
+    """IC and Rank IC metrics (the paper's Table 5) with ranks."""
+    out = pd.DataFrame({"Model": [r.label for r in runs]})
+    for key, title in (
+        ("ic_mean", "IC Mean"), ("ic_median", "IC Med."), ("icir", "ICIR"), ("ic_sig_ratio", "IC Sig."),
+        ("rank_ic_mean", "RankIC Mean"), ("rank_ic_median", "RankIC Med."), ("rank_icir", "RankICIR"),
+        ("rank_ic_sig_ratio", "RankIC Sig."),
+    ):
+        values = pd.to_numeric(pd.Series([r.metrics.get(key) for r in runs]), errors="coerce")
+        ranks = ranked(values)
+        digits = 3 if key.endswith("sig_ratio") else 5
+        out[title] = [f"{fmt(v, digits)} ({fmt(k)})" for v, k in zip(values, ranks)]
+    ci = [r.metrics.get("ci") or {} for r in runs]
+    out["IC 95% CI"] = [
+        f"[{fmt(c['ic_mean'][0])}, {fmt(c['ic_mean'][1])}]" if c.get("ic_mean") else "–" for c in ci
+    ]
+    out["Dates"] = [r.metrics.get("n_dates") for r in runs]
+    return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
+                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05.")
+
+
+def groups_table(runs: list[ScoredRun]) -> Table:
+    rows = []
+    for r in runs:
+        m = r.metrics
+        regime = m.get("by_regime") or {}
+        row = {"Model": r.label}
+        for name in ("bull", "bear", "sideways"):
+            g = regime.get(name) or {}
+            row[f"Acc {name}"] = f"{fmt(g.get('accuracy'), 3)} (n={g.get('n', 0)})"
+        for name in ("continuous_rise", "continuous_fall"):
+            g = m.get(name) or {}
+            row[name.replace("_", " ")] = f"{fmt(g.get('accuracy'), 3)} (n={g.get('n', 0)})"
+        for horizon, h in sorted((m.get("by_horizon") or {}).items(), key=lambda kv: int(kv[0][2:])):
+            row[f"IC {horizon}"] = fmt(h.get("ic_mean"))
+        for split in ("before_release", "after_release"):
+            s = m.get(split)
+            row[split.replace("_", " ")] = "–" if not s else f"IC {fmt(s.get('ic_mean'))}, acc {fmt(s.get('accuracy'), 3)}"
+        rows.append(row)
+    return Table("Regimes, extreme stocks, horizons and the release-date split", pd.DataFrame(rows))
+
+
+def comparison_table(comparisons: dict[str, dict]) -> Table:
+    rows = []
+    for pair, c in comparisons.items():
+        ic, mc = c.get("ic") or {}, c.get("mcnemar") or {}
+        rows.append(
+            {
+                "a → b": pair,
+                "n": c.get("n"),
+                "dates": c.get("n_dates"),
+                "ΔIC": fmt(ic.get("mean_diff")),
+                "ΔIC 95% CI": "–" if not ic.get("ci") else f"[{fmt(ic['ci'][0])}, {fmt(ic['ci'][1])}]",
+                "t p": fmt(ic.get("t_p"), 3),
+                "Wilcoxon p": fmt(ic.get("wilcoxon_p"), 3),
+                "ΔAcc": fmt(c.get("accuracy_diff")),
+                "McNemar p": fmt(mc.get("p"), 3),
+                "Δbias": fmt(c.get("bias_change"), 3),
+                "Δ up:down": fmt(c.get("pred_up_down_ratio_change"), 3),
+            }
+        )
+    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
+    def draw(ax):
+        for r in runs:
+            series = pd.DataFrame(r.metrics.get("ic_by_date") or [])
+            if not series.empty:
+                ax.plot(pd.to_datetime(series["cutoff"]), series["ic"], marker="o", ms=3, label=r.label)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set(title="IC per cutoff date", ylabel="Pearson IC")
+        ax.legend(fontsize=7)
+
+    return figure(draw)
+
+
+def plot_ic_bars(runs: list[ScoredRun]) -> bytes:
+    def draw(ax):
+        x = np.arange(len(runs))
+        means = [r.metrics.get("ic_mean") or 0.0 for r in runs]
+        medians = [r.metrics.get("ic_median") or 0.0 for r in runs]
+        cis = [(r.metrics.get("ci") or {}).get("ic_mean") for r in runs]
+        err = np.array([[m - c[0], c[1] - m] if c else [0, 0] for m, c in zip(means, cis)]).T
+        ax.bar(x - 0.2, means, 0.4, yerr=err, capsize=3, label="mean (95% CI)")
+        ax.bar(x + 0.2, medians, 0.4, label="median")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
+        ax.set(title="IC: mean and median")
+        ax.legend(fontsize=7)
+
+    return figure(draw)
+
+
+def plot_confusions(runs: list[ScoredRun]) -> bytes:
+    fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 2.8), dpi=100, squeeze=False)
+    for ax, r in zip(axes[0], runs):
+        m = r.metrics
+        grid = np.array([[m.get("tn") or 0, m.get("fp") or 0], [m.get("fn") or 0, m.get("tp") or 0]])
+        ax.imshow(grid, cmap="Blues")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=9)
+        ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
+        ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
+        ax.set_title(r.label, fontsize=8)
+    return png(fig)
+
+
+GRADE_COLORS = {
+    "well-calibrated": "tab:green", "slightly biased": "tab:olive",
+    "moderately biased": "tab:orange", "strongly biased": "tab:red",
+}
+
+
+def plot_bias(runs: list[ScoredRun]) -> bytes:
+    def draw(ax):
+        values = [r.metrics.get("bias") or 0.0 for r in runs]
+        colors = [GRADE_COLORS.get(r.metrics.get("bias_grade"), "grey") for r in runs]
+        ax.barh([r.label for r in runs], values, color=colors)
+        for bound in (0.05, 0.15, 0.40):
+            for sign in (-1, 1):
+                ax.axvline(sign * bound, color="grey", lw=0.5, ls=":")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set(title="Directional bias (colour = grade; dotted: 0.05 / 0.15 / 0.40)", xlabel="bias")
+        ax.tick_params(axis="y", labelsize=7)
+
+    return figure(draw)
+
+
+def plot_regimes(runs: list[ScoredRun]) -> bytes:
+    names = ["bull", "bear", "sideways"]
+    grid = np.array(
+        [[((r.metrics.get("by_regime") or {}).get(n) or {}).get("accuracy") or np.nan for n in names] for r in runs]
+    )
+
+    def draw(ax):
+        ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=0.7, aspect="auto")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(3), names)
+        ax.set_yticks(range(len(runs)), [r.label for r in runs], fontsize=7)
+        ax.set(title="Accuracy by market regime of the cutoff day")
+
+    return figure(draw, size=(6, 1 + 0.4 * len(runs)))
+
+
+def plot_horizons(runs: list[ScoredRun]) -> bytes:
+    horizons = sorted({h for r in runs for h in (r.metrics.get("by_horizon") or {})}, key=lambda h: int(h[2:]))
+
+    def draw(ax):
+        x = np.arange(len(runs))
+        width = 0.8 / max(len(horizons), 1)
+        for i, h in enumerate(horizons):
+            values = [((r.metrics.get("by_horizon") or {}).get(h) or {}).get("ic_mean") or 0.0 for r in runs]
+            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, values, width, label=f"{h[2:]}-day")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
+        ax.set(title="Mean IC against each realised horizon")
+        ax.legend(fontsize=7)
+
+    return figure(draw)
+
+
+PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
+    "ic_by_date": plot_ic_by_date,
+    "ic_mean_median": plot_ic_bars,
+    "confusion": plot_confusions,
+    "bias": plot_bias,
+    "regimes": plot_regimes,
+    "horizons": plot_horizons,
+}
+
+
+def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+    tables = [table4(runs), table5(runs), groups_table(runs)]
+    if comparisons:
+        tables.append(comparison_table(dict(comparisons)))
+    plots = {name: make(runs) for name, make in PLOTS.items()}
+    return [Section("Forecast (Hu et al. 2026)", tuple(tables), plots)]

@@ -1,0 +1,98 @@
+"""The multi-scale candlestick forecast task (Hu et al. 2026) on the Task interface.
+
+A sample is a stock and a cutoff; the model sees its daily and weekly charts and answers a score
+in [-0.5, 1.0], the expected return over ``task.horizon`` trading days. Labels, regimes and the
+continuous-trend groups come from :mod:`tasks.forecast.samples`, the parser's rule table is
+:mod:`tasks.forecast.parse`, the metrics :mod:`tasks.forecast.metrics`, the paired comparison
+:mod:`tasks.forecast.compare`, the report's tables and plots :mod:`tasks.forecast.report` and the
+numerical baselines :mod:`tasks.forecast.baselines`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from rendering.market import Market
+from rendering.render_job import settings_from
+from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.forecast import baselines
+from tasks.forecast.parse import parse_score
+from tasks.forecast.samples import SampleSpec, build_samples, summarize
+
+def sample_spec(cfg: DictConfig, task: str) -> SampleSpec:
+    values = OmegaConf.to_container(cfg.samples, resolve=True)
+    values["horizons"] = tuple(values["horizons"])
+    for key in ("start", "end"):
+        values[key] = None if values[key] is None else str(values[key])
+    return SampleSpec(task=task, **values)
+
+
+def _score_text(value: float | None) -> str | None:
+    """A baseline's number as the answer the prompt asks for, so the task's parser reads it."""
+    return None if value is None or pd.isna(value) else f"<score>{value:.3f}</score>"
+
+
+def _baseline(predict: Callable[..., pd.Series]) -> Callable[..., Mapping[str, str | None]]:
+    def answers(samples: pd.DataFrame, market: Market, task_cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
+        predictions = predict(samples, market, int(task_cfg.horizon), **params)
+        return {sid: _score_text(predictions.get(sid)) for sid in samples["sample_id"]}
+
+    answers.__doc__ = predict.__doc__
+    return answers
+
+
+class ForecastTask(Task):
+    name = "forecast"
+    columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))
+    baselines = MappingProxyType({name: _baseline(fn) for name, fn in baselines.BASELINES.items()})
+
+    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
+        spec = sample_spec(cfg, self.name)
+        built = build_samples(market, spec)
+        return BuiltSamples(built.frame, summarize(built, market, spec))
+
+    def inputs(self, cfg: DictConfig) -> Inputs:
+        return Inputs(charts=tuple(cfg.task.images))
+
+    def prompt_identity(self, cfg: DictConfig) -> str:
+        up, down = settings_from(cfg).colors
+        return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon)
+
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+        return RequestSpec(self.prompt_identity(cfg), tuple(cfg.task.images))
+
+    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+        def parse(text: str | None) -> Parsed:
+            p = parse_score(text)
+            return Parsed(p.value, p.tier, p.reason, {"pred": p.value, "pred_in_range": p.in_range})
+
+        return parse
+
+    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+        from tasks.forecast.metrics import compute_metrics
+
+        return compute_metrics(run.parsed, horizon=int(cfg.task.horizon), release_date=run.info.get("release_date"),
+                               n_boot=settings.n_boot, seed=settings.seed)
+
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+        from tasks.forecast.compare import compare_runs
+
+        return compare_runs(a.parsed, b.parsed, horizon=int(a.metrics["horizon"]), n_boot=settings.n_boot, seed=settings.seed)
+
+    def report(self, runs, comparisons):
+        from tasks.forecast.report import sections
+
+        return sections(runs, comparisons)
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        return (
+            f"IC {m['ic_mean']}, Rank IC {m['rank_ic_mean']}, accuracy {m['accuracy']}, bias {m['bias']} "
+            f"({m['bias_grade']}), parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}"
+        )
+
+
+TASK = ForecastTask()

@@ -1,0 +1,75 @@
+"""Helpers the tests share (imported, not fixtures): the CLI as a subprocess, CSV writing, record
+tables, and the normalised view of a forecast run directory that the golden files hold."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+DATA_DIR = Path(__file__).parent / "data"
+SLICE = DATA_DIR / "pse_slice.csv"
+CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+
+
+def cli(*args: str, env: dict | None = None, check: bool = True, cwd_out: Path | None = None) -> subprocess.CompletedProcess:
+    """``candlebench ARGS`` in ``cwd_out`` (where relative out_dirs land), asserting success unless told."""
+    done = subprocess.run([CANDLEBENCH, *args], capture_output=True, text=True, env=env, timeout=900, cwd=cwd_out)
+    if check:
+        assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def run_dir(out: Path, run: str, task: str = "forecast") -> Path:
+    return out / task / "runs" / run
+
+
+def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
+    lines = (run_dir(out, run, task) / "responses.jsonl").read_text().splitlines()
+    return pd.DataFrame([json.loads(line) for line in lines]).set_index("sample_id").sort_index()
+
+
+def infer(workspace: Path, env: dict, run: str, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
+    return cli("infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides, env=env, check=check)
+
+
+def forecast_snapshot(out: Path) -> dict:
+    """What the forecast benchmark produced, independent of where the files live: each chart's
+    sha256, the samples, every run's records (text, tokens, parsed value) and metrics (minus the
+    run key, which hashes the run's identity and so changes with its layout)."""
+    task = out / "forecast"
+    samples = pd.read_parquet(task / "samples.parquet")
+    charts = pd.read_parquet(task / "images" / "manifest.parquet")
+    snapshot = {
+        "charts": {p.removeprefix("images/"): s for p, s in zip(charts["path"], charts["sha256"])},
+        "samples": json.loads(
+            samples.drop(columns=[c for c in samples if c.startswith(("image_", "text_"))])
+            .to_json(orient="records", date_format="iso", double_precision=15)
+        ),
+        "records": {},
+        "metrics": {},
+    }
+    for run in sorted(p.name for p in (task / "runs").iterdir()):
+        rows = [json.loads(line) for line in (task / "runs" / run / "responses.jsonl").read_text().splitlines()]
+        snapshot["records"][run] = {
+            r["sample_id"]: {"text": r["text"], "token_ids": r["token_ids"], "value": r["answer"], "tier": r["tier"],
+                             "reason": r["reason"]}
+            for r in rows
+        }
+        metrics = json.loads((task / "runs" / run / "metrics.json").read_text())
+        for key in ("run_key", "task"):
+            metrics.pop(key)
+        snapshot["metrics"][run] = metrics
+    return snapshot
