@@ -19,11 +19,12 @@ from omegaconf.errors import MissingMandatoryValue
 
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
+from candlebench.errors import UserError
 from candlebench.paths import CONF_DIR, register_resolvers
 from candlebench.stages import STAGES
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
-from inference.import_job import ResponseFileError
+from candlebench.validate import validate
 from inference.runner import RunAborted
 from rendering import jobs as data_jobs
 from rendering.market import MarketDataError
@@ -98,10 +99,22 @@ def usage() -> str:
 
 
 def _quoted(value: str) -> str:
-    """A positional word as a Hydra value: quoted unless plain, so paths with spaces or colons pass."""
-    if re.fullmatch(r"[\w./-]+", value):
+    """A word as a Hydra value: quoted unless plain, so paths with spaces, colons or non-ASCII
+    letters (which Hydra's grammar rejects unquoted) pass as users type them."""
+    if re.fullmatch(r"[A-Za-z0-9_./-]+", value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _as_typed(argument: str) -> str:
+    """``key=value`` with a value Hydra cannot read unquoted (a space, a non-ASCII letter) quoted;
+    lists, dicts, interpolations, sweeps and quoted values are left as they are."""
+    key, sep, value = argument.partition("=")
+    if not sep or not value or value[0] in "'\"[{$" or "," in value or key.startswith("-"):
+        return argument
+    if value.isascii() and " " not in value:
+        return argument
+    return f"{key}={_quoted(value)}"
 
 
 def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
@@ -115,9 +128,9 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
                     overrides.append(f"{group}={_quoted(rest.pop(0))}")
             given = {a.split("=", 1)[0].lstrip("+~") for a in overrides + rest if "=" in a or a.startswith("~")}
             if any(g.split(".", 1)[0] in command.unless for g in given):
-                return name, command, overrides + rest
+                return name, command, overrides + [_as_typed(a) for a in rest]
             implied = [d for d in command.defaults if d.split("=", 1)[0] not in given]
-            return name, command, implied + overrides + rest
+            return name, command, implied + overrides + [_as_typed(a) for a in rest]
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
 
 
@@ -143,11 +156,16 @@ def main(argv: list[str] | None = None) -> None:
 
     def run(cfg: DictConfig) -> None:
         try:
+            validate(cfg)
             command.job(cfg)
-        except (MarketDataError, FileNotFoundError, RunAborted, SweepError, ResponseFileError) as err:
+        except (UserError, MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
             fail(f"error: {err}")
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: every stage resumes from what it wrote, so no traceback is owed.
+            print("interrupted: what was written is kept; run the same command again to resume", file=sys.stderr)
+            raise SystemExit(130) from None
         except MissingMandatoryValue as err:
             fail(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...")
 

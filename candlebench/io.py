@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
+from candlebench.errors import CorruptFile
+
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,18 +65,38 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
-    """The rows of an append-only JSONL file; a line cut short by a kill is skipped."""
+def read_jsonl(path: Path, writer: str = "the stage that wrote it") -> Iterator[dict]:
+    """The rows of an append-only JSONL file. A last line cut short by a kill is skipped (its work
+    is redone); a bad line anywhere else means the file was damaged or edited, and is an error that
+    names the file, the line and ``writer``, the stage to re-run."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                yield row
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if isinstance(row, dict):
+            yield row
+        elif number < len(lines):  # a complete line (a newline follows): not a torn write
+            raise CorruptFile(
+                f"{path}, line {number}: not a JSON record ({line[:60]!r}); the file was damaged or edited. "
+                f"Remove that line (its work is redone) and re-run {writer}"
+            )
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """A writer killed mid-line leaves a line without its newline; appending after it would glue
+    the next record onto it. Cut it off first (its work was not recorded, so it is redone)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
 
 
 class JsonlAppender:
@@ -83,6 +105,7 @@ class JsonlAppender:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        _cut_torn_tail(path)
         self._fh = path.open("a", encoding="utf-8")
 
     def write(self, rows: Iterable[dict]) -> None:

@@ -67,6 +67,10 @@ class TaskPaths:
         return self.root / "images"
 
     @property
+    def manifest(self) -> Path:
+        return self.images / "manifest.parquet"
+
+    @property
     def runs(self) -> Path:
         return self.root / "runs"
 

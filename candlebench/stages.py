@@ -23,6 +23,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 from candlebench.paths import CONF_DIR, register_resolvers
+from candlebench.validate import validate
 from inference.baseline_job import baseline
 from inference.import_job import import_responses
 from inference.infer_job import infer
@@ -125,5 +126,7 @@ def compose_config(overrides: list[str]) -> DictConfig:
 
 
 def run_stage(name: str, overrides: list[str]) -> str:
-    BY_NAME[name].job(compose_config(overrides))
+    cfg = compose_config(overrides)
+    validate(cfg)
+    BY_NAME[name].job(cfg)
     return name

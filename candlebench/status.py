@@ -38,7 +38,9 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     for run_name in paths.run_names():
         run = paths.run(run_name)
         key = json.loads(run.info.read_text())["run_key"]
-        done = RecordStore(run.root).done(key) & ids
+        records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
+        done = {r.sample_id for r in records if r.error is None}
+        failed = {r.sample_id for r in records if r.error is not None} - done
         parts = []
         if shards > 1:
             for index in range(shards):
@@ -47,7 +49,8 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
                 parts.append(f"{len(done & mine)}/{len(mine)}")
         scored = "scored" if run.metrics.exists() else "not scored"
         shard_text = f" (shards: {' '.join(parts)})" if parts else ""
-        lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{shard_text}, {scored}")
+        failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
+        lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{failed_text}{shard_text}, {scored}")
     return lines
 
 

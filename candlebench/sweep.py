@@ -24,6 +24,7 @@ from candlebench.layout import Layout
 from candlebench.pipeline import chosen_tasks, run_jobs, run_names, user_overrides
 from candlebench.stages import Job, compose_config, plan, run_stage
 from inference.models import ModelSpec, check_available
+from inference.infer_job import build_requests
 from inference.records import RecordStore
 from inference.settings import model_run_info
 from rendering.inputs import read_samples
@@ -55,8 +56,11 @@ def _infer_done(cfg: DictConfig) -> bool:
     if not _samples_done(cfg):
         return False
     paths = Layout.of(cfg).task(cfg.task.name)
-    key = model_run_info(cfg, get_task(cfg.task.name), ModelSpec.from_config(cfg.model)).run_key
-    wanted = set(read_samples(paths)["sample_id"])
+    task = get_task(cfg.task.name)
+    if not _render_done(cfg):
+        return False
+    key = model_run_info(cfg, task, ModelSpec.from_config(cfg.model)).run_key
+    wanted = {(r.sample_id, r.inputs) for r in build_requests(cfg, task, read_samples(paths), paths)}
     return wanted <= RecordStore(paths.run(cfg.infer.run_name).root).done(key)
 
 
@@ -95,6 +99,17 @@ def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
         if found.returncode != 0 or not found.stdout.strip():
             known = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
             raise SweepError(f"SLURM partition {partition!r} does not exist on this cluster (partitions: {known})")
+    if int(cfg.sweep.gpu.gpus_per_task) > 0 and cfg.sweep.models:
+        partition = cfg.sweep.gpu.partition
+        args = ["sinfo", "-h", "-o", "%G", *(["-p", partition] if partition else [])]
+        gres = subprocess.run(args, capture_output=True, text=True).stdout.split()
+        if not any("gpu" in g for g in gres):
+            where = f"partition {partition!r}" if partition else "this cluster's default partition"
+            raise SweepError(
+                f"{where} has no GPUs (SLURM gres: {sorted(set(gres)) or 'none'}), but inference asks for "
+                f"sweep.gpu.gpus_per_task={cfg.sweep.gpu.gpus_per_task}; on a CPU-only cluster set "
+                "sweep.gpu.gpus_per_task=0, or name a GPU partition with sweep.gpu.partition=..."
+            )
 
 
 def _executor(cfg: DictConfig, folder: Path, gpus: int, name: str, after: list[str]):

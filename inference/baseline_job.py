@@ -10,7 +10,7 @@ from inference.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from rendering.data_source import open_market
-from rendering.inputs import read_samples
+from rendering.inputs import read_samples, samples_fingerprint
 from tasks import get_task
 
 NO_ANSWER = "no prediction: the baseline lacks history or training data"
@@ -32,12 +32,14 @@ def baseline(cfg: DictConfig) -> None:
     for name in names:
         given = cfg.baseline.params.get(name)
         params = {} if given is None else OmegaConf.to_container(given, resolve=True)
+        # The market and the samples are inputs too: walk-forward models train on both.
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
-                       identity={"baseline": name, "params": params, "task_config": task_config})
+                       identity={"baseline": name, "params": params, "task_config": task_config,
+                                 "data": market.fingerprint(), "samples": samples_fingerprint(samples)})
         run = paths.run(name)
         info.write(run.info)
         store = RecordStore(run.root)
-        todo = sorted(set(samples["sample_id"]) - store.done(info.run_key))
+        todo = sorted(set(samples["sample_id"]) - store.answered(info.run_key))
         if todo:
             answers = task.baselines[name](samples, market, cfg.task, **params)
             with store.writer(name) as writer:

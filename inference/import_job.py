@@ -17,6 +17,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from candlebench.errors import UserError
 from candlebench.layout import run_paths, task_paths
 from inference.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
@@ -27,7 +28,7 @@ from tasks import get_task
 REQUIRED = ("sample_id", "text")
 
 
-class ResponseFileError(ValueError):
+class ResponseFileError(UserError, ValueError):
     """A response file that cannot become a run; the message names the file and line."""
 
 
@@ -86,7 +87,7 @@ def import_responses(cfg: DictConfig) -> None:
     )
     info.write(run.info)
     store = RecordStore(run.root)
-    done = store.done(info.run_key)
+    done = store.answered(info.run_key)
     parse = task.parser(cfg)
     todo = [row for _, row in rows if str(row["sample_id"]) not in done]
     if todo:

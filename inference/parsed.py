@@ -1,6 +1,6 @@
 """``parsed.parquet``: a run's samples with their parsed answers, for the run key in run.json.
 
-Generic columns: ``answer`` (the task's parsed answer as JSON text; null = nothing parsed),
+Generic columns: ``run_key`` (which run the answers belong to: report checks it), ``answer`` (the task's parsed answer as JSON text; null = nothing parsed),
 ``tier``, ``reason``, ``error``, ``text``; then the task's own flat columns in its declared dtypes
 (the forecast task: ``pred`` float64, ``pred_in_range``). Samples without a record are absent
 (an unfinished run), not failures: scoring counts them apart.
@@ -9,6 +9,7 @@ Generic columns: ``answer`` (the task's parsed answer as JSON text; null = nothi
 from __future__ import annotations
 
 import json
+from typing import Mapping
 
 import pandas as pd
 
@@ -21,12 +22,31 @@ from tasks.base import Task
 GENERIC = ("answer", "tier", "reason", "error", "text")
 
 
-def parsed_table(samples: pd.DataFrame, records: list[ResponseRecord], key: str, task: Task) -> pd.DataFrame:
+def current_records(
+    records: list[ResponseRecord], key: str, inputs: Mapping[str, str | None] | None
+) -> list[ResponseRecord]:
+    """Per sample, the record for the run key and the sample's current input files (any inputs
+    where ``inputs`` is None: baselines, imports): its answer, or else its latest failure."""
+    chosen: dict[str, ResponseRecord] = {}
+    for r in records:
+        if r.run_key != key or (inputs is not None and inputs.get(r.sample_id, r.inputs) != r.inputs):
+            continue
+        kept = chosen.get(r.sample_id)
+        if kept is None or (kept.error is not None and r.error is None):
+            chosen[r.sample_id] = r
+    return list(chosen.values())
+
+
+def parsed_table(
+    samples: pd.DataFrame, records: list[ResponseRecord], key: str, task: Task,
+    inputs: Mapping[str, str | None] | None = None,
+) -> pd.DataFrame:
     own = [c.name for c in task.columns]
     rows = pd.DataFrame(
         [
             {
                 "sample_id": r.sample_id,
+                "run_key": r.run_key,
                 **{c: r.columns.get(c) for c in own},
                 "answer": None if r.answer is None else json.dumps(r.answer, ensure_ascii=False),
                 "tier": r.tier,
@@ -34,21 +54,23 @@ def parsed_table(samples: pd.DataFrame, records: list[ResponseRecord], key: str,
                 "error": r.error,
                 "text": r.text,
             }
-            for r in records
-            if r.run_key == key
+            for r in current_records(records, key, inputs)
         ],
-        columns=["sample_id", *own, *GENERIC],
+        columns=["sample_id", "run_key", *own, *GENERIC],
     )
     table = samples.merge(rows, on="sample_id", how="inner")
     table = table.astype({c.name: c.dtype for c in task.columns})
     return table.sort_values("sample_id").reset_index(drop=True)
 
 
-def finalize_run(run: RunPaths, samples: pd.DataFrame, task: Task) -> pd.DataFrame:
-    """Merge every part into responses.jsonl and write parsed.parquet for the key in run.json."""
+def finalize_run(
+    run: RunPaths, samples: pd.DataFrame, task: Task, inputs: Mapping[str, str | None] | None = None
+) -> pd.DataFrame:
+    """Merge every part into responses.jsonl and write parsed.parquet for the key in run.json and
+    the samples' current input files."""
     info = RunInfo.read(run.info)
     if info.task != task.name:
         raise ValueError(f"{run.info}: a run of task {info.task!r}, not {task.name!r}")
-    table = parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task)
+    table = parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task, inputs)
     write_parquet(table, run.parsed)
     return table

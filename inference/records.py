@@ -6,6 +6,11 @@ bytes, and flushes + fsyncs after every batch. What is done is the union of all 
 ``(run_key, sample_id)``; a line cut short by a kill is ignored (and its sample redone). ``merge``
 writes the deduplicated ``responses.jsonl`` (first record of a key wins) that scoring reads.
 
+Failures are retried: a sample counts as done only with an answer record (no ``error``) for the
+same ``inputs`` — the fingerprint of the input files the model received (chart and text hashes
+from the render manifest). A re-rendered chart or a changed market thus redoes its samples, and
+a sample that fails every time keeps its latest error record, visible as failed.
+
 A record carries the task's parsed answer generically: ``answer`` (any JSON value, None when
 nothing parsed) and ``columns`` (the task's flat columns), so a score, an action tuple and a
 caption all fit.
@@ -41,6 +46,7 @@ class ResponseRecord:
     completion_tokens: int = 0
     token_ids: tuple[int, ...] = ()
     latency_s: float = 0.0  # wall time of the batch this sample ran in, divided by its size
+    inputs: str | None = None  # fingerprint of the input files' sha256 (None: baselines, imports)
 
     @classmethod
     def answered(cls, run_key: str, sample_id: str, model: str, backend: str, text: str | None,
@@ -51,11 +57,11 @@ class ResponseRecord:
 
     @classmethod
     def failed(cls, run_key: str, sample_id: str, model: str, backend: str, error: Exception,
-               parsed: Parsed, latency_s: float) -> "ResponseRecord":
+               parsed: Parsed, latency_s: float, inputs: str | None) -> "ResponseRecord":
         message = f"{type(error).__name__}: {error}"
         return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None,
                    answer=None, tier="none", reason=f"generation failed: {message}", error=message,
-                   columns=dict(parsed.columns), latency_s=latency_s)
+                   columns=dict(parsed.columns), latency_s=latency_s, inputs=inputs)
 
     def as_row(self) -> dict:
         return asdict(self)
@@ -72,7 +78,7 @@ class ResponseRecord:
 
 
 def read_records(path: Path) -> Iterator[ResponseRecord]:
-    for row in read_jsonl(path):
+    for row in read_jsonl(path, "`candlebench infer` (or baseline / import) for this run"):
         try:
             yield ResponseRecord.from_dict(row)
         except TypeError:
@@ -89,18 +95,26 @@ class RecordStore:
             for part in sorted(self.parts_dir.glob("*.jsonl")):
                 yield from read_records(part)
 
-    def done(self, run_key: str) -> set[str]:
-        return {r.sample_id for r in self.records() if r.run_key == run_key}
+    def done(self, run_key: str) -> set[tuple[str, str | None]]:
+        """(sample_id, inputs) of every answered sample; failed ones are not done: they are retried."""
+        return {(r.sample_id, r.inputs) for r in self.records() if r.run_key == run_key and r.error is None}
+
+    def answered(self, run_key: str) -> set[str]:
+        return {sid for sid, _ in self.done(run_key)}
 
     def writer(self, label: str) -> "PartWriter":
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{socket.gethostname()}-{os.getpid()}"
         return PartWriter(self.parts_dir / f"{label}-{stamp}.jsonl")
 
     def merge(self) -> list[ResponseRecord]:
-        """Deduplicated records, sorted, written atomically to ``responses.jsonl``."""
-        unique: dict[tuple[str, str], ResponseRecord] = {}
+        """One record per (run_key, sample_id, inputs), sorted, written atomically to
+        ``responses.jsonl``: the first answer, or while there is none the latest failure."""
+        unique: dict[tuple[str, str, str], ResponseRecord] = {}
         for record in self.records():
-            unique.setdefault((record.run_key, record.sample_id), record)
+            key = (record.run_key, record.sample_id, record.inputs or "")
+            kept = unique.get(key)
+            if kept is None or kept.error is not None:  # the first answer stays; a failure gives way
+                unique[key] = record
         merged = [unique[k] for k in sorted(unique)]
         text = "".join(r.to_json() + "\n" for r in merged)
         atomic_write(self.run_dir / "responses.jsonl", lambda p: p.write_text(text, encoding="utf-8"))

@@ -2,8 +2,9 @@
 
 Guarantees (each has a test): records do not depend on batch size or shard count; every batch is
 on disk (fsynced) before the next one starts; a re-run with any shard count or batch size does
-only what is missing; a failing sample is recorded with its error instead of killing the run,
-which stops only when errors pass ``max_error_rate``.
+only what is missing or failed, or whose input files changed; a failing sample is recorded with
+its error instead of killing the run, which stops only when errors pass ``max_error_rate`` of the
+shard's samples seen so far (earlier attempts' answers included).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Request:
     sample_id: str
     prompt: str
     image_paths: tuple[Path, ...]
+    inputs: str | None = None  # fingerprint of the input files (render manifest sha256s)
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,15 @@ def run_requests(
 ) -> RunStats:
     mine = sorted((r for r in requests if shard.owns(r.sample_id)), key=lambda r: r.sample_id)
     done = store.done(run_key)
-    todo = [r for r in mine if r.sample_id not in done]
+    # Failed samples are not done: each resume retries them (the cause may be fixed by now).
+    todo = [r for r in mine if (r.sample_id, r.inputs) not in done]
     if not todo:
         return RunStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
 
     backend = make_backend()  # only now: a finished shard never loads a model
     processed = errors = 0
+    # The error rate is over the whole run (this shard): answers kept from earlier attempts count.
+    answered_before = len(mine) - len(todo)
     try:
         with (
             store.writer(f"shard{shard.index}of{shard.count}") as writer,
@@ -158,6 +163,7 @@ def run_requests(
                     _record(
                         run_key, request.sample_id, model, backend_name,
                         next(outputs) if isinstance(prep, PreparedRequest) else prep, per_sample, parse,
+                        request.inputs,
                     )
                     for request, prep in zip(batch, prepared)
                 ]
@@ -165,10 +171,11 @@ def run_requests(
                 processed += len(records)
                 errors += sum(r.error is not None for r in records)
                 bar.update(len(records))
-                if processed >= settings.min_samples_for_error_rate and errors / processed > settings.max_error_rate:
+                seen = answered_before + processed
+                if seen >= settings.min_samples_for_error_rate and errors / seen > settings.max_error_rate:
                     raise RunAborted(
-                        f"{errors} of {processed} samples failed (> max_error_rate={settings.max_error_rate}); "
-                        f"their errors are in {writer.path}; fix the cause and re-run to resume"
+                        f"{errors} of {seen} samples failed (> max_error_rate={settings.max_error_rate}); "
+                        f"their errors are in {writer.path}; fix the cause and re-run: failed samples are retried"
                     )
     finally:
         backend.close()
@@ -183,11 +190,12 @@ def _record(
     result: Generation | Exception,
     latency: float,
     parse: Callable[[str | None], Parsed],
+    inputs: str | None,
 ) -> ResponseRecord:
     if isinstance(result, Exception):
-        return ResponseRecord.failed(run_key, sample_id, model, backend, result, parse(None), latency)
+        return ResponseRecord.failed(run_key, sample_id, model, backend, result, parse(None), latency, inputs)
     return ResponseRecord.answered(
         run_key, sample_id, model, backend, result.text, parse(result.text),
         prompt_tokens=result.prompt_tokens, completion_tokens=len(result.token_ids),
-        token_ids=result.token_ids, latency_s=latency,
+        token_ids=result.token_ids, latency_s=latency, inputs=inputs,
     )

@@ -106,7 +106,7 @@ class Layout:
     slot: float  # horizontal pixels per bar
     body_half_width: int  # a body spans x_of(i) +- this, so it is 2*h+1 pixels wide
     price_ticks: tuple[float, ...]
-    price_decimals: int
+    price_step: float  # between neighbouring price ticks: how precise a label must be
     volume_ticks: tuple[float, ...]
     date_ticks: tuple[int, ...]  # indices of the bars that get a date label
 
@@ -210,6 +210,21 @@ def format_price(price: float, decimals: int) -> str:
     return f"{price:.{decimals}f}"
 
 
+def price_label(price: float, step: float) -> str:
+    """A price axis label as precise as the tick step needs and no longer than about 8 characters:
+    plain decimals in the usual range; an M/B/T suffix from a million up (a 1e13 price would
+    otherwise run off the image); scientific notation for steps below 1e-6 (a 1e-7 price would
+    need 9 decimals)."""
+    magnitude = max(abs(price), step)
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if magnitude >= scale:
+            return f"{price / scale:.{_decimals(step / scale)}f}{suffix}"
+    if step < 1e-6:
+        digits = max(0, math.floor(math.log10(magnitude)) - math.floor(math.log10(step)))
+        return f"{price:.{digits}e}"
+    return format_price(price, _decimals(step))
+
+
 def format_volume(volume: float) -> str:
     """Compact volume label: 350K, 1.2M, 3B."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
@@ -272,7 +287,7 @@ def _layout(b: _Bars, spec: ChartSpec) -> Layout:
         slot=slot,
         body_half_width=int(body / 2),
         price_ticks=price_ticks,
-        price_decimals=_decimals(step),
+        price_step=step,
         volume_ticks=volume_ticks,
         date_ticks=_date_ticks(n, slot, price_box.left, spec),
     )
@@ -407,7 +422,7 @@ def _ticks_between(lo: float, hi: float, step: float) -> tuple[float, ...]:
 
 def _decimals(step: float) -> int:
     """Fewest decimals that print every multiple of ``step`` exactly (0.25 -> 2, 50 -> 0)."""
-    return next(d for d in range(12) if abs(round(step * 10**d) - step * 10**d) < 1e-6)
+    return next((d for d in range(12) if abs(round(step * 10**d) - step * 10**d) < 1e-6), 12)
 
 
 def _date_ticks(n: int, slot: float, left: int, spec: ChartSpec) -> tuple[int, ...]:
@@ -538,7 +553,7 @@ def _draw_axes(
     for tick in lay.price_ticks:
         y = round(lay.y_of(tick))
         draw.line((pb.right + 1, y, pb.right + 4, y), fill=colors.frame)
-        _draw_text(draw, label_x, y, format_price(tick, lay.price_decimals), size, "lm", colors.text)
+        _draw_text(draw, label_x, y, price_label(tick, lay.price_step), size, "lm", colors.text)
     if vb is not None:
         for tick in lay.volume_ticks:
             y = round(lay.y_vol_of(tick))

@@ -56,4 +56,5 @@ def open_market(data: DictConfig) -> Market:
         on_defect=data.on_defect,
         code=data.get("code"),
         codes=list(data.codes) if data.get("codes") is not None else None,
+        weekdays=tuple(int(d) for d in data.get("weekdays", (0, 1, 2, 3, 4))),
     )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 
+from candlebench.errors import CorruptFile
 from candlebench.layout import TaskPaths
 
 # The text input (OHLCV blocks of rendering/text.py) is one file per (code, cutoff) beside its charts.
@@ -22,6 +25,12 @@ def read_samples(paths: TaskPaths) -> pd.DataFrame:
     try:
         return pd.read_parquet(paths.samples)
     except Exception as err:  # pyarrow raises several types for a damaged file
-        raise ValueError(
+        raise CorruptFile(
             f"{paths.samples}: unreadable ({type(err).__name__}: {err}); re-run `candlebench samples task={paths.task}`"
         ) from None
+
+
+def samples_fingerprint(samples: pd.DataFrame) -> str:
+    """Of the samples' definitions and labels (not the paths of their rendered inputs)."""
+    own = samples[[c for c in samples.columns if not c.startswith(("image_", "text_"))]]
+    return hashlib.sha256(pd.util.hash_pandas_object(own, index=False).to_numpy().tobytes()).hexdigest()[:16]

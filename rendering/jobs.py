@@ -6,6 +6,7 @@ import json
 
 from omegaconf import DictConfig
 
+from candlebench.errors import UserError
 from candlebench.io import write_json, write_parquet
 from candlebench.layout import task_paths
 from rendering.data_source import open_market, prepare
@@ -34,6 +35,13 @@ def samples(cfg: DictConfig) -> None:
     market = open_market(cfg.data)
     built = task.build_samples(market, cfg)
     paths = task_paths(cfg)
+    if built.frame.empty:
+        window = f"[{cfg.samples.get('start')}, {cfg.samples.get('end')})"
+        raise UserError(
+            f"task {task.name}: no samples in the window samples.start/end = {window}; the data runs "
+            f"{market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
+            + (f"; dropped: {built.summary['dropped_samples']}" if built.summary.get("dropped_samples") else "")
+        )
     missing = [k for k in SAMPLE_KEYS if k not in built.frame.columns]
     if missing:
         raise ValueError(f"task {task.name}: its samples lack the columns {missing} every stage needs")

@@ -12,6 +12,7 @@ labels.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -41,7 +42,7 @@ class Defect:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.row}" if self.row is not None else self.file
-        return f"{where}: code={self.code} date={self.date}: {self.reason}"
+        return f"{where}: code={self.code or '(empty)'} date={self.date}: {self.reason}"
 
 
 class MarketDataError(ValueError):
@@ -63,6 +64,9 @@ class LoadReport:
     stocks: int
     suspended_rows: int
     dropped: dict[str, tuple[Defect, ...]] = field(default_factory=dict)
+    # Rows taken out as not being trading days (forward-filled copies, non-trading weekdays), by reason.
+    filler_rows: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what was normalised on the way in (time zones, times of day)
 
     def as_dict(self) -> dict:
         return {
@@ -70,6 +74,8 @@ class LoadReport:
             "rows": self.rows,
             "stocks": self.stocks,
             "suspended_rows": self.suspended_rows,
+            "filler_rows": dict(self.filler_rows),
+            "notes": list(self.notes),
             "dropped_stocks": {
                 code: sorted({d.reason for d in defects}) for code, defects in self.dropped.items()
             },
@@ -87,6 +93,12 @@ class Market:
 
     def stock(self, code: str) -> pd.DataFrame:
         return self.bars[self.bars["code"] == code].reset_index(drop=True)
+
+    def fingerprint(self) -> str:
+        """Of the bars and the calendar: another market file gives another one."""
+        rows = pd.util.hash_pandas_object(self.bars, index=False).to_numpy()
+        digest = hashlib.sha256(rows.tobytes() + self.calendar.asi8.tobytes())
+        return digest.hexdigest()[:16]
 
 
 def read_table(path: Path, layout: str = "auto", code: str | None = None) -> pd.DataFrame:
@@ -120,11 +132,23 @@ def read_table(path: Path, layout: str = "auto", code: str | None = None) -> pd.
     for col in CANONICAL:
         if col in frame and col not in ("code", "date"):
             frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
-    frame["code"] = frame["code"].astype(str)
+    frame["code"] = frame["code"].fillna("").astype(str).str.strip()
+    frame.attrs["notes"] = date_notes(path, frame["date"])
     frame["date"] = _parse_dates(frame["date"], chosen)
     frame["_row"] = np.arange(len(frame)) + first_line if first_line is not None else -1
     frame["_file"] = str(path)
     return frame
+
+
+def date_notes(path: Path, values: pd.Series) -> tuple[str, ...]:
+    if not pd.api.types.is_datetime64_any_dtype(values):
+        return ()
+    notes = []
+    if values.dt.tz is not None:
+        notes.append(f"{path}: dates carry time zone {values.dt.tz}; each is taken as its calendar day in that zone")
+    if (values.dropna() != values.dropna().dt.normalize()).any():
+        notes.append(f"{path}: dates carry a time of day; only the day is kept")
+    return tuple(notes)
 
 
 def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
@@ -151,8 +175,13 @@ def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
 
 
 def _parse_dates(values: pd.Series, layout: Layout) -> pd.Series:
+    """Trading days (midnight, no zone). A time-zone-aware column is taken as its calendar day in
+    its own zone, and a time of day is dropped, so a file with zones and one without give the same
+    days (otherwise each day would appear twice); :func:`date_notes` says so in the load report."""
     if pd.api.types.is_datetime64_any_dtype(values):
-        return values.dt.tz_localize(None) if values.dt.tz is not None else values
+        if values.dt.tz is not None:
+            values = values.dt.tz_localize(None)
+        return values.dt.normalize()
     text = values.astype(str).str.strip()
     if layout.date_format is not None:
         return pd.to_datetime(text, format=layout.date_format, errors="coerce")
@@ -160,16 +189,39 @@ def _parse_dates(values: pd.Series, layout: Layout) -> pd.Series:
     return pd.to_datetime(text.str.slice(0, 10), format="ISO8601", errors="coerce")
 
 
-def find_defects(frame: pd.DataFrame) -> list[Defect]:
+# A market does not pause for more than a year; a date past such a gap is a typo, not history.
+MAX_GAP_DAYS = 366
+
+
+def _isolated_dates(dates: pd.Series) -> pd.Series:
+    """Rows dated after a gap of over MAX_GAP_DAYS in the whole market's dates (e.g. 2205 for 2025)."""
+    days = np.unique(dates.dropna().to_numpy(dtype="datetime64[D]"))
+    gaps = np.flatnonzero(np.diff(days) > np.timedelta64(MAX_GAP_DAYS, "D"))
+    if not len(gaps) or len(days) < 2:
+        return pd.Series(False, index=dates.index)
+    # The larger side of the last gap is the market; the other side is the mistake.
+    cut = gaps[-1] + 1
+    if cut >= len(days) - cut:
+        return dates >= pd.Timestamp(days[cut])
+    return dates < pd.Timestamp(days[cut])
+
+
+def find_defects(frame: pd.DataFrame, today: pd.Timestamp | None = None) -> list[Defect]:
     """Every row-level defect of a canonical frame (with ``_row`` and ``_file``), in file order."""
     checks: list[tuple[pd.Series, str | pd.Series]] = [
-        (~frame["code"].str.match(_SAFE_CODE), "unsafe code (letters, digits, '.', '_', '-' only)"),
+        (frame["code"] == "", "empty code"),
+        ((frame["code"] != "") & ~frame["code"].str.match(_SAFE_CODE), "unsafe code (letters, digits, '.', '_', '-' only)"),
         (frame["date"].isna(), "unparseable date"),
     ]
     for col in REQUIRED[2:]:
         checks.append((frame[col].isna(), f"missing or non-numeric {col}"))
+    for col in [*PRICES, "volume", *(["amount"] if "amount" in frame else [])]:
+        checks.append((np.isinf(frame[col]), f"infinite {col}"))
     for col in PRICES:
         checks.append((frame[col] <= 0, f"non-positive {col}"))
+    today = pd.Timestamp(today or pd.Timestamp.now().normalize())
+    checks.append((frame["date"] > today, f"dated in the future (after today, {today:%Y-%m-%d})"))
+    checks.append((_isolated_dates(frame["date"]), f"dated over {MAX_GAP_DAYS} days after the market's previous day (a wrong year?)"))
     checks += [
         (frame["volume"] < 0, "negative volume"),
         (frame["high"] < frame["low"], "high < low"),
@@ -193,6 +245,31 @@ def find_defects(frame: pd.DataFrame) -> list[Defect]:
     return sorted(defects, key=lambda d: (d.file, d.row or 0, d.reason))
 
 
+FILLER_REASONS = {
+    "weekday": "not a trading weekday (data.weekdays)",
+    "no_trade": "no stock traded that day: only zero volume or copies of the previous bar (a filled holiday)",
+}
+
+
+def drop_filler_rows(frame: pd.DataFrame, weekdays: tuple[int, ...]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows of days the market did not trade, which some exports add by forward-filling: taken out
+    (and counted) so they never become trading days — a "30-day" label would span fewer real days
+    and cutoffs would fall on holidays. ``frame`` is sorted by code and date.
+
+    A day is a trading day when some stock has a real bar on it: volume > 0 and not an exact copy
+    of its previous bar. A copy alone proves nothing (an illiquid stock may trade one lot at the
+    same price two days running, as PHN does in the committed slice), so copies on trading days stay.
+    """
+    columns = ["open", "high", "low", "close", "volume"]
+    off_day = ~frame["date"].dt.day_of_week.isin(weekdays)
+    previous = frame.groupby("code", sort=False)[columns].shift()
+    copy = (frame[columns] == previous).all(axis=1)
+    traded = frame.loc[~off_day & (frame["volume"] > 0) & ~copy, "date"].unique()
+    no_trade = ~off_day & ~frame["date"].isin(traded)
+    counts = {FILLER_REASONS["weekday"]: int(off_day.sum()), FILLER_REASONS["no_trade"]: int(no_trade.sum())}
+    return frame[~off_day & ~no_trade], {k: v for k, v in counts.items() if v}
+
+
 def load_market(
     paths: list[Path],
     name: str,
@@ -200,6 +277,8 @@ def load_market(
     on_defect: OnDefect | str = OnDefect.FAIL,
     code: str | None = None,
     codes: list[str] | None = None,
+    weekdays: tuple[int, ...] = (0, 1, 2, 3, 4),
+    today: pd.Timestamp | None = None,
 ) -> Market:
     """Load, validate and sort one market from one or more files.
 
@@ -208,12 +287,14 @@ def load_market(
     """
     if not paths:
         raise MarketDataError(f"market {name!r}: no input files")
-    frame = pd.concat([read_table(p, layout, code) for p in paths], ignore_index=True)
+    tables = [read_table(p, layout, code) for p in paths]
+    notes = tuple(n for t in tables for n in t.attrs.get("notes", ()))
+    frame = pd.concat(tables, ignore_index=True)
     if codes is not None:
         frame = frame[frame["code"].isin([str(c) for c in codes])]
         if frame.empty:
             raise MarketDataError(f"market {name!r}: none of the codes {codes} is in {paths}")
-    defects = find_defects(frame)
+    defects = find_defects(frame, today)
     policy = OnDefect(on_defect)
     if defects and policy is OnDefect.FAIL:
         raise MarketDataError(
@@ -229,6 +310,7 @@ def load_market(
         raise MarketDataError(f"market {name!r}: every stock is defective", tuple(defects))
 
     frame = frame.sort_values(["code", "date"], kind="stable")
+    frame, filler = drop_filler_rows(frame, weekdays)
     calendar = pd.DatetimeIndex(np.unique(frame["date"].to_numpy()), name="date")
     suspended = frame["volume"] == 0
     bars = frame.loc[~suspended, [c for c in CANONICAL if c in frame]].reset_index(drop=True)
@@ -238,5 +320,7 @@ def load_market(
         stocks=bars["code"].nunique(),
         suspended_rows=int(suspended.sum()),
         dropped=dropped,
+        filler_rows=filler,
+        notes=notes,
     )
     return Market(name=name, bars=bars, calendar=calendar, report=report)

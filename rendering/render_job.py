@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import threading
 import zlib
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
@@ -57,6 +60,11 @@ class RenderSettings:
     text: bool = False  # also write the OHLCV text blocks of the same bars
     colors: tuple[str, str] = ("green", "red")  # names of the up and down colours, for prompts
 
+    def describe(self) -> str:
+        s = self.spec
+        return (f"{self.renderer} {s.width}x{s.height}, {self.colors[0]}-up, {self.max_bars} bars, "
+                f"MAs {list(s.ma_windows)}, inputs {list(self.inputs)}")
+
     @property
     def inputs(self) -> tuple[str, ...]:
         """Every file drawn or written per (code, cutoff)."""
@@ -77,7 +85,7 @@ class StockJob:
     code: str
     bars: pd.DataFrame  # the stock's whole daily history; each chart cuts it at its cutoff
     cutoffs: tuple[pd.Timestamp, ...]
-    recorded: Mapping[str, str]  # relative path -> sha256 from earlier runs with the same settings
+    recorded: Mapping[str, tuple[str, str]]  # relative path -> (sha256, data) of earlier runs, same settings
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
@@ -124,16 +132,29 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
+def data_fingerprints(bars: pd.DataFrame, cutoffs: tuple[pd.Timestamp, ...]) -> list[str]:
+    """For each cutoff, a fingerprint of the bars a chart of it is drawn from (every bar before it:
+    the moving averages reach back past the window). Another market file with other bars there
+    gives another fingerprint, so the chart is redrawn rather than trusted."""
+    rows = pd.util.hash_pandas_object(bars[["date", "open", "high", "low", "close", "volume"]], index=False).to_numpy()
+    ends = bars["date"].searchsorted(pd.DatetimeIndex(cutoffs), side="left")
+    return [hashlib.sha256(rows[:end].tobytes()).hexdigest()[:16] for end in ends]
+
+
 def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list[dict]:
-    """Draw (or verify) every chart of one stock; returns manifest rows of the files it wrote."""
+    """Draw (or verify) every chart of one stock; returns manifest rows of the files it wrote.
+
+    A file is kept only when the manifest holds it under these settings, from the same bars, and
+    its bytes on disk still hash to the recorded sha256."""
     draw = RENDERERS[settings.renderer]
     rows = []
-    for cutoff in job.cutoffs:
+    for cutoff, data in zip(job.cutoffs, data_fingerprints(job.bars, job.cutoffs)):
         history = history_before(job.bars, cutoff)
         for freq in settings.inputs:
             rel = chart_path(cutoff, job.code, freq)
             target = out_dir / rel
-            if rel in job.recorded and _sha256(target) == job.recorded[rel]:
+            recorded = job.recorded.get(rel)
+            if recorded is not None and recorded[1] == data and _sha256(target) == recorded[0]:
                 continue
             if freq == TEXT_INPUT:
                 png = sample_text(
@@ -153,6 +174,7 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
                     "width": settings.spec.width,
                     "height": settings.spec.height,
                     "settings": settings.key(),
+                    "data": data,
                 }
             )
     return rows
@@ -160,7 +182,7 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
 
 def read_manifest(path: Path) -> list[dict]:
     """Rows of the progress manifest; a last line cut short by a kill is ignored."""
-    return list(read_jsonl(path))
+    return list(read_jsonl(path, "`candlebench render`"))
 
 
 def _run_jobs(
@@ -171,10 +193,43 @@ def _run_jobs(
         for job in jobs:
             yield job, render_stock(job, settings, out_dir)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(render_stock, job, settings, out_dir): job for job in jobs}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_leave_signals_to_the_parent)
+    try:
+        with _terminated_as_interrupt():
+            futures = {pool.submit(render_stock, job, settings, out_dir): job for job in jobs}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+    except BaseException:
+        # Killed (SIGTERM), interrupted (Ctrl-C) or failed: end the workers now rather than leave
+        # them drawing, or hung, after this process is gone. What they wrote is renamed into
+        # place only when whole, and the manifest has every finished stock: a re-run resumes.
+        for process in list((pool._processes or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _leave_signals_to_the_parent() -> None:
+    """Workers ignore Ctrl-C (the whole process group gets it): the parent ends them in order."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt here, so the pool is torn down as for Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:
@@ -184,10 +239,11 @@ def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:
     return out_dir / "images" / name
 
 
-def recorded_charts(out_dir: Path, settings: RenderSettings) -> dict[str, str]:
-    """path -> sha256 from every chunk's manifest, for charts drawn under these settings."""
+def recorded_charts(out_dir: Path, settings: RenderSettings) -> dict[str, tuple[str, str | None]]:
+    """path -> (sha256, data fingerprint) from every chunk's manifest, for files drawn under these
+    settings; the latest row of a path wins (a redraw appends a new one)."""
     rows = [r for path in sorted((out_dir / "images").glob("manifest*.jsonl")) for r in read_manifest(path)]
-    return {r["path"]: r["sha256"] for r in rows if r["settings"] == settings.key()}
+    return {r["path"]: (r["sha256"], r.get("data")) for r in rows if r.get("settings") == settings.key()}
 
 
 def render_samples(
@@ -234,9 +290,10 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
             "sample_id": s.sample_id,
             "freq": freq,
             "path": chart_path(s.cutoff, s.code, freq),
-            "sha256": recorded.get(chart_path(s.cutoff, s.code, freq)),
+            "sha256": recorded.get(chart_path(s.cutoff, s.code, freq), (None,))[0],
             "width": settings.spec.width,
             "height": settings.spec.height,
+            "settings": settings.key(),
         }
         for s in samples[["sample_id", "code", "cutoff"]].itertuples()
         for freq in settings.inputs
@@ -260,7 +317,7 @@ def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
         manifest = collect_manifest(samples, settings_from(cfg), paths.root)
     except FileNotFoundError:
         return None
-    write_parquet(manifest, paths.images / "manifest.parquet")
+    write_parquet(manifest, paths.manifest)
     columns = manifest.pivot(index="sample_id", columns="freq", values="path")
     columns.columns = [input_column(c) for c in columns.columns]
     merged = samples.drop(columns=[c for c in samples.columns if c.startswith(("image_", "text_"))])

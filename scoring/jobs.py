@@ -10,8 +10,10 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
+from candlebench.errors import UserError
 from candlebench.io import write_json
 from candlebench.layout import Layout, RunPaths, TaskPaths, task_paths
+from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
@@ -32,10 +34,12 @@ def score_names(cfg: DictConfig) -> list[str]:
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
-def score_run(task: Task, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
-    """Parse the run's records under the key in its run.json (never a stale parsed.parquet) and score."""
-    parsed = finalize_run(run, samples, task)
+def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
+    """Parse the run's records under the key in its run.json (never a stale parsed.parquet), for the
+    input files the samples have now (a model's answers about other charts do not count), and score."""
     info = RunInfo.read(run.info)
+    inputs = current_inputs(build_requests(cfg, task, samples, paths)) if info.kind == "model" else None
+    parsed = finalize_run(run, samples, task, inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
@@ -52,24 +56,37 @@ def score(cfg: DictConfig) -> None:
     samples = read_samples(paths)
     for name in score_names(cfg):
         run = paths.run(name)
-        metrics = score_run(task, run, samples, cfg)
+        metrics = score_run(task, paths, run, samples, cfg)
         print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}")
+
+
+class StaleScores(UserError, FileNotFoundError):
+    """metrics.json or parsed.parquet of another run key than the run's run.json."""
 
 
 def _run_data(paths: TaskPaths, name: str, samples: pd.DataFrame) -> RunData:
     run = paths.run(name)
-    return RunData(name, pd.read_parquet(run.parsed), samples, json.loads(run.info.read_text()),
-                   json.loads(run.metrics.read_text()))
+    info = RunInfo.read(run.info)
+    parsed = pd.read_parquet(run.parsed)
+    metrics = json.loads(run.metrics.read_text())
+    keys = set(parsed["run_key"]) | {metrics.get("run_key")}
+    if keys != {info.run_key}:
+        raise StaleScores(
+            f"{run.root}: parsed.parquet / metrics.json hold run key(s) {sorted(map(str, keys))}, but run.json says "
+            f"{info.run_key} (the run was redone since it was scored); run `candlebench score score.run={name}` first"
+        )
+    return RunData(name, parsed, samples, asdict(info), metrics)
 
 
 def task_section(task: Task, paths: TaskPaths, cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
     scored = [n for n in paths.run_names() if paths.run(n).metrics.exists()]
     wanted = [str(n) for n in cfg.report.runs] if cfg.report.runs else scored
     names = [n for n in wanted if n in scored]
-    runs = [load_run(paths.run(n).root) for n in names]
     samples = read_samples(paths)
+    runs = [load_run(paths.run(n).root) for n in names]
+    data = {n: _run_data(paths, n, samples) for n in names}  # also: every run's scores are of its current key
     comparisons = {
-        f"{a} → {b}": task.compare(_run_data(paths, a, samples), _run_data(paths, b, samples), score_settings(cfg))
+        f"{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
         for a, b in cfg.report.compare
         if a in names and b in names
     }

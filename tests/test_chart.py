@@ -6,7 +6,7 @@ import pytest
 from PIL import Image, ImageColor, ImageDraw
 
 from rendering import chart
-from rendering.chart import ChartSpec, encode_png, format_price, layout, render_chart, render_image
+from rendering.chart import ChartSpec, encode_png, layout, price_label, render_chart, render_image
 
 SPEC = ChartSpec()
 RED_UP = ChartSpec(up_color="red", down_color="green")
@@ -260,12 +260,13 @@ def test_flat_series_draws_its_candles_mid_panel():
         assert tuple(img[round(lay.y_of(42.0)), lay.x_of(i)]) == rgb(SPEC.up_color)
 
 
-@pytest.mark.parametrize("scale", [0.0044, 1.0, 5000.0, 2e6])
-def test_price_labels_are_distinct_and_inside_the_panel(scale):
+@pytest.mark.parametrize("scale", [1.3e-7, 0.0044, 1.0, 5000.0, 2e6, 4.2e13])
+def test_price_labels_are_distinct_short_and_inside_the_panel(scale):
     lay = layout(random_walk(50, seed=2, scale=scale), SPEC)
-    labels = [format_price(t, lay.price_decimals) for t in lay.price_ticks]
+    labels = [price_label(t, lay.price_step) for t in lay.price_ticks]
     assert 3 <= len(labels) <= 8
     assert len(set(labels)) == len(labels)
+    assert all(len(label) <= 9 for label in labels), labels  # fits the axis margin
     assert all(lay.price_lo <= t <= lay.price_hi for t in lay.price_ticks)
 
 

@@ -27,7 +27,8 @@ def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
 
 
 def test_overrides_reach_the_job_and_output_is_byte_identical(tmp_path):
-    args = ["samples", "data=slice", "samples.interval=20", "samples.horizons=[5,10]", "samples.start=2018-01-01"]
+    args = ["samples", "data=slice", "samples.interval=20", "samples.horizons=[5,10]", "task.horizon=10",
+            "samples.start=2018-01-01"]
     first = run(*args, f"out_dir={tmp_path / 'a'}", cwd=tmp_path)
     second = run(*args, f"out_dir={tmp_path / 'b'}", cwd=tmp_path)
     assert first.returncode == 0 and second.returncode == 0, first.stderr

@@ -76,6 +76,11 @@ def test_parquet_loads_like_csv(tmp_path):
         (["AAA", "2024-01-05", 10, 11, 9, 10, -1], "negative volume"),
         (["../x", "2024-01-05", 10, 11, 9, 10, 100], "unsafe code"),
         (["a/b", "2024-01-05", 10, 11, 9, 10, 100], "unsafe code"),
+        (["AAA", "2024-01-05", 10, "inf", 9, 10, 100], "infinite high"),
+        (["AAA", "2024-01-05", 10, 11, 9, 10, "inf"], "infinite volume"),
+        (["AAA", "2099-01-05", 10, 11, 9, 10, 100], "dated in the future"),
+        # 2026-06-01 is not in the future, but no market pauses for two years: a typo in the year.
+        (["AAA", "2026-06-01", 10, 11, 9, 10, 100], "days after the market's previous day"),
     ],
 )
 def test_each_defect_names_file_row_code_date_and_reason(tmp_path, row, reason):
@@ -163,3 +168,53 @@ def test_committed_slice_is_clean_real_data(slice_market):
     assert slice_market.report.dropped == {}
     assert slice_market.calendar[0] == pd.Timestamp("2017-01-03")
     assert slice_market.calendar[-1] == pd.Timestamp("2019-12-27")
+
+
+def test_empty_code_is_reported_as_empty(tmp_path):
+    path = write_csv(tmp_path / "bad.csv", HEADER, GOOD + [["", "2024-01-05", 10, 11, 9, 10, 100]])
+    with pytest.raises(MarketDataError) as err:
+        load(path)
+    (hit,) = [d for d in err.value.defects if d.reason == "empty code"]
+    assert hit.code == "" and hit.row == len(GOOD) + 2
+    assert "code=(empty)" in str(err.value) and "nan" not in str(err.value)
+    assert set(load_market([path], name="T", on_defect="drop").bars["code"]) == {"AAA", "BBB"}
+
+
+def _market(path: Path):
+    return load_market([path], name="T")
+
+
+def test_forward_filled_weekends_and_holidays_never_become_trading_days(tmp_path, slice_path):
+    """One export forward-fills Saturdays, Sundays and a holiday (rows that copy the previous bar):
+    they are counted and dropped, and the calendar and the labels are those of the clean file."""
+    from tasks.forecast.samples import SampleSpec, build_samples
+
+    clean = pd.read_csv(slice_path)
+    clean = clean[clean["code"].isin(["AC", "SM", "TEL"])]
+    days = pd.to_datetime(clean["date"])
+    filled = []
+    for code, group in clean.assign(date=days).groupby("code"):
+        every_day = group.set_index("date").reindex(pd.date_range(group["date"].min(), group["date"].max()))
+        filled.append(every_day.ffill().assign(code=code).rename_axis("date").reset_index())
+    filled = pd.concat(filled)
+    filled["date"] = filled["date"].dt.strftime("%Y-%m-%d")
+    a = _market(write_csv(tmp_path / "clean.csv", list(clean.columns), clean.values.tolist()))
+    b = _market(write_csv(tmp_path / "filled.csv", list(filled[clean.columns].columns), filled[clean.columns].values.tolist()))
+    assert len(filled) > len(clean) + 500
+    assert b.calendar.equals(a.calendar) and (b.calendar.day_of_week < 5).all()
+    pd.testing.assert_frame_equal(b.bars, a.bars)
+    reasons = b.report.as_dict()["filler_rows"]
+    assert reasons["not a trading weekday (data.weekdays)"] > 0 and any("filled holiday" in r for r in reasons)
+    spec = SampleSpec(interval=20, min_bars=30)
+    pd.testing.assert_frame_equal(build_samples(b, spec).frame, build_samples(a, spec).frame)
+
+
+def test_time_zone_aware_parquet_with_date_only_csv_counts_each_day_once(tmp_path):
+    csv_path = write_csv(tmp_path / "a.csv", HEADER, [r for r in GOOD if r[0] == "AAA"])
+    zoned = pd.DataFrame([r for r in GOOD if r[0] == "BBB"], columns=HEADER)
+    zoned["date"] = pd.to_datetime(zoned["date"]).dt.tz_localize("Asia/Shanghai") + pd.Timedelta(hours=15)
+    zoned.to_parquet(tmp_path / "b.parquet", index=False)
+    market = load_market([csv_path, tmp_path / "b.parquet"], name="T")
+    assert list(market.calendar.strftime("%Y-%m-%d")) == ["2024-01-02", "2024-01-03", "2024-01-04"]
+    notes = market.report.as_dict()["notes"]
+    assert any("time zone Asia/Shanghai" in n for n in notes) and any("time of day" in n for n in notes)

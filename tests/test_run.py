@@ -58,6 +58,11 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
     samples = pd.read_parquet(out / "forecast" / "samples.parquet")
     parsed = pd.read_parquet(out / "forecast" / "runs" / "tiny_qwen2_5_vl-transformers" / "parsed.parquet")
     assert len(parsed) == len(samples) and {"image_daily", "image_weekly"} <= set(samples.columns)
+    # The pipeline check exercises every statistic: the tiny VLM's answers depend on the chart.
+    assert parsed["pred"].nunique() >= 5
+    tiny = json.loads((out / "forecast" / "runs" / "tiny_qwen2_5_vl-transformers" / "metrics.json").read_text())
+    assert tiny["ic_mean"] is not None and tiny["rank_ic_mean"] is not None and tiny["icir"] is not None
+    assert tiny["ci"]["ic_mean"] is not None and tiny["n_dates"] >= 10 and tiny["n_dates_skipped"] == 0
 
     # A second run finds everything done: no new records anywhere.
     parts = sorted((out / "forecast" / "runs").rglob("parts/*.jsonl"))
@@ -67,11 +72,16 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
 
 def test_own_data_with_nothing_else_set(tmp_path, env):
     """`candlebench run data=csv data.path=FILE`: the demo experiment stays out of the way."""
-    mine = tmp_path / "my market.csv"  # a space in the path, as users name files
+    mine = tmp_path / "my märket.csv"  # a space and a non-ASCII letter, as users name files
     frame = pd.read_csv(SLICE)
     frame[frame["code"].isin(["AC", "ALI", "SM", "TEL"])].to_csv(mine, index=False)
     done = cli("run", "data=csv", f"data.path={mine}", env=env, cwd_out=tmp_path)
     report = tmp_path / "outputs" / "csv" / "report" / "report.html"
     assert report.exists(), done.stdout[-2000:]
     samples = pd.read_parquet(tmp_path / "outputs" / "csv" / "forecast" / "samples.parquet")
+    assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}
+    # ... and an out_dir with a space and a non-ASCII letter, unquoted as typed.
+    out = tmp_path / "résultats 1"
+    cli("samples", "data=csv", f"data.path={mine}", f"out_dir={out}", env=env)
+    samples = pd.read_parquet(out / "forecast" / "samples.parquet")
     assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}

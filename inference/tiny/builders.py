@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 WEIGHT_STD = 0.2
+# Bumped whenever a builder changes what it builds, so caches rebuild instead of serving an old fixture.
+FIXTURE_VERSION = "2"
 NORM_STD = 0.5  # Gemma 3 text norms (scale = 1 + w): re-drawn so greedy output is varied
 SEED = 1234
 
@@ -194,8 +196,12 @@ def build_tiny_qwen2_5_vl(dest: Path) -> Path:
     model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32).eval()
     redraw_weights(model, SEED)
     size = {"shortest_edge": 28 * 28, "longest_edge": 112 * 112}
+    # White maps to 0 (mean 1) and the chart's strokes to large values (std 0.25): with CLIP's
+    # normalisation the mostly-white 112-px charts all looked alike to a random vision tower and
+    # every chart got the same answer, so IC, Rank IC and their comparisons were never exercised.
+    # This way the answers depend on the chart (tests/test_run.py checks that they vary).
     processor = Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(size=size),
+        image_processor=Qwen2VLImageProcessor(size=size, image_mean=[1.0, 1.0, 1.0], image_std=[0.25, 0.25, 0.25]),
         tokenizer=tok,
         video_processor=Qwen2VLVideoProcessor(size=size),
         chat_template=tok.chat_template,
@@ -527,31 +533,31 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
 def fixture_dir(name: str, builder: Callable[[Path], Path], root: Path) -> Path:
     """Build ``builder`` once into ``root/name`` and return the directory the builder returned.
 
-    A finished build is marked by ``root/name/.built`` (holding the returned path relative to
-    ``root/name``); an unfinished one is removed and rebuilt. Builds go to a temporary sibling first
+    A finished build is marked by ``root/name/.built`` (the returned path relative to ``root/name``,
+    then :data:`FIXTURE_VERSION`); an unfinished or outdated one is removed and rebuilt. Builds go to a temporary sibling first
     and are renamed into place, so concurrent sessions (pytest-xdist workers) never see half a
     checkpoint."""
     root = Path(root)
     final = root / name
     marker = final / ".built"
-    if marker.is_file():
-        return final / marker.read_text().strip()
+    if marker.is_file() and marker.read_text().split("\n")[1:2] == [FIXTURE_VERSION]:
+        return final / marker.read_text().split("\n")[0]
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
     try:
         built = Path(builder(tmp / "out")).resolve()
         rel = built.relative_to((tmp / "out").resolve())
         _rewrite_paths(tmp / "out", str((tmp / "out").resolve()), str(final.resolve()))
-        (tmp / "out" / ".built").write_text(str(rel) + "\n")
+        (tmp / "out" / ".built").write_text(f"{rel}\n{FIXTURE_VERSION}\n")
         try:
             os.rename(tmp / "out", final)
         except OSError:
-            if not marker.is_file():  # not another worker's finished build
-                shutil.rmtree(final, ignore_errors=True)
+            if not marker.is_file() or marker.read_text().split("\n")[1:2] != [FIXTURE_VERSION]:
+                shutil.rmtree(final, ignore_errors=True)  # an unfinished or outdated build in the cache
                 os.rename(tmp / "out", final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return final / marker.read_text().strip()
+    return final / marker.read_text().split("\n")[0]
 
 
 def _rewrite_paths(directory: Path, old: str, new: str) -> None:

@@ -1,0 +1,198 @@
+"""Paths that gave silently wrong numbers (issue: no silent wrong results), each reproduced and
+closed: failures retried, stale charts / answers / baselines redone or refused, a stale score
+refused, bad config values named in one line, damaged intermediate files named, and SIGTERM to a
+render leaving no worker behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import CANDLEBENCH, SLICE, cli, records, run_dir
+
+BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "samples.interval=90", "render.workers=1"]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory, env) -> Path:
+    out = tmp_path_factory.mktemp("rendered")
+    cli("samples", *BASE, f"out_dir={out}", env=env)
+    cli("render", *BASE, f"out_dir={out}", env=env)
+    return out
+
+
+@pytest.fixture
+def ws(tmp_path, rendered) -> Path:
+    """A private copy of the rendered workspace, to break."""
+    shutil.copytree(rendered, tmp_path / "ws")
+    return tmp_path / "ws"
+
+
+def _infer(ws: Path, env: dict, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
+    return cli("infer", *BASE, f"out_dir={ws}", "infer.run_name=r", "infer.batch_size=4", *extra, env=env, check=check)
+
+
+def test_failed_samples_are_retried_and_a_lasting_failure_stays_visible(ws, env):
+    samples = pd.read_parquet(ws / "forecast" / "samples.parquet")
+    deleted = samples.iloc[[1, 5, 9]]
+    for path in deleted["image_daily"]:
+        (ws / "forecast" / path).unlink()
+    first = _infer(ws, env, check=False)
+    assert first.returncode != 0 and "max_error_rate" in first.stderr and "retried" in first.stderr
+    status = cli("status", str(ws), env=env).stdout
+    answered = len(records(ws, "r").query("error.isna()", engine="python"))
+    assert f"r: {answered}/{len(samples)} answered, 3 failed (retried on the next infer)" in status
+
+    cli("render", *BASE, f"out_dir={ws}", env=env)  # the cause fixed: the charts are back
+    again = _infer(ws, env)
+    assert f"{len(samples) - answered} generated, {answered} already done, 0 errors" in again.stdout
+    got = records(ws, "r")
+    assert got["error"].isna().all() and len(got) == len(samples)
+    assert f"r: {len(samples)}/{len(samples)} answered, not scored" in cli("status", str(ws), env=env).stdout
+
+    # A sample that fails every time is retried every time, and stays a visible failure.
+    broken = samples.iloc[2]
+    (ws / "forecast" / broken["image_weekly"]).write_bytes(b"not a png")
+    cli("infer", *BASE, f"out_dir={ws}", "infer.run_name=s", "infer.max_error_rate=0.5", env=env)
+    retry = cli("infer", *BASE, f"out_dir={ws}", "infer.run_name=s", "infer.max_error_rate=0.5", env=env)
+    assert "1 generated" in retry.stdout and "1 errors" in retry.stdout
+    parsed = pd.read_parquet(run_dir(ws, "s") / "parsed.parquet").set_index("sample_id")
+    assert parsed.loc[broken["sample_id"], "error"] and parsed["error"].notna().sum() == 1
+
+
+def test_rerendered_charts_are_answered_again(ws, env):
+    _infer(ws, env)
+    rerender = ["render.max_bars=20"]
+    refused = _infer(ws, env, *rerender, check=False)  # the charts on disk are 50-bar charts
+    assert refused.returncode != 0 and "other render settings" in refused.stderr and "Traceback" not in refused.stderr
+    cli("render", *BASE, *rerender, f"out_dir={ws}", env=env)
+    again = _infer(ws, env, *rerender)
+    n = len(pd.read_parquet(ws / "forecast" / "samples.parquet"))
+    assert f"{n} generated, 0 already done" in again.stdout
+    default = _infer(ws, env, check=False)  # the default config no longer matches the charts
+    assert default.returncode != 0 and "other render settings" in default.stderr
+
+
+def test_red_up_charts_are_never_answered_under_a_green_up_prompt(ws, env):
+    cli("render", *BASE, "render.colors=red_up", f"out_dir={ws}", env=env)
+    refused = _infer(ws, env, check=False)
+    assert refused.returncode != 0 and "green-up" in refused.stderr and "Traceback" not in refused.stderr
+    ok = _infer(ws, env, "render.colors=red_up")
+    info = json.loads((run_dir(ws, "r") / "run.json").read_text())
+    assert "RED = up, GREEN = down" in info["identity"]["prompt"] and " generated" in ok.stdout
+
+
+def test_replaced_market_data_redoes_charts_answers_and_baselines(ws, env, tmp_path):
+    _infer(ws, env)
+    cli("baseline", *BASE, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    frame = pd.read_csv(SLICE)
+    frame.loc[frame["code"] == "AC", ["open", "high", "low", "close"]] *= 1.5  # AC restated
+    other = tmp_path / "restated.csv"
+    frame.to_csv(other, index=False)
+    data = ["data=csv", f"data.path={other}", "data.market=PSE"]
+    moved = [*data, *BASE[1:]]
+    cli("samples", *moved, f"out_dir={ws}", env=env)
+    rendered = cli("render", *moved, f"out_dir={ws}", env=env)
+    ac = pd.read_parquet(ws / "forecast" / "samples.parquet").query("code == 'AC'")
+    assert len(ac) > 0 and "inputs" in rendered.stdout
+    answered = cli("infer", *moved, f"out_dir={ws}", "infer.run_name=r", env=env)
+    assert f"{len(ac)} generated" in answered.stdout  # exactly AC's charts changed
+    before = sorted((run_dir(ws, "momentum") / "parts").iterdir())
+    cli("baseline", *moved, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    assert len(sorted((run_dir(ws, "momentum") / "parts").iterdir())) == len(before) + 1
+
+
+def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_stale_scores(ws, env):
+    _infer(ws, env)
+    cli("score", *BASE, f"out_dir={ws}", "score.run=r", env=env)
+    # A second infer of the same run name with another generation setting dies at once (no checkpoint):
+    # run.json already names the new run key, its records are not there yet.
+    died = _infer(ws, env, "model=qwen2_5_vl_7b", "model.path=/nowhere", check=False)
+    assert died.returncode != 0
+    refused = cli("report", *BASE, f"out_dir={ws}", env=env, check=False)
+    assert refused.returncode != 0 and "run `candlebench score score.run=r` first" in refused.stderr
+    cli("score", *BASE, f"out_dir={ws}", "score.run=r", "model=qwen2_5_vl_7b", env=env)
+    metrics = json.loads((run_dir(ws, "r") / "metrics.json").read_text())
+    assert metrics["n_missing_records"] == metrics["n_samples"]  # not the old run's answers
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("infer.batch_size=-1", "infer.batch_size=-1: must be an integer >= 1"),
+        ("infer.prefetch_batches=-2", "infer.prefetch_batches=-2: must be an integer >= 0"),
+        ("infer.shard.index=2", "infer.shard.index=2: must be < infer.shard.count=1"),
+        ("samples.interval=0", "samples.interval=0: must be an integer >= 1"),
+        ("render.max_bars=-1", "render.max_bars=-1: must be an integer >= 1"),
+        ("render.workers=0", "render.workers=0: must be null or an integer >= 1"),
+        ("infer.max_error_rate=2", "infer.max_error_rate=2: must be a number in [0, 1]"),
+        ("task.horizon=10", "task.horizon=10: must be one of samples.horizons=[5, 30]"),
+        ("samples.start=2019-06-01", "samples.start=2019-06-01 is not before samples.end=2019-01-01"),
+    ],
+)
+def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, override, message):
+    extra = ["samples.end=2019-01-01"] if override.startswith("samples.start") else []
+    for command in ("infer", "run"):
+        done = cli(command, *BASE, f"out_dir={tmp_path}", override, *extra, env=env, check=False)
+        assert done.returncode != 0 and message in done.stderr, done.stderr[-800:]
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "forecast").exists()
+
+
+def test_a_window_after_the_data_says_so(tmp_path, env):
+    done = cli("samples", *BASE, f"out_dir={tmp_path}", "samples.start=2021-01-01", env=env, check=False)
+    assert done.returncode != 0 and "no samples in the window" in done.stderr and "2019-12" in done.stderr
+    assert "KeyError" not in done.stderr
+
+
+def test_damaged_intermediate_files_are_named_with_the_stage_to_rerun(ws, env):
+    _infer(ws, env)
+    part = next((run_dir(ws, "r") / "parts").iterdir())
+    lines = part.read_text().splitlines()
+    part.write_text("\n".join([lines[0], "garbage", *lines[1:]]) + "\n")
+    done = cli("score", *BASE, f"out_dir={ws}", "score.run=r", env=env, check=False)
+    assert done.returncode != 0 and f"{part}, line 2: not a JSON record" in done.stderr
+    assert "candlebench infer" in done.stderr and "Traceback" not in done.stderr
+
+    (ws / "forecast" / "samples.parquet").write_bytes(b"PAR1 truncated")
+    done = cli("render", *BASE, f"out_dir={ws}", env=env, check=False)
+    assert done.returncode != 0 and "samples.parquet: unreadable" in done.stderr
+    assert "candlebench samples task=forecast" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_torn_manifest_line_is_cut_before_the_next_render_appends(ws, env):
+    manifest = ws / "forecast" / "images" / "manifest.jsonl"
+    text = manifest.read_text()
+    manifest.write_text(text + text.splitlines()[0][:30])  # a render killed mid-line
+    (ws / "forecast" / pd.read_parquet(ws / "forecast" / "samples.parquet")["image_daily"].iloc[0]).unlink()
+    cli("render", *BASE, f"out_dir={ws}", env=env)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]  # every line whole
+    assert len(rows) == len(text.splitlines()) + 1
+
+
+def test_sigterm_to_render_ends_every_worker(tmp_path, env):
+    out = tmp_path / "term"
+    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+    proc = subprocess.Popen([CANDLEBENCH, "render", "data=slice", "render.workers=2", f"out_dir={out}"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    manifest = out / "forecast" / "images" / "manifest.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (manifest.exists() and manifest.read_text().strip()):
+        time.sleep(0.05)
+    workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()]
+    assert workers, "the render should be drawing with its pool"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr and "run the same command again" in stderr
+    time.sleep(0.5)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()], "orphaned render workers"
+    finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)  # and it resumes
+    assert "inputs" in finished.stdout
