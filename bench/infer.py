@@ -69,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         spec = ModelSpec(name="tiny_qwen2_5_vl", path=str(out / "model"), dtype="float32", max_model_len=1024,
-                         build="qwen2_5_vl", random_weights=True)
+                         build="qwen2_5_vl", fixture=str(out / "model"), random_weights=True)
         ensure_built(spec)
         samples = workspace(out, args.samples)
         requests = [Request(r.sample_id, PROMPT, (out / r.image_daily, out / r.image_weekly)) for r in samples.itertuples()]

@@ -26,7 +26,7 @@ from candlebench.stages import Job, compose_config, plan, run_stage
 from inference.models import ModelSpec, check_available
 from inference.infer_job import build_requests
 from inference.records import RecordStore
-from inference.settings import model_run_info
+from inference.settings import model_run_info, model_spec
 from rendering.inputs import read_samples
 from rendering.render_job import collect_manifest, settings_from
 from tasks import get_task
@@ -59,7 +59,7 @@ def _infer_done(cfg: DictConfig) -> bool:
     task = get_task(cfg.task.name)
     if not _render_done(cfg):
         return False
-    key = model_run_info(cfg, task, ModelSpec.from_config(cfg.model)).run_key
+    key = model_run_info(cfg, task, model_spec(cfg)).run_key
     wanted = {(r.sample_id, r.inputs) for r in build_requests(cfg, task, read_samples(paths), paths)}
     return wanted <= RecordStore(paths.run(cfg.infer.run_name).root).done(key)
 

@@ -11,6 +11,7 @@ An original checkpoint holds the language model, the projector and (usually) no 
     lm_head.*                              -> language_model.lm_head.*
     model.mm_projector.0.*                 -> multi_modal_projector.linear_1.*
     model.mm_projector.2.*                 -> multi_modal_projector.linear_2.*
+    model.mm_projector.{weight,bias}       -> multi_modal_projector.linear_1.* (``linear``)
     (CLIP) vision_model.*                  -> vision_tower.vision_model.*
     model.vision_tower.vision_tower.vision_model.*   (a tower fine-tuned and saved inside the
                                            checkpoint) -> vision_tower.vision_model.*, preferred
@@ -23,10 +24,27 @@ spelling vLLM expects (transformers loads it too). The tokenizer gets an ``<imag
 to the mean of the existing rows. A chat template is attached: LLaVA-1.5's ``vicuna_v1`` format, or a
 Llama-3 header format when the tokenizer has ``<|start_header_id|>``.
 
-Supported: ``mm_projector_type`` ``mlp2x_gelu``; ``image_aspect_ratio`` ``pad`` (pad to a square
-with the mean colour, as LLaVA-1.5 does) or ``square``/unset; ``mm_vision_select_feature``
-``patch`` or ``cls_patch``. Not supported (clear error): LLaVA-NeXT ``anyres`` checkpoints
-(``image_newline``), ``mm_use_im_start_end``, other projector types.
+Projectors (``mm_projector_type``): ``mlp2x_gelu`` maps onto transformers' two-layer projector as
+is; ``linear`` / ``mlp1x_gelu`` (one Linear) and ``identity`` become the same two-layer projector
+with an identity second layer (and first, for ``identity``) and no activation between
+(``projector_hidden_act="linear"``), which computes exactly the original. ``mlpNx_gelu`` with
+N >= 3 has no transformers equivalent (a clear error).
+
+The language model's config is taken whole from the checkpoint, including the rotary embedding:
+checkpoints written by transformers 4.x spell it ``rope_theta`` / ``rope_scaling`` (FinLLaVA's
+Llama-3 base: theta 500,000; Llama-3.1: ``llama3`` scaling), which 5.x folds into
+``rope_parameters``; dropping them would silently run Llama-3 at theta 10,000.
+
+Also supported: ``image_aspect_ratio`` ``pad`` (pad to a square with the mean colour, as LLaVA-1.5
+does) or ``square``/unset; ``mm_vision_select_feature`` ``patch`` or ``cls_patch``. Not supported
+(clear error): LLaVA-NeXT ``anyres`` checkpoints (``image_newline``), ``mm_use_im_start_end``.
+
+Chat format: Llama-3 checkpoints get LLaVA's ``llava_llama_3`` conversation — a system turn (the
+conversation's own system prompt unless the messages bring one), user turn with the images first,
+``<|eot_id|>`` after each turn — and ``<|eot_id|>`` among the end-of-sequence ids, so decoding
+stops at the end of the answer. Not verifiable offline: which conversation FinLLaVA was trained
+with (its repository names LLaVA-NeXT's ``llava_llama_3``) and its exact system prompt; pass
+``chat_template=`` to override.
 
 Public API: :func:`convert_llava`, :class:`ConversionError`, :data:`VICUNA_V1_TEMPLATE`,
 :data:`LLAMA3_TEMPLATE`.
@@ -40,7 +58,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["convert_llava", "ConversionError", "VICUNA_V1_TEMPLATE", "LLAMA3_TEMPLATE"]
+__all__ = ["convert_llava", "ConversionError", "VICUNA_V1_TEMPLATE", "LLAMA3_TEMPLATE", "LLAMA3_SYSTEM"]
 
 IMAGE_TOKEN = "<image>"
 PAD_TOKEN = "<pad>"
@@ -71,9 +89,18 @@ VICUNA_V1_TEMPLATE = (
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
 )
 
-# LLaVA's "llava_llama_3" conversation (Llama-3 headers), images first in the user turn.
+# LLaVA-NeXT's conv_llava_llama_3 system prompt.
+LLAMA3_SYSTEM = (
+    "You are a helpful language and vision assistant. You are able to understand the visual content "
+    "that the user provides, and assist the user with a variety of tasks using natural language."
+)
+
+# LLaVA's "llava_llama_3" conversation (Llama-3 headers, a system turn), images first in the user turn.
 LLAMA3_TEMPLATE = (
     "{{ bos_token }}"
+    "{% if messages[0]['role'] != 'system' %}"
+    "<|start_header_id|>system<|end_header_id|>\n\n" + LLAMA3_SYSTEM + "<|eot_id|>"
+    "{% endif %}"
     "{% for message in messages %}"
     "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
     "{% if message['content'] is string %}{{ message['content'] | trim }}"
@@ -160,14 +187,26 @@ def _resolve_vision_tower(src: Path, config: dict, vision_tower: Path | None) ->
     )
 
 
+def projector_depth(src: Path, config: dict) -> int:
+    """Linear layers of the original projector: identity 0, linear / mlp1x_gelu 1, mlpNx_gelu N."""
+    projector = config.get("mm_projector_type", "linear")
+    if projector == "identity":
+        return 0
+    if projector == "linear":
+        return 1
+    found = re.fullmatch(r"mlp(\d+)x_gelu", str(projector))
+    if found and 1 <= int(found.group(1)) <= 2:
+        return int(found.group(1))
+    raise ConversionError(
+        f"{src / 'config.json'}: mm_projector_type={projector!r} is not supported: transformers' "
+        "LlavaMultiModalProjector holds at most two linear layers with one activation "
+        "(identity, linear, mlp1x_gelu and mlp2x_gelu convert)"
+    )
+
+
 def _check_supported(src: Path, config: dict) -> None:
     where = src / "config.json"
-    projector = config.get("mm_projector_type", "linear")
-    if projector != "mlp2x_gelu":
-        raise ConversionError(
-            f"{where}: mm_projector_type={projector!r} is not supported (only 'mlp2x_gelu', the "
-            "LLaVA-1.5 projector that maps to transformers' two-layer LlavaMultiModalProjector)"
-        )
+    projector_depth(src, config)
     aspect = config.get("image_aspect_ratio") or "square"
     if str(aspect).startswith("anyres") or config.get("mm_patch_merge_type", "flat") != "flat":
         raise ConversionError(
@@ -194,6 +233,7 @@ def _check_supported(src: Path, config: dict) -> None:
 _TEXT_RENAMES = [
     (re.compile(r"^model\.mm_projector\.0\."), "multi_modal_projector.linear_1."),
     (re.compile(r"^model\.mm_projector\.2\."), "multi_modal_projector.linear_2."),
+    (re.compile(r"^model\.mm_projector\.(weight|bias)$"), r"multi_modal_projector.linear_1.\1"),
     (re.compile(r"^model\.vision_tower\.vision_tower\.vision_model\."), "vision_tower.vision_model."),
     (re.compile(r"^lm_head\."), "language_model.lm_head."),
     (re.compile(r"^model\.(embed_tokens|layers|norm)\b"), r"language_model.model.\1"),
@@ -264,14 +304,17 @@ def convert_llava(src: Path, dst: Path, vision_tower: Path | None = None, *,
             f"{src / 'config.json'}: mm_hidden_size={mm_hidden} but the vision tower in {tower_dir} "
             f"has hidden_size={vision_config.hidden_size}"
         )
-    text_keys = set(LlamaConfig().to_dict())
+    # 5.x's own keys plus the rotary keys 4.x wrote, which LlamaConfig folds into rope_parameters.
+    text_keys = set(LlamaConfig().to_dict()) | {"rope_theta", "rope_scaling"}
     text_dict = {k: v for k, v in config.items() if k in text_keys and k not in ("architectures", "model_type")}
     dtype_name = config.get("torch_dtype") or config.get("dtype") or "float16"
     text_config = LlamaConfig(**text_dict)
 
     # --- tokenizer
     try:
-        tokenizer = AutoTokenizer.from_pretrained(src)
+        # With the Llama config given, transformers does not read src/config.json (model_type
+        # llava_llama) as a generic config, which fails on Llama-3.1 rope_scaling.
+        tokenizer = AutoTokenizer.from_pretrained(src, config=text_config)
     except Exception as exc:  # noqa: BLE001 (re-raised with the path)
         raise ConversionError(f"cannot load the tokenizer from {src}: {exc}") from exc
     added = []
@@ -301,6 +344,8 @@ def convert_llava(src: Path, dst: Path, vision_tower: Path | None = None, *,
         if new.startswith("vision_tower."):
             seen_tower_inside = True
         out[new] = tensor
+    depth = projector_depth(src, config)
+    _complete_projector(out, depth, text_config.hidden_size, vision_config.hidden_size, src)
     required = ["language_model.model.embed_tokens.weight", "language_model.lm_head.weight",
                 "multi_modal_projector.linear_1.weight", "multi_modal_projector.linear_2.weight"]
     missing = [k for k in required if k not in out]
@@ -329,7 +374,7 @@ def convert_llava(src: Path, dst: Path, vision_tower: Path | None = None, *,
         image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
         vision_feature_layer=int(config.get("mm_vision_select_layer", -2)),
         vision_feature_select_strategy="default" if select == "patch" else "full",
-        projector_hidden_act="gelu",
+        projector_hidden_act="gelu" if depth == 2 else "linear",
         multimodal_projector_bias="multi_modal_projector.linear_1.bias" in out,
         image_seq_length=(image_size // patch) ** 2 + (0 if select == "patch" else 1),
         tie_word_embeddings=False,
@@ -357,6 +402,8 @@ def convert_llava(src: Path, dst: Path, vision_tower: Path | None = None, *,
     else:
         generation = GenerationConfig(bos_token_id=text_config.bos_token_id, eos_token_id=text_config.eos_token_id)
     generation.pad_token_id = tokenizer.pad_token_id
+    if chat_template == LLAMA3_TEMPLATE:
+        generation.eos_token_id = _with_eot(generation.eos_token_id, tokenizer)
     generation.save_pretrained(dst)
     (dst / "conversion.json").write_text(json.dumps({
         "converted_from": str(src.resolve()),
@@ -368,6 +415,33 @@ def convert_llava(src: Path, dst: Path, vision_tower: Path | None = None, *,
                          "vicuna_v1" if chat_template == VICUNA_V1_TEMPLATE else "custom",
     }, indent=2))
     return dst
+
+
+def _complete_projector(out: dict, depth: int, text_hidden: int, vision_hidden: int, src: Path) -> None:
+    """Give a one-layer (or no) projector the identity layers that make it transformers' two-layer one."""
+    import torch
+
+    if depth == 2:
+        return
+    if depth == 0:
+        if text_hidden != vision_hidden:
+            raise ConversionError(
+                f"{src / 'config.json'}: an identity projector needs mm_hidden_size == hidden_size "
+                f"({vision_hidden} != {text_hidden})"
+            )
+        out["multi_modal_projector.linear_1.weight"] = torch.eye(text_hidden)
+        out["multi_modal_projector.linear_1.bias"] = torch.zeros(text_hidden)
+    weight = out["multi_modal_projector.linear_1.weight"]
+    out["multi_modal_projector.linear_2.weight"] = torch.eye(text_hidden, dtype=weight.dtype)
+    out["multi_modal_projector.linear_2.bias"] = torch.zeros(text_hidden, dtype=weight.dtype)
+    out.setdefault("multi_modal_projector.linear_1.bias", torch.zeros(text_hidden, dtype=weight.dtype))
+
+
+def _with_eot(eos, tokenizer) -> list[int]:
+    """End-of-sequence ids plus ``<|eot_id|>``: a Llama-3 chat answer ends there, not at the base's eos."""
+    ids = [e for e in (eos if isinstance(eos, list) else [eos]) if e is not None]
+    eot = tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    return ids + [eot] if eot not in ids else ids
 
 
 def _image_processor(tower_dir: Path, vision_config, pad: bool):

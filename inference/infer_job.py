@@ -14,7 +14,7 @@ from inference.models import ModelSpec, check_available, ensure_built
 from inference.parsed import finalize_run
 from inference.records import RecordStore
 from inference.runner import Request, run_requests
-from inference.settings import generation_spec, image_policy, model_run_info, run_settings, shard
+from inference.settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.render_job import settings_from
 from tasks import get_task
@@ -70,13 +70,13 @@ def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    model = ModelSpec.from_config(cfg.model)
     factory = backend_factory(cfg.backend.name)
+    check_available(ModelSpec.from_config(cfg.model))
+    model = model_spec(cfg)
     info = model_run_info(cfg, task, model)
     run = run_paths(cfg)
     info.write(run.info)
     requests = build_requests(cfg, task, samples, paths)
-    check_available(model)
 
     def make_backend() -> Backend:
         ensure_built(model)

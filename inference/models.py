@@ -37,10 +37,19 @@ class ModelSpec:
     random_weights: bool = False  # a pipeline check, not a model: reports say so
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
     answer_regex: str | None = None
-    # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) that create `path` /
-    # `adapter` when missing.
+    # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
+    # project's cache each may write. A fixture is built only when `path` / `adapter` is that path:
+    # a directory you name instead is loaded as it is, never written or deleted.
     build: str | None = None
     build_adapter: str | None = None
+    fixture: str | None = None
+    adapter_fixture: str | None = None
+
+    def builds_base(self) -> bool:
+        return self.build is not None and _same_path(self.path, self.fixture)
+
+    def builds_adapter(self) -> bool:
+        return self.build_adapter is not None and self.builds_base() and _same_path(self.adapter, self.adapter_fixture)
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> "ModelSpec":
@@ -85,23 +94,26 @@ def resolve_checkpoint(ref: str, revision: str | None = None, what: str = "model
         ) from None
 
 
+def _same_path(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
 def ensure_built(spec: ModelSpec) -> None:
-    """Tiny fixtures only: build the checkpoint (and adapter) at their paths on first use."""
-    if spec.build is None and spec.build_adapter is None:
+    """Tiny fixtures only: build the checkpoint (and adapter) at their fixture paths on first use."""
+    if not spec.builds_base():
         return
     from inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
 
     base = Path(spec.path)
-    if spec.build is not None:
-        fixture_dir(base.name, BUILDERS[spec.build], base.parent)
-    if spec.build_adapter is not None and spec.adapter:
+    fixture_dir(base.name, BUILDERS[spec.build], base.parent)
+    if spec.builds_adapter():
         adapter = Path(spec.adapter)
         fixture_dir(adapter.name, lambda dest: ADAPTER_BUILDERS[spec.build_adapter](base, dest), adapter.parent)
 
 
 def check_available(spec: ModelSpec) -> None:
     """Fail now, naming the path, rather than after samples were queued for a model that is not there."""
-    if spec.build is None:
+    if not spec.builds_base():
         resolve_checkpoint(spec.path, spec.revision)
-    if spec.adapter and spec.build_adapter is None:
+    if spec.adapter and not spec.builds_adapter():
         resolve_checkpoint(spec.adapter, what="adapter")

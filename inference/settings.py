@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from omegaconf import DictConfig, OmegaConf
 
+from inference.backends import served_model
 from inference.backends.base import GenerationSpec
 from inference.models import ModelSpec
 from inference.run_info import RunInfo
@@ -36,6 +37,11 @@ def run_settings(cfg: DictConfig) -> RunSettings:
 
 def shard(cfg: DictConfig) -> Shard:
     return Shard(int(cfg.infer.shard.index), int(cfg.infer.shard.count))
+
+
+def model_spec(cfg: DictConfig) -> ModelSpec:
+    """The model config as the chosen backend will run it (see ``served_model``)."""
+    return served_model(cfg.backend.name, ModelSpec.from_config(cfg.model))
 
 
 def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:

@@ -169,8 +169,8 @@ def test_a_failing_sample_is_isolated_by_splitting_its_batch(workspace, env, mon
     from rendering.model_input import ImagePolicy
 
     monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
-    spec = ModelSpec(name="tiny", path=str(Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"),
-                     dtype="float32", build="qwen2_5_vl")
+    path = str(Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl")
+    spec = ModelSpec(name="tiny", path=path, dtype="float32", build="qwen2_5_vl", fixture=path)
     ensure_built(spec)
     backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=8))
     samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(4)

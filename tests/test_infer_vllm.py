@@ -47,3 +47,27 @@ def test_structured_output_constrains_the_answer_to_the_score_format(workspace, 
     got = records(workspace, "vllm-structured")
     assert all(re.fullmatch(pattern, text) for text in got["text"])
     assert (got["tier"] == "tag").all() and got["answer"].between(-0.5, 1.0).all()
+
+
+def test_vllm_merged_adapter_equals_transformers(workspace, env):
+    """merge_adapter under vLLM: the merged copy (saved under the base's key names) answers as the
+    adapter does in transformers."""
+    free = "model.answer_regex=null"
+    infer(workspace, env, "hf-lora-m", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
+    infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, "model.merge_adapter=true",
+          "backend=vllm", "backend.enforce_eager=true")
+    hf, vllm = records(workspace, "hf-lora-m"), records(workspace, "vllm-merged")
+    assert list(vllm["token_ids"]) == list(hf["token_ids"])
+
+
+def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
+    """vLLM's LoRA leaves the vision tower out; such an adapter is merged (and says so), never dropped."""
+    free = "model.answer_regex=null"
+    infer(workspace, env, "hf-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=transformers", "infer.batch_size=8")
+    done = infer(workspace, env, "vllm-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=vllm",
+                 "backend.enforce_eager=true")
+    assert "also changes the vision tower" in done.stderr and "merge_adapter=true" in done.stderr
+    infer(workspace, env, "hf-text-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
+    hf, vllm, text_only = (records(workspace, r) for r in ("hf-vis", "vllm-vis", "hf-text-lora"))
+    assert list(vllm["token_ids"]) == list(hf["token_ids"])
+    assert list(hf["token_ids"]) != list(text_only["token_ids"])  # the vision part of the adapter matters

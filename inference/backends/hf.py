@@ -43,17 +43,21 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
         # transformers' own PEFT integration, not PeftModel.from_pretrained: peft silently drops
         # adapter keys saved under pre-4.52 module names (model.layers.*), which adapters trained
         # with LLaMA-Factory on older transformers (PyFi-QwenVL) use; the output would be the base's.
+        conversions = getattr(model, "_weight_conversions", None)
         model.load_adapter(str(resolve_checkpoint(spec.adapter, what="adapter")))
         if spec.merge_adapter:
-            merge_adapter_weights(model)
+            merge_adapter_weights(model, conversions)
     return model.eval(), processor
 
 
-def merge_adapter_weights(model: Any) -> None:
+def merge_adapter_weights(model: Any, conversions: Any = None) -> None:
     """Fold LoRA into the base weights and put the plain layers back in place.
 
     peft's merge_and_unload, for a model whose adapter came through transformers' integration;
-    afterwards the model saves (and runs) as an ordinary checkpoint.
+    afterwards the model saves (and runs) as an ordinary checkpoint. ``load_adapter`` swaps the
+    model's key conversions for the adapter's (``base_model.model.*``); ``conversions`` are the
+    model's own, put back so ``save_pretrained`` writes the base checkpoint's key names — without
+    it vLLM finds no module named ``base_model`` in the merged copy.
     """
     from peft.tuners.tuners_utils import BaseTunerLayer
 
@@ -65,6 +69,8 @@ def merge_adapter_weights(model: Any) -> None:
     # The integration's own markers: without them save_pretrained would write only the adapter.
     model._hf_peft_config_loaded = False
     model.peft_config = {}
+    if conversions is not None:
+        model._weight_conversions = conversions
 
 
 def compile_answer_regex(tokenizer: Any, model: Any, eos_ids: list[int], regex: str | None) -> Any:

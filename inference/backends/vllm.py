@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,34 @@ from inference.models import ModelSpec, resolve_checkpoint
 
 
 def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
-    """A merged copy of base + adapter, built once with transformers and reused."""
+    """A merged copy of base + adapter, built once with transformers and reused while sound."""
     from inference.backends.hf import load_model
 
-    key = fingerprint(spec.identity())
-    target = cache_root / f"{spec.name}-merged-{key}"
-    if (target / "config.json").exists():
+    target = cache_root / f"{spec.name}-merged-{fingerprint(spec.identity())}"
+    if (target / "config.json").exists() and _plain_keys(target):
         return target
     model, processor = load_model(spec)  # merge_adapter: plain layers with the LoRA folded in
     partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     processor.save_pretrained(partial)
+    if not _plain_keys(partial):
+        raise RuntimeError(f"{partial}: the merged checkpoint still has adapter-wrapped keys; not using it")
+    shutil.rmtree(target, ignore_errors=True)  # a copy of earlier, broken merges (base_model.* keys)
     os.replace(partial, target)
     return target
+
+
+def _plain_keys(directory: Path) -> bool:
+    """Weights saved under the base checkpoint's names: no ``base_model.`` prefix, no LoRA tensors."""
+    from safetensors import safe_open
+
+    files = sorted(directory.glob("*.safetensors"))
+    for path in files:
+        with safe_open(str(path), "pt") as fh:
+            if any(k.startswith("base_model.") or "lora_" in k for k in fh.keys()):
+                return False
+    return bool(files)
 
 
 class VLLMBackend:

@@ -53,7 +53,7 @@ def _text_dims(tokenizer) -> dict:
     )
 
 
-def _llama_config(tok, vocab_size: int, pad: str, **extra):
+def _llama_config(tok, vocab_size: int, pad: str | None, **extra):
     """The Llama language model of both LLaVA layouts (full multi-head attention, as LLaVA-1.5)."""
     from transformers import LlamaConfig
 
@@ -67,9 +67,9 @@ def _llama_config(tok, vocab_size: int, pad: str, **extra):
         num_key_value_heads=TEXT_HEADS,
         head_dim=HEAD_DIM,
         max_position_embeddings=MAX_POSITIONS,
-        bos_token_id=ids("<s>"),
-        eos_token_id=ids("</s>"),
-        pad_token_id=ids(pad),
+        bos_token_id=ids(tok.bos_token),
+        eos_token_id=ids(tok.eos_token),
+        pad_token_id=None if pad is None else ids(pad),
         **extra,
     )
 
@@ -362,14 +362,16 @@ LORA_ALPHA = 16
 LORA_TARGETS = ["q_proj", "v_proj"]  # only the language model has these names (vision: qkv / proj)
 
 
-def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: bool = False) -> Path:
+def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: bool = False,
+                    vision: bool = False) -> Path:
     """A PEFT LoRA adapter (rank 8, alpha 16) on the language model's q/v projections of the model
     in ``base`` (the Qwen2.5-VL fixture), with seeded non-zero A and B (std 0.2), so the adapter
     changes greedy outputs. Writes ``adapter_config.json`` + ``adapter_model.safetensors``.
 
     Keys are ``base_model.model.model.language_model.layers.N...`` (transformers >= 4.52 naming);
     ``legacy_keys=True`` writes ``base_model.model.model.layers.N...`` instead, as adapters trained
-    with older transformers (e.g. the PyFi-QwenVL ones) ship."""
+    with older transformers (e.g. the PyFi-QwenVL ones) ship. ``vision=True`` also targets the vision
+    tower's attention (``qkv``), as an adapter trained with the vision tower unfrozen is."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForImageTextToText
@@ -380,7 +382,7 @@ def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: b
         r=LORA_RANK,
         lora_alpha=LORA_ALPHA,
         lora_dropout=0.0,
-        target_modules=list(LORA_TARGETS),
+        target_modules=list(LORA_TARGETS) + (["qkv"] if vision else []),
         bias="none",
     )
     peft_model = get_peft_model(model, config)
@@ -427,7 +429,18 @@ def build_tiny_clip(dest: Path) -> Path:
     return dest
 
 
-def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> Path:
+# Language models FinLLaVA-like checkpoints are built on, as their config.json (written by
+# transformers 4.x) spells the rotary embedding: legacy rope_theta / rope_scaling keys.
+ORIGINAL_TEXT_MODELS = {
+    "llama2": {"tokenizer": "llama", "pad": "<unk>", "rope": {}},
+    "llama3": {"tokenizer": "llama3", "pad": None, "rope": {"rope_theta": 500000.0, "rope_scaling": None}},
+    "llama3.1": {"tokenizer": "llama3", "pad": None, "rope": {"rope_theta": 500000.0, "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64}}},
+}
+
+
+def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin", text_model: str = "llama2") -> Path:
     """A tiny checkpoint in the original haotian-liu/LLaVA layout (what ``LlavaLlamaForCausalLM``
     saves; FinLLaVA ships this way), plus its CLIP vision tower in a separate directory.
 
@@ -442,7 +455,9 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> 
                                      an <image> token, generation_config.json
 
     Keys: ``model.embed_tokens``, ``model.layers.*``, ``model.norm``, ``lm_head``,
-    ``model.mm_projector.{0,2}.{weight,bias}``. Returns ``dest/llava``.
+    ``model.mm_projector.{0,2}.{weight,bias}``. ``text_model`` (:data:`ORIGINAL_TEXT_MODELS`) picks
+    a Llama-2 (Vicuna, LLaVA-1.5), Llama-3 (theta 500,000, header tokens; FinLLaVA) or Llama-3.1
+    (plus llama3 rope scaling) language model. Returns ``dest/llava``.
     """
     import torch
     from safetensors.torch import save_file
@@ -458,9 +473,10 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> 
     out = dest / "llava"
     out.mkdir(parents=True, exist_ok=True)
 
-    tok = build_tokenizer("llama")
+    text = ORIGINAL_TEXT_MODELS[text_model]
+    tok = build_tokenizer(text["tokenizer"])
     # The original LLaVA repo keeps the tokenizer's own vocabulary size.
-    llama_config = _llama_config(tok, len(tok), pad="<unk>", tie_word_embeddings=False)
+    llama_config = _llama_config(tok, len(tok), pad=text["pad"], tie_word_embeddings=False, **text["rope"])
     lm = LlamaForCausalLM(llama_config).to(torch.float32).eval()
     redraw_weights(lm, SEED + 3)
     state = {k: v.contiguous() for k, v in lm.state_dict().items()}
@@ -489,8 +505,10 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> 
     (out / index_name).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
 
     config = llama_config.to_dict()
-    for drop in ("transformers_version", "dtype", "torch_dtype", "architectures", "model_type"):
+    for drop in ("transformers_version", "dtype", "torch_dtype", "architectures", "model_type", "rope_parameters"):
         config.pop(drop, None)
+    config.update(rope_theta=10000.0, rope_scaling=None)
+    config.update(text["rope"])
     config.update(
         {
             "_name_or_path": "tiny-llava-v1.5-original",
@@ -516,7 +534,7 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin") -> 
     )
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
     tok.save_pretrained(out)
-    _generation_config(tok, ["</s>"]).save_pretrained(out)
+    _generation_config(tok, [tok.eos_token]).save_pretrained(out)
     return out
 
 
@@ -570,4 +588,7 @@ def _rewrite_paths(directory: Path, old: str, new: str) -> None:
 
 
 # Adapters are built on top of a base checkpoint: name -> builder(base, dest).
-ADAPTER_BUILDERS: dict[str, Callable[[Path, Path], Path]] = {"lora": build_tiny_lora}
+ADAPTER_BUILDERS: dict[str, Callable[[Path, Path], Path]] = {
+    "lora": build_tiny_lora,
+    "lora_vision": lambda base, dest: build_tiny_lora(base, dest, seed=SEED + 2, vision=True),
+}

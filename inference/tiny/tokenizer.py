@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FAMILIES = ("qwen2_5_vl", "gemma3", "llava", "llama")
+FAMILIES = ("qwen2_5_vl", "gemma3", "llava", "llama", "llama3")
 # "llama": a plain Llama tokenizer (no <image>, no pad, no chat template), as original LLaVA-repo
 # checkpoints ship it.
 
@@ -163,6 +163,15 @@ _FAMILY_TOKENS: dict[str, dict[str, Any]] = {
         "model_specific": {},
         "add_bos_token": True,
         "stop": ["</s>"],
+    },
+    # Llama 3 (FinLLaVA's base): header tokens; the base's eos is <|end_of_text|>, chat turns end
+    # with <|eot_id|>, and there is no pad token.
+    "llama3": {
+        "special": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+        "roles": {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"},
+        "model_specific": {},
+        "add_bos_token": True,
+        "stop": ["<|end_of_text|>"],
     },
 }
 

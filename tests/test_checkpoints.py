@@ -1,0 +1,148 @@
+"""Every named checkpoint family loads as it was trained, or refuses: a user's directory is never
+written, FinLLaVA-like Llama-3 / Llama-3.1 checkpoints convert with their rotary embedding (checked
+against a reference transformers builds from the original files, not through the converter's
+filter), the other projector types convert exactly, merged adapters save under the base's key
+names, and an adapter that touches the vision tower is merged for vLLM, never dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
+from helpers import infer
+from inference.backends import adapter_touches_vision, served_model
+from inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
+from inference.models import ModelSpec
+
+
+def test_a_directory_you_name_is_never_written_or_deleted(workspace, env, tmp_path):
+    mine = tmp_path / "my-checkpoint"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("three weeks of fine-tuning")
+    done = infer(workspace, env, "mine", "model=tiny_qwen2_5_vl", f"model.path={mine}", check=False)
+    assert done.returncode != 0 and f"checkpoint {mine}: directory has no config.json" in done.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "three weeks of fine-tuning"
+
+
+def _text_logits(model, ids):
+    import torch
+
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([ids])).logits[0]
+
+
+@pytest.mark.parametrize("text_model", ["llama3", "llama3.1"])
+def test_finllava_like_llama3_checkpoints_keep_their_rotary_embedding(tmp_path, text_model):
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor, LlamaForCausalLM
+
+    src = tm.build_original_llava_checkpoint(tmp_path / "orig", text_model=text_model)
+    original = json.loads((src / "config.json").read_text())
+    assert original["rope_theta"] == 500000.0 and "rope_parameters" not in original  # as 4.x wrote it
+    out = convert_llava(src, tmp_path / "hf")
+    converted = AutoModelForImageTextToText.from_pretrained(out, dtype=torch.float32).eval()
+    # The reference: transformers' own Llama, straight from the original folder (its config.json,
+    # its weights; the projector keys are ignored) — no converter code on this side.
+    reference = LlamaForCausalLM.from_pretrained(src, dtype=torch.float32).eval()
+    assert reference.config.rope_parameters["rope_theta"] == 500000.0
+    ids = list(range(5, 205))
+    want = _text_logits(reference, ids)
+    got = _text_logits(converted, ids)[:, : want.shape[1]]
+    assert torch.allclose(got, want, atol=1e-4), float((got - want).abs().max())
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+    # The Llama-3 conversation: a system turn, the images first, and <|eot_id|> ends the answer.
+    processor = AutoProcessor.from_pretrained(out)
+    text = processor.apply_chat_template(tm.chat_messages(), add_generation_prompt=True, tokenize=False)
+    assert text.startswith(f"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{LLAMA3_SYSTEM}<|eot_id|>")
+    assert "<|start_header_id|>user<|end_header_id|>\n\n<image>\n<image>\n" in text
+    assert text.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+    eos = json.loads((out / "generation_config.json").read_text())["eos_token_id"]
+    assert processor.tokenizer.convert_tokens_to_ids("<|eot_id|>") in eos
+
+
+@pytest.mark.parametrize("projector", ["linear", "mlp1x_gelu", "identity"])
+def test_other_projector_types_convert_to_the_same_computation(tmp_path, projector):
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    src = tm.build_original_llava_checkpoint(tmp_path / "orig", weights_format="safetensors")
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((src / "config.json").read_text())
+    files = sorted(src.glob("model-*.safetensors"))
+    state = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    hidden = config["hidden_size"]
+    for key in [k for k in state if k.startswith("model.mm_projector.")]:
+        del state[key]
+    gen = torch.Generator().manual_seed(1)
+    if projector == "linear":
+        w, b = torch.randn(hidden, config["mm_hidden_size"], generator=gen) * 0.2, torch.randn(hidden, generator=gen) * 0.02
+        state["model.mm_projector.weight"], state["model.mm_projector.bias"] = w, b
+    elif projector == "mlp1x_gelu":
+        w, b = torch.randn(hidden, config["mm_hidden_size"], generator=gen) * 0.2, torch.randn(hidden, generator=gen) * 0.02
+        state["model.mm_projector.0.weight"], state["model.mm_projector.0.bias"] = w, b
+    assert config["mm_hidden_size"] == hidden  # the tiny CLIP is as wide as the tiny Llama: identity fits
+    config["mm_projector_type"] = projector
+    (src / "config.json").write_text(json.dumps(config))
+    for f in files:
+        f.unlink()
+    (src / "model.safetensors.index.json").unlink()
+    save_file(state, str(src / "model.safetensors"), metadata={"format": "pt"})
+    out = convert_llava(src, tmp_path / "hf")
+    model = AutoModelForImageTextToText.from_pretrained(out, dtype=torch.float32).eval()
+    x = torch.randn(3, 7, config["mm_hidden_size"], generator=gen)
+    with torch.no_grad():
+        got = model.model.multi_modal_projector(x)
+    want = x if projector == "identity" else torch.nn.functional.linear(x, w, b)
+    assert torch.allclose(got, want, atol=1e-6)
+
+    config["mm_projector_type"] = "mlp3x_gelu"
+    (src / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConversionError, match="at most two linear layers"):
+        convert_llava(src, tmp_path / "hf3")
+
+
+@pytest.fixture(scope="module")
+def adapters(env, tiny_root):
+    from inference.tiny.builders import ADAPTER_BUILDERS, build_tiny_qwen2_5_vl, fixture_dir
+
+    base = fixture_dir("tiny_qwen2_5_vl", build_tiny_qwen2_5_vl, tiny_root)
+    return base, {name: fixture_dir(f"a-{name}", lambda d, n=name: ADAPTER_BUILDERS[n](base, d), tiny_root)
+                  for name in ("lora", "lora_vision")}
+
+
+def test_vision_touching_adapters_are_merged_for_vllm_and_left_alone_otherwise(adapters):
+    base, built = adapters
+    assert adapter_touches_vision(built["lora_vision"]) and not adapter_touches_vision(built["lora"])
+    vision = ModelSpec(name="v", path=str(base), adapter=str(built["lora_vision"]))
+    assert served_model("vllm", vision).merge_adapter is True
+    assert served_model("transformers", vision).merge_adapter is False  # transformers runs it as trained
+    assert served_model("vllm", ModelSpec(name="l", path=str(base), adapter=str(built["lora"]))).merge_adapter is False
+
+
+def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp_path):
+    from safetensors import safe_open
+
+    from inference.backends.vllm import merged_checkpoint
+
+    base, built = adapters
+    spec = ModelSpec(name="m", path=str(base), adapter=str(built["lora"]), merge_adapter=True, dtype="float32")
+    merged = merged_checkpoint(spec, tmp_path)
+    with safe_open(str(merged / "model.safetensors"), "pt") as fh:
+        merged_keys = set(fh.keys())
+    with safe_open(str(Path(base) / "model.safetensors"), "pt") as fh:
+        assert merged_keys == set(fh.keys())
+    # A broken copy cached by an earlier version (adapter-wrapped keys) is rebuilt, not served.
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(merged / "model.safetensors"))
+    save_file({f"base_model.model.{k}": v for k, v in tensors.items()}, str(merged / "model.safetensors"))
+    again = merged_checkpoint(spec, tmp_path)
+    with safe_open(str(again / "model.safetensors"), "pt") as fh:
+        assert set(fh.keys()) == merged_keys
