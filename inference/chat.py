@@ -6,13 +6,45 @@ of the prompt.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
+
+from candlebench.errors import UserError
+
+# A reasoning block of a few hundred tokens is cut short; thinking models need thousands.
+THINKING_BUDGET = 1024
 
 
-def chat_text(processor: Any, prompt: str, n_images: int) -> str:
+class ThinkingUndecided(UserError, ValueError):
+    pass
+
+
+def chat_text(processor: Any, prompt: str, n_images: int, template_kwargs: Mapping[str, Any] | None = None) -> str:
     content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": prompt}]
     messages = [{"role": "user", "content": content}]
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return processor.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False, **dict(template_kwargs or {})
+    )
+
+
+def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any], max_new_tokens: int) -> None:
+    """A chat template with a thinking switch (Qwen3 style ``enable_thinking``) must be told which way
+    to go, in the model config and so in the run key: left to its default, a thinking model spends a
+    short budget inside ``<think>`` and never answers. Thinking on needs a budget that fits it."""
+    default = chat_text(processor, "?", 0)
+    off = chat_text(processor, "?", 0, {"enable_thinking": False})
+    if default == off:
+        return  # no switch in this template
+    if "enable_thinking" not in template_kwargs:
+        raise ThinkingUndecided(
+            f"model {name}: its chat template thinks unless told otherwise; set "
+            "model.chat_template_kwargs.enable_thinking=false (answer directly), or =true with "
+            f"infer.generation.max_new_tokens of at least {THINKING_BUDGET} (a reasoning block first)"
+        )
+    if template_kwargs["enable_thinking"] and max_new_tokens < THINKING_BUDGET:
+        raise ThinkingUndecided(
+            f"model {name}: thinking is on but infer.generation.max_new_tokens={max_new_tokens} would cut "
+            f"the reasoning block; give it at least {THINKING_BUDGET}"
+        )
 
 
 def needs_special_tokens(processor: Any, text: str) -> bool:

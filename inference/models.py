@@ -34,6 +34,8 @@ class ModelSpec:
     tensor_parallel_size: int = 1
     max_model_len: int = 8192
     processor_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Passed to the chat template (e.g. {enable_thinking: false}); part of the run key.
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     random_weights: bool = False  # a pipeline check, not a model: reports say so
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
     answer_regex: str | None = None
@@ -55,6 +57,7 @@ class ModelSpec:
     def from_config(cls, cfg: DictConfig) -> "ModelSpec":
         values = OmegaConf.to_container(cfg, resolve=True)
         values["processor_kwargs"] = dict(values.get("processor_kwargs") or {})
+        values["chat_template_kwargs"] = dict(values.get("chat_template_kwargs") or {})
         if values.get("release_date") is not None:
             values["release_date"] = str(values["release_date"])
         return cls(**values)
@@ -68,6 +71,7 @@ class ModelSpec:
             "merge_adapter": self.merge_adapter,
             "dtype": self.dtype,
             "processor_kwargs": self.processor_kwargs,
+            **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
         }
 
 

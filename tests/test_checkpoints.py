@@ -27,6 +27,30 @@ def test_a_directory_you_name_is_never_written_or_deleted(workspace, env, tmp_pa
     assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "three weeks of fine-tuning"
 
 
+def test_a_thinking_chat_template_must_be_told_which_way_and_the_run_key_says_so(workspace, env, tmp_path):
+    import shutil
+
+    from helpers import records
+
+    fixture = Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"
+    infer(workspace, env, "plain", "model=tiny_qwen2_5_vl")  # builds the fixture if this worker has not
+    thinking = tmp_path / "thinking"
+    shutil.copytree(fixture, thinking)
+    template = thinking / "chat_template.jinja"
+    template.write_text(template.read_text() + "{% if add_generation_prompt and enable_thinking is defined "
+                        "and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}")
+    mine = ["model=tiny_qwen2_5_vl", f"model.path={thinking}"]
+    undecided = infer(workspace, env, "t", *mine, check=False)
+    assert undecided.returncode != 0 and "thinks unless told otherwise" in undecided.stderr
+    assert "Traceback" not in undecided.stderr
+    short = infer(workspace, env, "t", *mine, "+model.chat_template_kwargs.enable_thinking=true", check=False)
+    assert short.returncode != 0 and "would cut the reasoning block" in short.stderr
+    infer(workspace, env, "t", *mine, "+model.chat_template_kwargs.enable_thinking=false")
+    info = json.loads((workspace / "forecast" / "runs" / "t" / "run.json").read_text())
+    assert info["identity"]["model"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert records(workspace, "t")["run_key"].iloc[0] != records(workspace, "plain")["run_key"].iloc[0]
+
+
 def _text_logits(model, ids):
     import torch
 
@@ -146,3 +170,19 @@ def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp
     again = merged_checkpoint(spec, tmp_path)
     with safe_open(str(again / "model.safetensors"), "pt") as fh:
         assert set(fh.keys()) == merged_keys
+
+
+def test_gemma4_bidirectional_vision_attention_is_refused_on_vllm_cpu_and_warned_on_gpu(tmp_path, capsys):
+    from transformers import Gemma4Config
+
+    from inference.backends.vllm import UnsupportedAttention, check_attention_supported
+
+    for mode, folder in ((None, "causal"), ("vision", "bidirectional")):
+        config = Gemma4Config()
+        config.text_config.use_bidirectional_attention = mode
+        config.save_pretrained(tmp_path / folder)
+    check_attention_supported(tmp_path / "causal", on_gpu=False)  # nothing to refuse
+    with pytest.raises(UnsupportedAttention, match="runs it causally"):
+        check_attention_supported(tmp_path / "bidirectional", on_gpu=False)
+    check_attention_supported(tmp_path / "bidirectional", on_gpu=True)
+    assert "use_bidirectional_attention='vision'" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference.backends.base import Generation, GenerationSpec, PreparedRequest
-from inference.chat import chat_text, needs_special_tokens, strip_after_eos
+from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -91,6 +91,8 @@ class TransformersBackend:
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = "auto"):
         self.generation = generation
         self.model, self.processor = load_model(model, device_map)
+        self.template_kwargs = dict(model.chat_template_kwargs)
+        check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
         tokenizer = self.processor.tokenizer
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
@@ -101,7 +103,7 @@ class TransformersBackend:
     def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
         import torch
 
-        texts = [chat_text(self.processor, r.prompt, len(r.images)) for r in batch]
+        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs) for r in batch]
         images = [list(r.images) for r in batch]
         inputs = self.processor(
             text=texts,

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
+from candlebench.errors import UserError
 from candlebench.io import fingerprint
 from inference.backends.base import Generation, GenerationSpec, PreparedRequest
-from inference.chat import chat_text, needs_special_tokens, strip_after_eos
+from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -54,11 +56,38 @@ def _plain_keys(directory: Path) -> bool:
     return bool(files)
 
 
+class UnsupportedAttention(UserError, ValueError):
+    pass
+
+
+def check_attention_supported(checkpoint: Path, on_gpu: bool) -> None:
+    """Gemma 4 can attend bidirectionally among an image's tokens (``use_bidirectional_attention:
+    "vision"``). vLLM's CPU attention backend runs such a model causally without a word (14 of 20
+    answers differed from transformers); refuse there, and warn on GPU, where it is unverified here."""
+    config = json.loads((checkpoint / "config.json").read_text())
+    text = config.get("text_config") or config
+    mode = text.get("use_bidirectional_attention")
+    if not mode:
+        return
+    message = (f"{checkpoint}: use_bidirectional_attention={mode!r} (bidirectional attention over image tokens)")
+    if not on_gpu:
+        raise UnsupportedAttention(
+            f"{message}: vLLM's CPU attention backend runs it causally, so answers would differ from the "
+            "model as trained; use backend=transformers on this machine"
+        )
+    print(f"warning: {message}: check that your vLLM attention backend honours it (compare a few "
+          "answers with backend=transformers)", file=sys.stderr)
+
+
 class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, images_per_prompt: int):
         import torch
+
+        path = resolve_checkpoint(model.path, model.revision)
+        check_attention_supported(path, on_gpu=torch.cuda.is_available())
+
         from transformers import AutoProcessor, GenerationConfig
         from vllm import LLM, SamplingParams
         from vllm.lora.request import LoRARequest
@@ -67,7 +96,6 @@ class VLLMBackend:
         if not torch.cuda.is_available():
             # vLLM's CPU build reserves its KV cache up front (GiB); its default is sized for servers.
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(backend.cpu_kvcache_space_gb))
-        path = resolve_checkpoint(model.path, model.revision)
         self.lora = None
         lora_kwargs: dict[str, Any] = {}
         if model.adapter and model.merge_adapter:
@@ -79,6 +107,8 @@ class VLLMBackend:
             self.lora = LoRARequest(model.name, 1, str(adapter))
 
         self.processor = AutoProcessor.from_pretrained(path, local_files_only=True, trust_remote_code=model.trust_remote_code)
+        self.template_kwargs = dict(model.chat_template_kwargs)
+        check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
         dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if torch.cuda.is_available() else "float32")
         self.llm = LLM(
             model=str(path),
@@ -109,7 +139,7 @@ class VLLMBackend:
         self.stop_ids = ids - {None}
 
     def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
-        texts = [chat_text(self.processor, r.prompt, len(r.images)) for r in batch]
+        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs) for r in batch]
         prompts = [{"prompt": t, "multi_modal_data": {"image": list(r.images)}} for t, r in zip(texts, batch)]
         outputs = self.llm.generate(
             prompts,

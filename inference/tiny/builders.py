@@ -145,6 +145,17 @@ def _torch_setup():
 # --- Qwen2.5-VL ------------------------------------------------------------------------------------
 
 
+def _qwen_text_ids(tok) -> dict:
+    ids = tok.convert_tokens_to_ids
+    return dict(bos_token_id=ids("<|endoftext|>"), eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>"))
+
+
+def _qwen_vision_ids(tok) -> dict:
+    ids = tok.convert_tokens_to_ids
+    return dict(image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+                vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
+
+
 def build_tiny_qwen2_5_vl(dest: Path) -> Path:
     """Qwen2.5-VL: text hidden 64, 2 layers, head size 32, ``mrope_section`` [4, 6, 6] (sums to 16 =
     head size / 2); vision depth 2, ``out_hidden_size`` 64; images resized to <= 112x112 pixels."""
@@ -161,14 +172,11 @@ def build_tiny_qwen2_5_vl(dest: Path) -> Path:
     torch = _torch_setup()
     dest = Path(dest)
     tok = build_tokenizer("qwen2_5_vl")
-    ids = tok.convert_tokens_to_ids
     text_config = dict(
         **_text_dims(tok),
         max_position_embeddings=MAX_POSITIONS,
         rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [4, 6, 6]},
-        bos_token_id=ids("<|endoftext|>"),
-        eos_token_id=ids("<|im_end|>"),
-        pad_token_id=ids("<|endoftext|>"),
+        **_qwen_text_ids(tok),
         tie_word_embeddings=False,
     )
     vision_config = dict(
@@ -186,10 +194,7 @@ def build_tiny_qwen2_5_vl(dest: Path) -> Path:
     config = Qwen2_5_VLConfig(
         text_config=text_config,
         vision_config=vision_config,
-        image_token_id=ids("<|image_pad|>"),
-        video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"),
-        vision_end_token_id=ids("<|vision_end|>"),
+        **_qwen_vision_ids(tok),
         tie_word_embeddings=False,
     )
     config.dtype = torch.float32
@@ -207,6 +212,65 @@ def build_tiny_qwen2_5_vl(dest: Path) -> Path:
         chat_template=tok.chat_template,
     )
     return _save(model, processor, tok, dest, family_tokens("qwen2_5_vl")["stop"])
+
+
+def build_tiny_qwen3_vl(dest: Path) -> Path:
+    """Qwen3-VL: the Qwen2.5-VL fixture's sizes on Qwen3-VL's own classes — text head size 32 with
+    interleaved ``mrope_section`` [4, 6, 6], vision patch 16 with learned position embeddings and one
+    deepstack layer; images resized to <= 128x128 pixels (<= 16 tokens each). White maps to 0, as
+    in the Qwen2.5-VL fixture, so answers depend on the chart."""
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+
+    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    tok = build_tokenizer("qwen3_vl")
+    text_config = dict(
+        **_text_dims(tok),
+        head_dim=HEAD_DIM,
+        max_position_embeddings=MAX_POSITIONS,
+        rope_parameters={"rope_type": "default", "rope_theta": 5_000_000.0, "mrope_section": [4, 6, 6],
+                         "mrope_interleaved": True},
+        **_qwen_text_ids(tok),
+        tie_word_embeddings=False,
+    )
+    vision_config = dict(
+        depth=VISION_DEPTH,
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_heads=VISION_HEADS,
+        out_hidden_size=TEXT_HIDDEN,
+        patch_size=16,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        num_position_embeddings=64,
+        deepstack_visual_indexes=[0],
+    )
+    config = Qwen3VLConfig(
+        text_config=text_config,
+        vision_config=vision_config,
+        **_qwen_vision_ids(tok),
+        tie_word_embeddings=False,
+    )
+    config.dtype = torch.float32
+    model = Qwen3VLForConditionalGeneration(config).to(torch.float32).eval()
+    redraw_weights(model, SEED + 11)
+    size = {"shortest_edge": 32 * 32, "longest_edge": 128 * 128}
+    image = Qwen2VLImageProcessor(size=size, patch_size=16, image_mean=[1.0, 1.0, 1.0], image_std=[0.25, 0.25, 0.25])
+    processor = Qwen3VLProcessor(
+        image_processor=image,
+        tokenizer=tok,
+        video_processor=Qwen3VLVideoProcessor(size=size, patch_size=16),
+        chat_template=tok.chat_template,
+    )
+    return _save(model, processor, tok, dest, family_tokens("qwen3_vl")["stop"])
 
 
 # --- Gemma 3 ---------------------------------------------------------------------------------------
@@ -542,6 +606,7 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin", tex
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "qwen2_5_vl": build_tiny_qwen2_5_vl,
+    "qwen3_vl": build_tiny_qwen3_vl,
     "gemma3": build_tiny_gemma3,
     "llava": build_tiny_llava,
     "llava_original": build_original_llava_checkpoint,

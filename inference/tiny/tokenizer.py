@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FAMILIES = ("qwen2_5_vl", "gemma3", "llava", "llama", "llama3")
+FAMILIES = ("qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "llama", "llama3")
 # "llama": a plain Llama tokenizer (no <image>, no pad, no chat template), as original LLaVA-repo
 # checkpoints ship it.
 
@@ -123,7 +123,7 @@ LLAVA_TEMPLATE = (
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
 )
 
-CHAT_TEMPLATES = {"qwen2_5_vl": QWEN2_5_VL_TEMPLATE, "gemma3": GEMMA3_TEMPLATE, "llava": LLAVA_TEMPLATE}
+CHAT_TEMPLATES = {"qwen2_5_vl": QWEN2_5_VL_TEMPLATE, "qwen3_vl": QWEN2_5_VL_TEMPLATE, "gemma3": GEMMA3_TEMPLATE, "llava": LLAVA_TEMPLATE}
 
 # Special tokens, in id order right after the BPE vocabulary is NOT what real checkpoints do, but
 # ids only need to be consistent within a fixture. Named roles are passed to the tokenizer wrapper.
@@ -175,6 +175,8 @@ _FAMILY_TOKENS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Qwen3-VL shares Qwen2.5-VL's special tokens and turn format.
+_FAMILY_TOKENS["qwen3_vl"] = _FAMILY_TOKENS["qwen2_5_vl"]
 
 def family_tokens(family: str) -> dict[str, Any]:
     """The special-token description of a family (``special`` list, named ``roles``,
