@@ -21,7 +21,6 @@ from tqdm import tqdm
 
 from candlebench.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
-from tasks.forecast.parse import parse_score
 from inference.records import RecordStore, ResponseRecord
 from rendering.model_input import ImagePolicy
 from tasks.base import Parsed
