@@ -28,7 +28,7 @@ from inference.infer_job import build_requests
 from inference.records import RecordStore
 from inference.settings import model_run_info, model_spec
 from rendering.inputs import read_samples
-from rendering.render_job import collect_manifest, settings_from
+from rendering.render_job import collect_manifest, input_column, settings_from
 from tasks import get_task
 
 
@@ -45,11 +45,12 @@ def _render_done(cfg: DictConfig) -> bool:
         return False
     paths = Layout.of(cfg).task(cfg.task.name)
     samples = read_samples(paths)
+    settings = settings_from(cfg)
     try:
-        collect_manifest(samples, settings_from(cfg), paths.root)
+        collect_manifest(samples, settings, paths.root)
     except FileNotFoundError:
         return False
-    return {f"image_{f}" for f in settings_from(cfg).freqs} <= set(samples.columns)
+    return {input_column(name) for name in settings.inputs} <= set(samples.columns)
 
 
 def _infer_done(cfg: DictConfig) -> bool:

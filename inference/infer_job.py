@@ -34,12 +34,13 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
         raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
                                 f"run `candlebench render task={task.name}` first")
     manifest = pd.read_parquet(paths.manifest)
-    expected = settings_from(cfg).key()
+    settings = settings_from(cfg)
+    expected = settings.key()
     drawn = set(manifest["settings"]) if "settings" in manifest else {"(unknown)"}
     if drawn != {expected}:
         raise StaleInputs(
             f"{paths.images}: the inputs there were drawn under other render settings ({sorted(drawn)}) than "
-            f"this config's ({expected}: {settings_from(cfg).describe()}); run `candlebench render` with the same "
+            f"this config's ({expected}: {settings.describe()}); run `candlebench render` with the same "
             "settings first, so the prompt and the charts agree"
         )
     return manifest

@@ -1,7 +1,7 @@
 """``parsed.parquet``: a run's samples with their parsed answers, for the run key in run.json.
 
-Generic columns: ``run_key`` (which run the answers belong to: report checks it), ``answer`` (the task's parsed answer as JSON text; null = nothing parsed),
-``tier``, ``reason``, ``error``, ``text``; then the task's own flat columns in its declared dtypes
+Generic columns: ``run_key`` (which run the answers belong to: report checks it), ``answer`` (the
+task's parsed answer as JSON text; null = nothing parsed), ``tier``, ``reason``, ``error``, ``text``; then the task's own flat columns in its declared dtypes
 (the forecast task: ``pred`` float64, ``pred_in_range``). Samples without a record are absent
 (an unfinished run), not failures: scoring counts them apart.
 """
@@ -23,22 +23,19 @@ GENERIC = ("answer", "tier", "reason", "error", "text")
 
 
 def current_records(
-    records: list[ResponseRecord], key: str, inputs: Mapping[str, str | None] | None
+    merged: list[ResponseRecord], key: str, inputs: Mapping[str, str | None] | None
 ) -> list[ResponseRecord]:
-    """Per sample, the record for the run key and the sample's current input files (any inputs
-    where ``inputs`` is None: baselines, imports): its answer, or else its latest failure."""
-    chosen: dict[str, ResponseRecord] = {}
-    for r in records:
-        if r.run_key != key or (inputs is not None and inputs.get(r.sample_id, r.inputs) != r.inputs):
-            continue
-        kept = chosen.get(r.sample_id)
-        if kept is None or (kept.error is not None and r.error is None):
-            chosen[r.sample_id] = r
-    return list(chosen.values())
+    """The merged records (one per run key, sample and inputs: ``RecordStore.merge`` already chose
+    the answer over a failure) of the run key and of each sample's current input files; any inputs
+    where ``inputs`` is None (baselines, imports, whose records carry none)."""
+    return [
+        r for r in merged
+        if r.run_key == key and (inputs is None or inputs.get(r.sample_id, r.inputs) == r.inputs)
+    ]
 
 
 def parsed_table(
-    samples: pd.DataFrame, records: list[ResponseRecord], key: str, task: Task,
+    samples: pd.DataFrame, merged: list[ResponseRecord], key: str, task: Task,
     inputs: Mapping[str, str | None] | None = None,
 ) -> pd.DataFrame:
     own = [c.name for c in task.columns]
@@ -54,7 +51,7 @@ def parsed_table(
                 "error": r.error,
                 "text": r.text,
             }
-            for r in current_records(records, key, inputs)
+            for r in current_records(merged, key, inputs)
         ],
         columns=["sample_id", "run_key", *own, *GENERIC],
     )

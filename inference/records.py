@@ -3,8 +3,9 @@
 A run directory holds ``parts/*.jsonl``: every process (a shard, a SLURM array task, a resumed
 attempt, an import) appends to a part file of its own, so concurrent writers never interleave
 bytes, and flushes + fsyncs after every batch. What is done is the union of all parts, keyed by
-``(run_key, sample_id)``; a line cut short by a kill is ignored (and its sample redone). ``merge``
-writes the deduplicated ``responses.jsonl`` (first record of a key wins) that scoring reads.
+``(run_key, sample_id, inputs)``; a line cut short by a kill is ignored (and its sample redone).
+``merge`` writes the deduplicated ``responses.jsonl`` that scoring reads: per key, the first answer,
+or while there is none the latest failure.
 
 Failures are retried: a sample counts as done only with an answer record (no ``error``) for the
 same ``inputs`` — the fingerprint of the input files the model received (chart and text hashes

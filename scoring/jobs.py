@@ -17,7 +17,7 @@ from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
-from scoring.report import RANDOM_WEIGHTS, ScoredRun, Section, load_run, write_report
+from scoring.report import RANDOM_WEIGHTS, ScoredRun, Section, scored_run, write_report
 from tasks import get_task
 from tasks.base import RunData, ScoreSettings, Task
 
@@ -83,8 +83,8 @@ def task_section(task: Task, paths: TaskPaths, cfg: DictConfig) -> tuple[list[Se
     wanted = [str(n) for n in cfg.report.runs] if cfg.report.runs else scored
     names = [n for n in wanted if n in scored]
     samples = read_samples(paths)
-    runs = [load_run(paths.run(n).root) for n in names]
     data = {n: _run_data(paths, n, samples) for n in names}  # also: every run's scores are of its current key
+    runs = [scored_run(n, dict(d.metrics), bool(d.info["random_weights"])) for n, d in data.items()]
     comparisons = {
         f"{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
         for a, b in cfg.report.compare

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -46,11 +45,8 @@ class Section:
     plots: dict[str, bytes] = field(default_factory=dict)  # file stem -> PNG bytes
 
 
-def load_run(run_dir: Path) -> ScoredRun:
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
-    random = info.get("random_weights", False)
-    return ScoredRun(run_dir.name, f"{run_dir.name} {RANDOM_WEIGHTS}" if random else run_dir.name, metrics)
+def scored_run(name: str, metrics: dict, random_weights: bool) -> ScoredRun:
+    return ScoredRun(name, f"{name} {RANDOM_WEIGHTS}" if random_weights else name, metrics)
 
 
 def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
