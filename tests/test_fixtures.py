@@ -95,7 +95,7 @@ def test_builds_are_deterministic(tmp_path, model_dirs):
 # --- transformers reload + generation ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma3", "llava"])
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma3", "gemma4_e4b", "gemma4_31b", "llava"])
 def test_fixture_reloads_and_generates_from_two_image_chat(family, model_dirs, images):
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -109,9 +109,15 @@ def test_fixture_reloads_and_generates_from_two_image_chat(family, model_dirs, i
     ids = inputs["input_ids"][0].tolist()
     image_token_id = model.config.image_token_id
     n_image_tokens = ids.count(image_token_id)
-    per_image = {"qwen2_5_vl": None, "gemma3": 16, "llava": 64}[family]
-    if per_image is None:  # Qwen: (grid t*h*w) / merge^2 tokens per image
+    per_image = {"qwen2_5_vl": None, "gemma3": 16, "gemma4_e4b": None, "gemma4_31b": None, "llava": 64}[family]
+    if family == "qwen2_5_vl":  # (grid t*h*w) / merge^2 tokens per image
         per_image = int(inputs["image_grid_thw"][0].prod()) // 4
+    elif per_image is None:  # Gemma 4: the aspect-kept size within 70 x 3x3 patches of 16 px, pooled 3x3
+        from transformers.models.gemma4.image_processing_gemma4 import get_aspect_ratio_preserving_size
+
+        width, height = images[0][0].size
+        h, w = get_aspect_ratio_preserving_size(height, width, patch_size=16, max_patches=70 * 9, pooling_kernel_size=3)
+        per_image = (h // 48) * (w // 48)
     assert n_image_tokens == 2 * per_image
     n = len(ids)
     with torch.no_grad():

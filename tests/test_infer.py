@@ -22,7 +22,7 @@ from helpers import CANDLEBENCH, cli, infer, records
 ANSWER = ["text", "token_ids", "answer", "tier", "reason", "error", "run_key"]
 
 
-@pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_qwen3_vl", "tiny_gemma3", "tiny_llava"])
+@pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_qwen3_vl", "tiny_gemma3", "tiny_gemma4_e4b", "tiny_gemma4_31b", "tiny_llava"])
 def test_each_fixture_answers_end_to_end(workspace, env, model):
     infer(workspace, env, model, f"model={model}", "infer.batch_size=4")
     samples = pd.read_parquet(workspace / "forecast" / "samples.parquet")

@@ -16,8 +16,10 @@ pytestmark = pytest.mark.vllm
 @pytest.mark.parametrize(
     ("model", "extra"),
     [("tiny_qwen2_5_vl", ("model.answer_regex=null",)), ("tiny_qwen2_5_vl", ()), ("tiny_llava", ()),
-     ("tiny_qwen3_vl", ("model.answer_regex=null",)), ("tiny_gemma3", ())],
-    ids=["qwen-free", "qwen-constrained", "llava-constrained", "qwen3-free", "gemma3-constrained"],
+     ("tiny_qwen3_vl", ("model.answer_regex=null",)), ("tiny_gemma3", ()),
+     ("tiny_gemma4_e4b", ("model.answer_regex=null",)), ("tiny_gemma4_31b", ())],
+    ids=["qwen-free", "qwen-constrained", "llava-constrained", "qwen3-free", "gemma3-constrained",
+         "gemma4-e4b-free", "gemma4-31b-constrained"],
 )
 def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
     """Free greedy decoding, and decoding constrained to the fixtures' answer format (xgrammar in both)."""

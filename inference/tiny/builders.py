@@ -10,7 +10,8 @@ configured, and the tests build all of them.
 
 Sizes: text hidden 64, 2 layers, 2 heads of size 32 (vLLM's CPU attention needs head size 32/64/...),
 vision depth 2 (hidden 64). Qwen2.5-VL images are capped at 112x112 pixels (<= 16 tokens each);
-CLIP/SigLIP towers run at 112 px (LLaVA: 64 tokens per image, Gemma 3: 16).
+CLIP/SigLIP towers run at 112 px (LLaVA: 64 tokens per image, Gemma 3: 16); Gemma 4 keeps the
+chart's aspect within its smallest budget (<= 70 tokens per image).
 """
 
 from __future__ import annotations
@@ -273,7 +274,23 @@ def build_tiny_qwen3_vl(dest: Path) -> Path:
     return _save(model, processor, tok, dest, family_tokens("qwen3_vl")["stop"])
 
 
-# --- Gemma 3 ---------------------------------------------------------------------------------------
+# --- Gemma 3 / Gemma 4 ----------------------------------------------------------------------------
+
+
+def _quiet_gemma_embeddings(model, torch) -> None:
+    """Gemma scales input embeddings by sqrt(hidden) and ties the output head to them: with std 0.2
+    the residual stream is the input token's own embedding and greedy decoding echoes the last
+    prompt token ("\\n" forever). Smaller embeddings (the per-layer ones of Gemma 4 too) and re-drawn
+    text norms let the layers decide."""
+    gen = torch.Generator().manual_seed(SEED + 11)
+    params = sorted((kv for kv in model.named_parameters() if "language_model" in kv[0]), key=lambda kv: kv[0])
+    with torch.no_grad():
+        for name, param in params:
+            if "embed_tokens" in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * 0.02)
+        for name, param in params:
+            if param.ndim == 1 and "norm" in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * NORM_STD)
 
 
 def build_tiny_gemma3(dest: Path) -> Path:
@@ -324,16 +341,7 @@ def build_tiny_gemma3(dest: Path) -> Path:
     config.dtype = torch.float32
     model = Gemma3ForConditionalGeneration(config).to(torch.float32).eval()
     redraw_weights(model, SEED)
-    # Gemma scales input embeddings by sqrt(hidden) and ties the output head to them: with std 0.2
-    # the residual stream is the input token's own embedding and greedy decoding echoes the last
-    # prompt token ("\n" forever). Smaller embeddings let the layers decide.
-    gen = torch.Generator().manual_seed(SEED + 11)
-    with torch.no_grad():
-        emb = model.get_input_embeddings().weight
-        emb.copy_(torch.randn(emb.shape, generator=gen) * 0.02)
-        for name, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
-            if param.ndim == 1 and "language_model" in name and "norm" in name:
-                param.copy_(torch.randn(param.shape, generator=gen) * NORM_STD)
+    _quiet_gemma_embeddings(model, torch)
     image_processor = Gemma3ImageProcessor(
         size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
         image_mean=[0.5, 0.5, 0.5],
@@ -349,6 +357,89 @@ def build_tiny_gemma3(dest: Path) -> Path:
     out = _save(model, processor, tok, dest, family_tokens("gemma3")["stop"])
     _rename_vision_keys(out)
     return out
+
+
+GEMMA4_VARIANTS = {
+    # E4B: per-layer input embeddings (PLE) and the last layers reading the KV cache of earlier ones.
+    "e4b": dict(num_hidden_layers=4, layer_types=["sliding_attention", "full_attention"] * 2,
+                num_kv_shared_layers=2, hidden_size_per_layer_input=16),
+    # 31B: keys reused as values on global layers, which have fewer KV heads of a larger size.
+    "31b": dict(layer_types=["sliding_attention", "full_attention"], num_key_value_heads=2,
+                attention_k_eq_v=True, num_global_key_value_heads=1, hidden_size_per_layer_input=0),
+}
+
+
+def build_tiny_gemma4(dest: Path, variant: str) -> Path:
+    """Gemma 4, one of :data:`GEMMA4_VARIANTS` on the shared text sizes (sliding layers head size 32,
+    global layers 64 with proportional RoPE, final logit soft-cap 30); vision: patch 16 with 2-D
+    learned positions, 3x3 pooling to 70 soft tokens per image (the smallest budget the processor
+    accepts). The 31B's ``use_bidirectional_attention="vision"`` is left off: vLLM's CPU build cannot
+    honour it and refuses it (``inference/backends``), so the fixture could not run in both engines."""
+    from transformers import (
+        Gemma4AudioFeatureExtractor,
+        Gemma4Config,
+        Gemma4ForConditionalGeneration,
+        Gemma4ImageProcessor,
+        Gemma4Processor,
+        Gemma4VideoProcessor,
+    )
+
+    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+
+    torch = _torch_setup()
+    dest = Path(dest)
+    tok = build_tokenizer("gemma4")
+    ids = tok.convert_tokens_to_ids
+    text_config = {**_text_dims(tok), **GEMMA4_VARIANTS[variant]}
+    if text_config["hidden_size_per_layer_input"]:
+        text_config["vocab_size_per_layer_input"] = text_config["vocab_size"]
+    text_config.update(
+        head_dim=HEAD_DIM,
+        global_head_dim=2 * HEAD_DIM,
+        sliding_window=512,
+        max_position_embeddings=MAX_POSITIONS,
+        final_logit_softcapping=30.0,
+        bos_token_id=ids("<bos>"),
+        eos_token_id=ids("<eos>"),
+        pad_token_id=ids("<pad>"),
+    )
+    vision_config = dict(
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=VISION_DEPTH,
+        num_attention_heads=VISION_HEADS,
+        num_key_value_heads=VISION_HEADS,
+        head_dim=VISION_HIDDEN // VISION_HEADS,
+        patch_size=16,
+        pooling_kernel_size=3,
+        position_embedding_size=1024,
+        default_output_length=70,  # real configs carry it; vLLM sizes its image budget from it
+    )
+    config = Gemma4Config(
+        text_config=text_config,
+        vision_config=vision_config,
+        boi_token_id=ids("<|image>"),
+        eoi_token_id=ids("<image|>"),
+        image_token_id=ids("<|image|>"),
+        video_token_id=ids("<|video|>"),
+        boa_token_id=ids("<|audio>"),
+        eoa_token_index=ids("<audio|>"),
+        audio_token_id=ids("<|audio|>"),
+    )
+    config.dtype = torch.float32
+    model = Gemma4ForConditionalGeneration(config).to(torch.float32).eval()
+    redraw_weights(model, SEED)
+    _quiet_gemma_embeddings(model, torch)
+    budget = dict(patch_size=16, max_soft_tokens=70, pooling_kernel_size=3)
+    processor = Gemma4Processor(
+        feature_extractor=Gemma4AudioFeatureExtractor(),
+        image_processor=Gemma4ImageProcessor(**budget),
+        tokenizer=tok,
+        video_processor=Gemma4VideoProcessor(**budget),
+        chat_template=tok.chat_template,
+        image_seq_length=70,
+    )
+    return _save(model, processor, tok, dest, family_tokens("gemma4")["stop"])
 
 
 # --- LLaVA -----------------------------------------------------------------------------------------
@@ -608,6 +699,8 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "qwen2_5_vl": build_tiny_qwen2_5_vl,
     "qwen3_vl": build_tiny_qwen3_vl,
     "gemma3": build_tiny_gemma3,
+    "gemma4_e4b": lambda dest: build_tiny_gemma4(dest, "e4b"),
+    "gemma4_31b": lambda dest: build_tiny_gemma4(dest, "31b"),
     "llava": build_tiny_llava,
     "llava_original": build_original_llava_checkpoint,
 }

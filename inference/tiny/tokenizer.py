@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FAMILIES = ("qwen2_5_vl", "qwen3_vl", "gemma3", "llava", "llama", "llama3")
+FAMILIES = ("qwen2_5_vl", "qwen3_vl", "gemma3", "gemma4", "llava", "llama", "llama3")
 # "llama": a plain Llama tokenizer (no <image>, no pad, no chat template), as original LLaVA-repo
 # checkpoints ship it.
 
@@ -103,6 +103,22 @@ GEMMA3_TEMPLATE = (
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 
+# Gemma 4 turns: "<|turn>user\n...<turn|>\n", a system turn of its own, and one "<|image|>" per
+# image (both processors expand it to <|image> + soft tokens + <image|>).
+GEMMA4_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "<|turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if " + _IS_IMAGE + " %}<|image|>"
+    "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "<turn|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|turn>model\n{% endif %}"
+)
+
 # LLaVA-1.5 conversation format: "USER: <image>\n<image>\nquestion ASSISTANT:" (images first).
 LLAVA_TEMPLATE = (
     "{% for message in messages %}"
@@ -123,7 +139,8 @@ LLAVA_TEMPLATE = (
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
 )
 
-CHAT_TEMPLATES = {"qwen2_5_vl": QWEN2_5_VL_TEMPLATE, "qwen3_vl": QWEN2_5_VL_TEMPLATE, "gemma3": GEMMA3_TEMPLATE, "llava": LLAVA_TEMPLATE}
+CHAT_TEMPLATES = {"qwen2_5_vl": QWEN2_5_VL_TEMPLATE, "qwen3_vl": QWEN2_5_VL_TEMPLATE, "gemma3": GEMMA3_TEMPLATE, "gemma4": GEMMA4_TEMPLATE,
+                  "llava": LLAVA_TEMPLATE}
 
 # Special tokens, in id order right after the BPE vocabulary is NOT what real checkpoints do, but
 # ids only need to be consistent within a fixture. Named roles are passed to the tokenizer wrapper.
@@ -149,6 +166,19 @@ _FAMILY_TOKENS: dict[str, dict[str, Any]] = {
                            "image_token": "<image_soft_token>"},
         "add_bos_token": True,
         "stop": ["<eos>", "<end_of_turn>"],
+    },
+    # Gemma 4: the processor also wants the audio markers to exist (it checks them even for images)
+    # and adds <|video|> itself when missing.
+    "gemma4": {
+        "special": [
+            "<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<|image>", "<image|>", "<|image|>",
+            "<|video|>", "<|audio>", "<audio|>", "<|audio|>",
+        ],
+        "roles": {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>"},
+        "model_specific": {"boi_token": "<|image>", "eoi_token": "<image|>", "image_token": "<|image|>",
+                           "boa_token": "<|audio>", "eoa_token": "<audio|>", "audio_token": "<|audio|>"},
+        "add_bos_token": True,
+        "stop": ["<eos>", "<turn|>"],
     },
     "llava": {
         "special": ["<unk>", "<s>", "</s>", "<pad>", "<image>"],
