@@ -41,7 +41,7 @@ def baseline(cfg: DictConfig) -> None:
         store = RecordStore(run.root)
         todo = sorted(set(samples["sample_id"]) - store.answered(info.run_key))
         if todo:
-            answers = task.baselines[name](samples, market, cfg.task, **params)
+            answers = task.baselines[name](samples, market, cfg, **params)
             with store.writer(name) as writer:
                 writer.write(_record(info.run_key, name, sid, answers.get(sid), parse) for sid in todo)
         table = finalize_run(run, samples, task)

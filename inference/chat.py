@@ -38,12 +38,12 @@ def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any]
         raise ThinkingUndecided(
             f"model {name}: its chat template thinks unless told otherwise; set "
             "model.chat_template_kwargs.enable_thinking=false (answer directly), or =true with "
-            f"infer.generation.max_new_tokens of at least {THINKING_BUDGET} (a reasoning block first)"
+            f"model.max_new_tokens of at least {THINKING_BUDGET} (a reasoning block first)"
         )
     if template_kwargs["enable_thinking"] and max_new_tokens < THINKING_BUDGET:
         raise ThinkingUndecided(
-            f"model {name}: thinking is on but infer.generation.max_new_tokens={max_new_tokens} would cut "
-            f"the reasoning block; give it at least {THINKING_BUDGET}"
+            f"model {name}: thinking is on but max_new_tokens={max_new_tokens} would cut the reasoning block; "
+            f"give it at least {THINKING_BUDGET} (model.max_new_tokens, or infer.generation.max_new_tokens)"
         )
 
 

@@ -37,6 +37,8 @@ class ModelSpec:
     # Passed to the chat template (e.g. {enable_thinking: false}); part of the run key.
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     random_weights: bool = False  # a pipeline check, not a model: reports say so
+    # The budget infer.generation.max_new_tokens defaults to (thousands for reasoning models).
+    max_new_tokens: int = 32
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
     answer_regex: str | None = None
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the

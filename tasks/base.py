@@ -90,7 +90,8 @@ class ScoreSettings:
     seed: int = 0
 
 
-# fn(samples, market, task config, **params) -> {sample_id: raw answer text, or None = no answer}
+# fn(samples, market, job config, **params) -> {sample_id: raw answer text, or None = no answer}.
+# The whole config, not only `task:`: a baseline that trains on history needs the sample keys too.
 Baseline = Callable[..., Mapping[str, "str | None"]]
 
 

@@ -279,3 +279,47 @@ def test_momentum_is_clipped_and_absent_without_history(samples, slice_market):
     long_lookback = BASELINES["momentum"](samples, slice_market, H, lookback=400)
     assert 0 < len(long_lookback) < len(samples)
     assert (long_lookback.index == samples["sample_id"][samples["sample_id"].isin(long_lookback.index)]).all()
+
+
+# --- training on the history before the test window ------------------------------------------------
+
+
+def _job_config(start: str, **xgb) -> "DictConfig":
+    from omegaconf import OmegaConf
+
+    spec = dataclasses.asdict(SampleSpec(start=start))
+    return OmegaConf.create({"samples": {k: v for k, v in spec.items() if k != "task"}, "task": {"horizon": H}})
+
+
+def test_xgboost_trains_on_history_before_the_test_window(slice_market):
+    """The paper's XGBoost learns from the years before its test window: the first test cutoff is
+    predicted, and the history is on the test grid, before the window, with realised labels only."""
+    from tasks.forecast.samples import history_spec
+    from tasks.forecast.task import TASK
+
+    cfg = _job_config("2018-09-01")
+    test = build_samples(slice_market, SampleSpec(start="2018-09-01")).frame
+    first = test["cutoff"].min()
+    answers = TASK.baselines["xgboost"](test, slice_market, cfg, min_train=MIN_TRAIN)
+    assert all(answers[sid] is not None for sid in test.loc[test["cutoff"] == first, "sample_id"])
+    # Without the history the first two test cutoffs have nothing to learn from.
+    alone = BASELINES["xgboost"](test, slice_market, H, min_train=MIN_TRAIN)
+    assert not test.loc[test["cutoff"] == first, "sample_id"].isin(alone.index).any()
+
+    spec = history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), None)
+    history = build_samples(slice_market, spec).frame
+    cal = list(slice_market.calendar)
+    steps = {(cal.index(first) - cal.index(c)) for c in history["cutoff"].unique()}
+    assert steps and all(s > 0 and s % 30 == 0 for s in steps)  # the test grid, stepped back
+    assert history["cutoff"].max() < pd.Timestamp("2018-09-01")
+    pool = pd.concat([history, test], ignore_index=True)
+    wf = xgboost_walk_forward(test, slice_market, H, train_samples=pool, min_train=MIN_TRAIN)
+    target = {c: _independent_target(slice_market.calendar, c, H) for c in pool["cutoff"].unique()}
+    assert all(target[c] < t for t, used in wf.train_cutoffs.items() for c in used)
+    assert wf.train_size[first] == history["cutoff"].isin([c for c, d in target.items() if d < first]).sum() > 0
+
+    # train_start moves the floor of the history; a start after the window start leaves none.
+    later = history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), "2018-03-01")
+    assert pd.Timestamp(later.start) >= pd.Timestamp("2018-03-01") > pd.Timestamp(spec.start)
+    assert history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), "2018-09-01") is None
+    assert history_spec(slice_market.calendar, SampleSpec(), None) is None

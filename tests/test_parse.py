@@ -94,6 +94,12 @@ CASES: list[tuple[str, str | None, float | None, str, str | None]] = [
     ("point-estimate-with-ci", "Forecast 0.08 (95% CI: 0.02\u20130.12)", 0.08, "interval", None),
     ("point-estimate-bracket", "My estimate is 0.08 [0.02, 0.12].", 0.08, "interval", None),
     ("chinese-range", "预计收益在0.03至0.07之间", 0.03, "interval", None),
+    ("labelled-point-then-interval", "Score: 0.42, confidence interval [0.30, 0.55]", 0.42, "scan",
+     "labelled point estimate before an interval"),
+    ("labelled-point-then-range", "prediction = 0.20; range 0.10-0.30", 0.2, "scan",
+     "labelled point estimate before an interval"),
+    ("unlabelled-number-then-interval", "Volume rose 0.35 times; the return lies in [0.05, 0.15].", 0.05,
+     "interval", None),
     # --- tier 3: scan --------------------------------------------------------------------------
     ("prose-single", "I expect a modest gain of about 0.08 over the next 30 days.", 0.08, "scan", None),
     ("llava-short", "The answer is 0.1.", 0.1, "scan", None),

@@ -13,7 +13,8 @@ import pytest
 from helpers import DATA_DIR, SLICE, cli, forecast_snapshot
 
 RUNS = ("xgboost", "momentum", "constant", "random", "tiny_qwen2_5_vl-transformers")
-# The golden files' setup (tests/data/golden/forecast.json, made with the code before the task seam).
+# The golden files' setup (tests/data/golden/forecast.json: made with the code before the task seam,
+# regenerated when the continuous groups moved to cutoff returns and the metrics gained n_reasoning_cut).
 GOLDEN = ["data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
           "baseline.params.xgboost.min_train=20", "score.n_boot=100", "render.workers=1"]
 

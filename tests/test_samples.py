@@ -145,8 +145,10 @@ def test_regime_of_each_cutoff_day(built, hand):
     assert {"bull", "bear", "sideways"} <= set(built.frame["regime"])
 
 
-def test_continuous_rise_and_fall_flags(slice_market):
-    """Over a window where a stock rose on more than 70% of its days, it is flagged (synthetic)."""
+@pytest.mark.parametrize("trend_by", ["days", "cutoffs"])
+def test_continuous_rise_and_fall_flags(slice_market, trend_by):
+    """Over a window where a stock rose on more than 70% of its days, it is flagged (synthetic): in
+    both readings, as every one of its 30-day labels rises too."""
     bars = slice_market.bars.copy()
     is_ac = bars["code"] == "AC"
     steps = np.where(np.arange(is_ac.sum()) % 5 == 4, 0.99, 1.01)  # 4 of 5 days up
@@ -155,11 +157,38 @@ def test_continuous_rise_and_fall_flags(slice_market):
     bars.loc[bars["code"] == "ALI", ["open", "high", "low", "close"]] = np.repeat(
         (100 * np.cumprod(1 / steps))[:, None], 4, axis=1
     )[: (bars["code"] == "ALI").sum()]
-    built = build_samples(dataclasses.replace(slice_market, bars=bars), SPEC)
+    built = build_samples(dataclasses.replace(slice_market, bars=bars), dataclasses.replace(SPEC, trend_by=trend_by))
     flags = built.frame.groupby("code")[["continuous_rise", "continuous_fall"]].first()
     assert flags.loc["AC"].tolist() == [True, False]
     assert flags.loc["ALI"].tolist() == [False, True]
     assert not flags.drop(index=["AC", "ALI"]).any().any()
+
+
+def test_continuous_groups_by_cutoff_returns_on_real_data(slice_market, slice_rows):
+    """§5.4.2 on the real slice (2017, a cutoff every 10 days): no stock rose on 70% of its daily
+    bars, but some rose (fell) over 30 days from more than 70% of their cutoffs — the reading the
+    groups use by default. The shares are recomputed from the CSV rows by plain counting."""
+    window = dict(start="2017-01-01", end="2018-01-01", interval=10)
+    by_days = build_samples(slice_market, SampleSpec(trend_by="days", **window)).frame
+    assert not by_days["continuous_rise"].any() and not by_days["continuous_fall"].any()
+    frame = build_samples(slice_market, SampleSpec(**window)).frame
+    rise = set(frame.loc[frame["continuous_rise"], "code"])
+    fall = set(frame.loc[frame["continuous_fall"], "code"])
+    assert rise and fall and not rise & fall
+
+    closes: dict[str, dict[str, float]] = {}
+    for row in slice_rows:
+        closes.setdefault(row["code"], {})[row["date"]] = float(row["close"])
+    days = sorted({row["date"] for row in slice_rows})
+    for code, group in frame.groupby("code"):
+        signs = []
+        for cutoff in group["cutoff"]:
+            t0 = max(i for i, d in enumerate(days) if d < f"{cutoff:%Y-%m-%d}")
+            last = lambda k: next(closes[code][d] for d in reversed(days[: k + 1]) if d in closes[code])
+            signs.append(last(t0 + 30) / last(t0) - 1)
+        up = sum(r > 0 for r in signs) / len(signs)
+        down = sum(r < 0 for r in signs) / len(signs)
+        assert (code in rise) == (up > 0.7) and (code in fall) == (down > 0.7), code
 
 
 def test_sample_ids_are_stable_and_unique(built):

@@ -76,3 +76,31 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
     assert html.count("data:image/png;base64,") == len(list((report / "plots").glob("*.png"))) == 6
     comparisons = json.loads((report / "comparisons.json").read_text())
     assert comparisons["forecast"]["momentum → xgboost"]["n"] > 0
+
+
+def test_table5_ranks_reproduce_the_papers_ties():
+    """The paper's Table 5 (HS300), its printed values and ranks: ties share their average rank."""
+    from scoring.report import ScoredRun
+    from tasks.forecast.report import table5
+
+    printed = {  # model: (IC mean, rank), (IC Sig., rank), (RankIC Sig., rank)
+        "Claude-haiku-4-5": ((-0.01030, 9), (0.813, 1), (0.750, 1)),
+        "Claude-sonnet-4-5(thinking)": ((0.04706, 2), (0.545, 6), (0.636, 5)),
+        "Gemini2.5-flash(nothinking)": ((0.02576, 7), (0.750, 3), (0.688, 3)),
+        "Gemini2.5-pro(thinking)": ((0.03047, 5), (0.625, 5), (0.625, 6)),
+        "GPT4o": ((-0.01759, 10), (0.750, 3), (0.688, 3)),
+        "GPT5mini": ((-0.00864, 8), (0.750, 3), (0.688, 3)),
+        "Qwen": ((0.04106, 3), (0.500, 7), (0.375, 8)),
+        "Gemini2.5-flash(nothinking,S&P500)": ((0.03436, 4), (0.412, 9), (0.294, 10)),
+        "Gemini2.5-pro(thinking,S&P500)": ((0.08990, 1), (0.471, 8), (0.471, 7)),
+        "XGBoost(30d)": ((0.03045, 6), (0.250, 10), (0.313, 9)),
+    }
+    runs = [ScoredRun(name, name, {"ic_mean": ic[0], "ic_sig_ratio": sig[0], "rank_ic_sig_ratio": rsig[0]})
+            for name, (ic, sig, rsig) in printed.items()]
+    table = table5(runs).frame.set_index("Model")
+    for name, (ic, sig, rsig) in printed.items():
+        assert table.loc[name, "IC Mean"].endswith(f"({ic[1]})")
+        assert table.loc[name, "IC Sig."] == f"{sig[0]:.3f} ({sig[1]})"
+        assert table.loc[name, "RankIC Sig."] == f"{rsig[0]:.3f} ({rsig[1]})"
+    two_way = table5([ScoredRun(n, n, {"ic_mean": v}) for n, v in (("a", 0.1), ("b", 0.1), ("c", 0.0))]).frame
+    assert list(two_way["IC Mean"]) == ["0.10000 (1.5)", "0.10000 (1.5)", "0.00000 (3)"]

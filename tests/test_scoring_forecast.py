@@ -515,3 +515,38 @@ def test_all_parse_failures() -> None:
     assert m["parse_failure_rate"] == 1.0 and m["n"] == 0
     assert m["accuracy"] is None and m["bias"] is None and m["ci"] is None
     json.dumps(m, allow_nan=False)
+
+
+def test_answers_cut_while_reasoning_are_counted() -> None:
+    """A thinking model whose budget ran out inside <think>: the parser flags it, the metrics count
+    it (whether or not a score was found), the report shows the count."""
+    from scoring.report import ScoredRun
+    from tasks.forecast.parse import parse_score
+    from tasks.forecast.report import table4
+
+    texts = ["<think>The MA20 is rising and volume", "<think>draft <score>0.2</score> but then",
+             "<think>fine</think><score>0.1</score>", "<score>-0.1</score>"]
+    parsed = [parse_score(t) for t in texts]
+    rows = [row(D1, code, NAN if p.value is None else p.value, r, reason=p.reason)
+            for code, p, r in zip("ABCD", parsed, (0.01, 0.02, -0.01, 0.03))]
+    metrics = compute_metrics(frame_of(rows), n_boot=0)
+    assert metrics["n_reasoning_cut"] == 2 and metrics["n_parse_failed"] == 1
+    assert compute_metrics(frame_of([{k: v for k, v in r.items() if k != "reason"} for r in rows]), n_boot=0)["n_reasoning_cut"] == 0
+    table = table4([ScoredRun("thinker", "thinker", metrics)]).frame
+    assert table["Reasoning cut"].tolist() == [2]
+
+
+def test_reasoning_models_get_a_budget_that_fits():
+    """Chain-of-thought and thinking checkpoints carry budgets in the thousands; the direct ones the
+    32 tokens a score needs; infer.generation.max_new_tokens follows the model unless set."""
+    from hydra import compose, initialize_config_dir
+
+    from helpers import DATA_DIR
+
+    with initialize_config_dir(config_dir=str(DATA_DIR.parents[1] / "conf"), version_base=None):
+        budget = {m: compose("config", overrides=[f"model={m}"]).infer.generation.max_new_tokens
+                  for m in ("qwen2_5_vl_7b", "pyfi_qwenvl_7b_cot", "pyfi_qwenvl_3b_cot", "qwen3_vl_8b_thinking")}
+        forced = compose("config", overrides=["model=pyfi_qwenvl_7b_cot", "infer.generation.max_new_tokens=64"])
+    assert budget == {"qwen2_5_vl_7b": 32, "pyfi_qwenvl_7b_cot": 4096, "pyfi_qwenvl_3b_cot": 4096,
+                      "qwen3_vl_8b_thinking": 4096}
+    assert forced.infer.generation.max_new_tokens == 64

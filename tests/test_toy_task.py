@@ -30,7 +30,7 @@ CONFIG = {
 }
 
 
-def _always_up(samples: pd.DataFrame, market: Market, task_cfg, **params) -> Mapping[str, str | None]:
+def _always_up(samples: pd.DataFrame, market: Market, cfg, **params) -> Mapping[str, str | None]:
     return {sid: "UP" for sid in samples["sample_id"]}
 
 

@@ -8,6 +8,8 @@ forward returns ``r_<h>``; optional ``regime``, ``continuous_rise``, ``continuou
   share of all rows. Rows whose realised return is NaN are excluded too (``n_label_missing``).
 * **Clipping**: predictions are clipped to the prompt's range [-0.5, 1.0]. A parsed row counts as
   clipped when the parser flagged it (``pred_in_range`` False) or its value lies outside the range.
+* **Cut reasoning**: ``n_reasoning_cut`` counts answers whose ``<think>`` block never closed
+  (the budget ran out while reasoning); they are parse failures unless a score was found anyway.
 * **Direction**: predicted up = ``pred > 0``, actual up = ``r > 0``, as the paper's code binarises.
   A prediction of exactly 0 ("unclear trend" in the prompt) therefore counts as predicted *down*,
   and a realised return of exactly 0 as actual *down*. ``n_unclear`` counts the zeros and
@@ -43,7 +45,7 @@ from scipy import stats
 
 from candlebench.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
-from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
+from tasks.forecast.parse import REASONING_CUT, SCORE_MAX, SCORE_MIN
 
 MIN_STOCKS_PER_DATE = 3
 SIGNIFICANCE = 0.05
@@ -314,6 +316,14 @@ def _bootstrap(
     return out
 
 
+def _reasoning_cut(frame: pd.DataFrame) -> int:
+    """Answers whose reasoning block never closed: the generation budget ran out while thinking
+    (the parser's "unclosed <think> block" flag). Raise the model's ``max_new_tokens``."""
+    if "reason" not in frame:
+        return 0
+    return int(frame["reason"].fillna("").str.contains(REASONING_CUT, regex=False).sum())
+
+
 def compute_metrics(
     frame: pd.DataFrame,
     horizon: int = 30,
@@ -335,6 +345,7 @@ def compute_metrics(
     out: dict[str, Any] = {
         "horizon": horizon,
         **main,
+        "n_reasoning_cut": _reasoning_cut(frame),
         "by_regime": _by_regime(scored, correct),
         "continuous_rise": _trend_accuracy(scored, correct, "continuous_rise"),
         "continuous_fall": _trend_accuracy(scored, correct, "continuous_fall"),

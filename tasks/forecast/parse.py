@@ -53,6 +53,9 @@ value wins; ``reason`` joins all flags with "; ")::
     |    |                                              | point estimate written right before it ("0.08 (0.02,      |                                          |
     |    |                                              | 0.12)", "0.08 (95% CI: 0.02-0.12)") or the centre of ±,   |                                          |
     |    |                                              | else the lower end. Percentages are not interval ends.    |                                          |
+    | 15a| A point estimate labelled as the answer      | the labelled point wins ("Score: 0.42, confidence        | scan / "labelled point estimate before   |
+    |    | (rule 17's labels) before that interval      | interval [0.30, 0.55]" is 0.42, not 0.30): the interval   | an interval"                             |
+    |    |                                              | is its uncertainty, not the answer                        |                                          |
     | 16 | No tag, no interval: scan                    | candidates = decimals WITH a '.' inside [lo, hi]; not     | scan                                     |
     |    |                                              | integers, dates, percentages ("5%", "0.5 %"), currency    |                                          |
     |    |                                              | ("$0.12"), parts of words ("MA20", "Qwen2.5", "1.5x").    |                                          |
@@ -93,6 +96,9 @@ __all__ = ["TIERS", "ParsedScore", "Tier", "parse_score"]
 Tier = Literal["tag", "interval", "scan", "none"]
 TIERS: Final[tuple[Tier, ...]] = ("tag", "interval", "scan", "none")
 
+
+# The flag of rule 3's unclosed reasoning block (the metrics count it).
+REASONING_CUT: Final = "unclosed <think> block"
 
 # The answer range the prompt states: one place for the parser, the metrics and the baselines.
 SCORE_MIN, SCORE_MAX = -0.5, 1.0
@@ -271,8 +277,8 @@ def _numeric_tags(text: str) -> tuple[int, list[tuple[float, list[str], bool]]]:
     return count, parsed
 
 
-def _text_interval(text: str, lo: float, hi: float) -> float | None:
-    """First value of the last acceptable free-text interval (rule 15), or None."""
+def _text_interval(text: str, lo: float, hi: float) -> tuple[int, float] | None:
+    """(start, first value) of the last acceptable free-text interval (rule 15), or None."""
     best: tuple[int, float] | None = None
     for pattern in _TEXT_INTERVALS:
         for m in pattern.finditer(text):
@@ -289,7 +295,17 @@ def _text_interval(text: str, lo: float, hi: float) -> float | None:
                     value = _to_float(point.group("p"))
             if ok and (best is None or m.start() >= best[0]):
                 best = (m.start(), value)
-    return None if best is None else best[1]
+    return best
+
+
+def _labelled_point_before(text: str, end: int, lo: float, hi: float) -> float | None:
+    """The last in-range decimal labelled as the answer that starts before ``end`` (rule 15a)."""
+    found = None
+    for m in _SCAN_NUMBER.finditer(text, 0, end):
+        value = _to_float(m.group("num"))
+        if _in_range(value, lo, hi) and _LABEL_BEFORE.search(text, max(0, m.start() - 60), m.start()):
+            found = value
+    return found
 
 
 def _scan(text: str, lo: float, hi: float) -> tuple[float, str | None] | None:
@@ -327,9 +343,12 @@ def _parse_answer(text: str, lo: float, hi: float) -> ParsedScore:
         return _result(value, "interval" if interval else "tag", flags, lo, hi)
     if count:
         return _result(None, "none", ["score tag without a number"], lo, hi)
-    interval_value = _text_interval(text, lo, hi)
-    if interval_value is not None:
-        return _result(interval_value, "interval", [], lo, hi)
+    interval = _text_interval(text, lo, hi)
+    if interval is not None:
+        point = _labelled_point_before(text, interval[0], lo, hi)
+        if point is not None and point != interval[1]:  # equal: rule 15's point written right before it
+            return _result(point, "scan", ["labelled point estimate before an interval"], lo, hi)
+        return _result(interval[1], "interval", [], lo, hi)
     scanned = _scan(text, lo, hi)
     if scanned is not None:
         return _result(scanned[0], "scan", [scanned[1]] if scanned[1] else [], lo, hi)
@@ -359,7 +378,7 @@ def parse_score(text: str | None, lo: float = SCORE_MIN, hi: float = SCORE_MAX) 
     normalised = _normalise(text)
     answer, reasoning, unclosed = _split_reasoning(normalised)
     answer = _strip_fences(answer)
-    pre = ["unclosed <think> block"] if unclosed else []
+    pre = [REASONING_CUT] if unclosed else []
 
     if answer:
         parsed = _parse_answer(answer, lo, hi)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from scoring.report import ScoredRun, Section, Table, figure, fmt, png, ranked  # first: selects Agg
+from scoring.report import ScoredRun, Section, Table, figure, fmt, fmt_rank, png, ranked  # first: selects Agg
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -37,15 +37,17 @@ def table4(runs: list[ScoredRun]) -> Table:
         values = pd.to_numeric(rows[key], errors="coerce")
         ranks = ranked(values, better)
         scale = 1 if key == "f1" else 100
-        out[title] = [f"{fmt(v * scale, 2 if scale == 100 else 4)} ({fmt(k)})" for v, k in zip(values, ranks)]
+        out[title] = [f"{fmt(v * scale, 2 if scale == 100 else 4)} ({fmt_rank(k)})" for v, k in zip(values, ranks)]
     out["Bias"] = [f"{fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
     out["No answer %"] = [fmt(None if v is None else v * 100, 1) for v in rows["parse fail"]]
+    out["Reasoning cut"] = [r.metrics.get("n_reasoning_cut", 0) for r in runs]
     return Table(
         "Table 4 layout: direction at 0 (rank in parentheses)",
         out,
         "FP rate / FN rate are shares of all scored samples, as in the paper (not FP/(FP+TN)). "
         "No answer: unparseable output, failed generation, or a baseline without enough history or "
-        "training data; such samples are left out of every other column.",
+        "training data; such samples are left out of every other column. Reasoning cut: answers whose "
+        "<think> block the token budget cut (raise model.max_new_tokens).",
     )
 
 
@@ -60,7 +62,7 @@ def table5(runs: list[ScoredRun]) -> Table:
         values = pd.to_numeric(pd.Series([r.metrics.get(key) for r in runs]), errors="coerce")
         ranks = ranked(values)
         digits = 3 if key.endswith("sig_ratio") else 5
-        out[title] = [f"{fmt(v, digits)} ({fmt(k)})" for v, k in zip(values, ranks)]
+        out[title] = [f"{fmt(v, digits)} ({fmt_rank(k)})" for v, k in zip(values, ranks)]
     ci = [r.metrics.get("ci") or {} for r in runs]
     out["IC 95% CI"] = [
         f"[{fmt(c['ic_mean'][0])}, {fmt(c['ic_mean'][1])}]" if c.get("ic_mean") else "–" for c in ci

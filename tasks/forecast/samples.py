@@ -21,15 +21,20 @@ Evaluation groups, which like the labels look past the cutoff and are never mode
 * ``regime`` of the cutoff day (paper §5.4.1): ``bull`` if more than ``regime_threshold`` of the
   stocks that traded that day closed above their previous close, ``bear`` if more than that share
   closed below, else ``sideways``.
-* ``continuous_rise`` / ``continuous_fall`` of the stock (paper §5.4.2): more than
-  ``trend_threshold`` of its trading days inside the sample window rose / fell.
+* ``continuous_rise`` / ``continuous_fall`` of the stock (paper §5.4.2, "more than 70% rising /
+  falling days during the test period"). Read literally, as daily bars, the group is empty on every
+  real market (a stock that closes up on 70% of its days for two years does not exist in HS300,
+  S&P 500 or PSE data), so the default reading (``trend_by="cutoffs"``) counts the stock's *test
+  cutoffs* instead: more than ``trend_threshold`` of them have a positive / negative realised
+  ``r_<trend_horizon>`` label, the quantity the model is asked about. ``trend_by="days"`` keeps the
+  daily-bar reading.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -38,6 +43,7 @@ from rendering.market import Market
 
 INPUT_COLUMNS = ("sample_id", "task", "market", "code", "cutoff", "t0", "n_bars")
 GROUP_COLUMNS = ("regime", "market_up_ratio", "continuous_rise", "continuous_fall")
+TREND_READINGS = ("cutoffs", "days")
 
 
 def label_columns(horizons: tuple[int, ...]) -> tuple[str, ...]:
@@ -55,8 +61,14 @@ class SampleSpec:
     max_stale_days: int = 5
     regime_threshold: float = 0.7
     trend_threshold: float = 0.7
+    trend_by: str = "cutoffs"  # or "days": see the module docstring
+    trend_horizon: int = 30
 
     def __post_init__(self) -> None:
+        if self.trend_by not in TREND_READINGS:
+            raise ValueError(f"samples.trend_by must be one of {TREND_READINGS}, got {self.trend_by!r}")
+        if self.trend_by == "cutoffs" and self.trend_horizon not in self.horizons:
+            raise ValueError(f"samples.trend_horizon {self.trend_horizon} is not one of samples.horizons {self.horizons}")
         if self.interval < 1:
             raise ValueError(f"samples.interval must be >= 1, got {self.interval}")
         if not self.horizons or min(self.horizons) < 1:
@@ -85,6 +97,22 @@ def cutoff_dates(calendar: pd.DatetimeIndex, spec: SampleSpec) -> pd.DatetimeInd
     return calendar[in_window][:: spec.interval]
 
 
+def history_spec(calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str | None) -> SampleSpec | None:
+    """The cutoffs before the test window on the test grid, stepped back from ``spec.start`` by
+    ``spec.interval`` trading days down to ``train_start`` (None = the start of the data): the training
+    history of a walk-forward baseline (the paper trains XGBoost on data from 2015, tests on
+    2023-2024). None when the test window starts with the data."""
+    if spec.start is None:
+        return None
+    first_test = int(calendar.searchsorted(pd.Timestamp(spec.start), side="left"))
+    floor = 0 if train_start is None else int(calendar.searchsorted(pd.Timestamp(train_start), side="left"))
+    steps = (first_test - floor) // spec.interval
+    if steps < 1:
+        return None
+    start = calendar[first_test - steps * spec.interval]
+    return replace(spec, start=f"{start:%Y-%m-%d}", end=spec.start)
+
+
 def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
     cal = market.calendar
     close = market.bars.pivot(index="date", columns="code", values="close").reindex(cal)
@@ -95,8 +123,6 @@ def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
     positions = np.arange(len(cal))[:, None]
     last_pos = pd.DataFrame(np.where(traded, positions, np.nan)).ffill().to_numpy()
     final_pos = np.where(traded.any(axis=0), len(cal) - 1 - np.argmax(traded[::-1], axis=0), -1)
-    trend = _trend_flags(close, spec)
-
     cutoffs = cutoff_dates(cal, spec)
     dropped: Counter[str] = Counter()
     rows = []
@@ -128,11 +154,14 @@ def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
             base = filled[k - 1, j]
             for h, target in targets.items():
                 row[f"r_{h}"] = filled[target, j] / base - 1.0
-            row.update(regime=regime, market_up_ratio=up_ratio, **trend[code])
+            row.update(regime=regime, market_up_ratio=up_ratio)
             rows.append(row)
 
     columns = [*INPUT_COLUMNS, *label_columns(spec.horizons), *GROUP_COLUMNS]
     frame = pd.DataFrame(rows, columns=columns)
+    trend = _trend_by_days(close, spec) if spec.trend_by == "days" else _trend_by_cutoffs(frame, spec)
+    for column in ("continuous_rise", "continuous_fall"):
+        frame[column] = frame["code"].map(trend[column]).fillna(False)
     frame = frame.astype({"n_bars": "int64", "continuous_rise": bool, "continuous_fall": bool})
     frame = frame.sort_values(["cutoff", "code"], kind="stable").reset_index(drop=True)
     return SampleSet(frame=frame, cutoffs=cutoffs, dropped=dict(sorted(dropped.items())))
@@ -172,7 +201,17 @@ def _regime(prev_close: np.ndarray, day_close: np.ndarray, threshold: float) -> 
     return up, "sideways"
 
 
-def _trend_flags(close: pd.DataFrame, spec: SampleSpec) -> dict[str, dict[str, bool]]:
+def _trend_by_cutoffs(frame: pd.DataFrame, spec: SampleSpec) -> pd.DataFrame:
+    """Continuous rise / fall per stock: the share of its samples with a positive / negative label."""
+    label = frame[f"r_{spec.trend_horizon}"]
+    by_code = pd.DataFrame({"up": label > 0, "down": label < 0, "code": frame["code"]}).groupby("code")
+    return pd.DataFrame({
+        "continuous_rise": by_code["up"].mean() > spec.trend_threshold,
+        "continuous_fall": by_code["down"].mean() > spec.trend_threshold,
+    })
+
+
+def _trend_by_days(close: pd.DataFrame, spec: SampleSpec) -> pd.DataFrame:
     """Continuous rise / fall per stock over the sample window (its own trading days)."""
     flags = {}
     for code in close.columns:
@@ -190,7 +229,7 @@ def _trend_flags(close: pd.DataFrame, spec: SampleSpec) -> dict[str, dict[str, b
             "continuous_rise": rise > spec.trend_threshold,
             "continuous_fall": fall > spec.trend_threshold,
         }
-    return flags
+    return pd.DataFrame.from_dict(flags, orient="index", columns=["continuous_rise", "continuous_fall"])
 
 
 def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:

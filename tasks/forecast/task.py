@@ -21,7 +21,7 @@ from rendering.render_job import settings_from
 from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.forecast import baselines
 from tasks.forecast.parse import parse_score
-from tasks.forecast.samples import SampleSpec, build_samples, summarize
+from tasks.forecast.samples import SampleSpec, build_samples, history_spec, summarize
 
 def sample_spec(cfg: DictConfig, task: str) -> SampleSpec:
     values = OmegaConf.to_container(cfg.samples, resolve=True)
@@ -37,18 +37,39 @@ def _score_text(value: float | None) -> str | None:
 
 
 def _baseline(predict: Callable[..., pd.Series]) -> Callable[..., Mapping[str, str | None]]:
-    def answers(samples: pd.DataFrame, market: Market, task_cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
-        predictions = predict(samples, market, int(task_cfg.horizon), **params)
+    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
+        predictions = predict(samples, market, cfg, **params)
         return {sid: _score_text(predictions.get(sid)) for sid in samples["sample_id"]}
 
     answers.__doc__ = predict.__doc__
     return answers
 
 
+def _xgboost(samples: pd.DataFrame, market: Market, cfg: DictConfig, *, train_start: str | None = None,
+             **params: Any) -> pd.Series:
+    """Walk-forward XGBoost trained on the history before the test window as well (the cutoffs of
+    :func:`history_spec` from ``train_start``) and on the test samples whose labels are realised."""
+    spec = sample_spec(cfg, TASK.name)
+    history = history_spec(market.calendar, spec, None if train_start is None else str(train_start))
+    pool = samples if history is None else pd.concat([build_samples(market, history).frame, samples], ignore_index=True)
+    return baselines.xgboost_baseline(samples, market, int(cfg.task.horizon), train_samples=pool, **params)
+
+
+def _on_horizon(predict: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
+    def run(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> pd.Series:
+        return predict(samples, market, int(cfg.task.horizon), **params)
+
+    run.__doc__ = predict.__doc__
+    return run
+
+
 class ForecastTask(Task):
     name = "forecast"
     columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))
-    baselines = MappingProxyType({name: _baseline(fn) for name, fn in baselines.BASELINES.items()})
+    baselines = MappingProxyType({
+        "xgboost": _baseline(_xgboost),
+        **{name: _baseline(_on_horizon(baselines.BASELINES[name])) for name in ("momentum", "constant", "random")},
+    })
 
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
         spec = sample_spec(cfg, self.name)
@@ -92,6 +113,8 @@ class ForecastTask(Task):
         return (
             f"IC {m['ic_mean']}, Rank IC {m['rank_ic_mean']}, accuracy {m['accuracy']}, bias {m['bias']} "
             f"({m['bias_grade']}), parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}"
+            + (f", {m['n_reasoning_cut']} answers cut while reasoning (raise model.max_new_tokens)"
+               if m.get("n_reasoning_cut") else "")
         )
 
 
