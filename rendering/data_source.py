@@ -57,4 +57,6 @@ def open_market(data: DictConfig) -> Market:
         code=data.get("code"),
         codes=list(data.codes) if data.get("codes") is not None else None,
         weekdays=tuple(int(d) for d in data.get("weekdays", (0, 1, 2, 3, 4))),
+        date_format=data.get("date_format"),
+        adjust=str(data.get("adjust", "auto")),
     )

@@ -10,7 +10,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 REQUIRED = ("code", "date", "open", "high", "low", "close", "volume")
-OPTIONAL = ("amount",)
+# adj_factor: the provider's cumulative adjustment factor (TuShare `adj_factor`; Yahoo's Adj Close
+# / Close), read by rendering.adjustment; adj_close is turned into it on the way in.
+OPTIONAL = ("amount", "adj_factor")
 CANONICAL = REQUIRED + OPTIONAL
 PRICES = ("open", "high", "low", "close")
 
@@ -34,6 +36,9 @@ class Layout:
         wanted = set(REQUIRED) - ({"code"} if not self.has_code else set())
         return frozenset(src for src, dst in self.rename.items() if dst in wanted)
 
+    def date_source(self) -> str:
+        return next(src for src, dst in self.rename.items() if dst == "date")
+
 
 def _identity(*names: str) -> Mapping[str, str]:
     return {n: n for n in names}
@@ -56,11 +61,14 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
                 "close": "close",
                 "vol": "volume",
                 "amount": "amount",
+                # Not in `daily` itself: merge the `adj_factor` endpoint on (ts_code, trade_date).
+                "adj_factor": "adj_factor",
             },
             date_format="%Y%m%d",
             ignored=frozenset({"pre_close", "change", "pct_chg"}),
         ),
-        # Yahoo Finance CSV download: one stock per file, no code column.
+        # Yahoo Finance: the CSV download (one stock per file, no code column) and yfinance's
+        # export, whose tickers rendering.exports stacks into a Ticker column.
         "yahoo": Layout(
             "yahoo",
             {
@@ -70,8 +78,10 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
                 "Low": "low",
                 "Close": "close",
                 "Volume": "volume",
+                "Adj Close": "adj_close",
+                "Ticker": "code",
             },
-            ignored=frozenset({"Adj Close"}),
+            ignored=frozenset({"Dividends", "Stock Splits", "Capital Gains"}),
             has_code=False,
         ),
     }

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rendering.adjustment import ADJUST, back_adjust
+from rendering.exports import read_flat
 from rendering.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
 
 # A code names a folder of rendered charts (images/<cutoff>/<code>/...): nothing that could leave it.
@@ -45,15 +47,32 @@ class Defect:
         return f"{where}: code={self.code or '(empty)'} date={self.date}: {self.reason}"
 
 
+def summarize_defects(defects: tuple[Defect, ...] | list[Defect], first: int = 3) -> list[str]:
+    """One line per file and defect kind, with its count, its first rows and the stocks it hits (a
+    lone defect as its own full line): an export with 1,500 identical defects reads as one line."""
+    groups: dict[tuple[str, str], list[Defect]] = {}
+    for d in defects:
+        groups.setdefault((d.file, d.reason), []).append(d)
+    lines = []
+    for (file, reason), hits in groups.items():
+        if len(hits) == 1:
+            lines.append(str(hits[0]))
+            continue
+        where = list(dict.fromkeys(f"line {d.row}" if d.row is not None else f"{d.code or '(empty)'} {d.date}" for d in hits))
+        shown = ", ".join(where[:first]) + (", …" if len(where) > first else "")
+        codes = sorted({d.code or "(empty)" for d in hits})
+        stocks = ",".join(codes[:5]) + (f" and {len(codes) - 5} more" if len(codes) > 5 else "")
+        lines.append(f"{file}: {reason}: {len(hits)} rows ({shown}; code{'s' if len(codes) > 1 else ''}={stocks})")
+    return lines
+
+
 class MarketDataError(ValueError):
     """Raised for a file we cannot read at all, or for stock defects under ``on_defect=fail``."""
 
     def __init__(self, message: str, defects: tuple[Defect, ...] = ()):
         self.defects = defects
         if defects:
-            shown = "\n  ".join(str(d) for d in defects[:20])
-            more = f"\n  … and {len(defects) - 20} more" if len(defects) > 20 else ""
-            message = f"{message}\n  {shown}{more}"
+            message = message + "".join(f"\n  {line}" for line in summarize_defects(defects))
         super().__init__(message)
 
 
@@ -79,6 +98,7 @@ class LoadReport:
             "dropped_stocks": {
                 code: sorted({d.reason for d in defects}) for code, defects in self.dropped.items()
             },
+            "defects": summarize_defects([d for defects in self.dropped.values() for d in defects]),
         }
 
 
@@ -101,41 +121,38 @@ class Market:
         return digest.hexdigest()[:16]
 
 
-def read_table(path: Path, layout: str = "auto", code: str | None = None) -> pd.DataFrame:
+def read_table(path: Path, layout: str = "auto", code: str | None = None, date_format: str | None = None) -> pd.DataFrame:
     """Read one file into canonical columns plus ``_row`` (source line) and ``_file``.
 
     Raises :class:`MarketDataError` for problems of the whole file (missing, empty, unknown
-    columns); defects of single rows are left for :func:`find_defects`.
+    columns, dates that read two ways); defects of single rows are left for :func:`find_defects`.
+    ``date_format`` (strptime) overrides the layout's and the inferred one.
     """
     if not path.exists():
         raise MarketDataError(f"{path}: no such file")
     try:
-        if path.suffix.lower() in {".parquet", ".pq"}:
-            raw = pd.read_parquet(path)
-            first_line = None
-        else:
-            # Read everything as text: a malformed number must become a reported defect, not a
-            # silently mixed-type column.
-            raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-            first_line = 2
+        flat = read_flat(path)
     except pd.errors.EmptyDataError:
         raise MarketDataError(f"{path}: empty file") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as err:
         raise MarketDataError(f"{path}: not a readable CSV or Parquet table: {err}") from None
+    raw = flat.frame
     if raw.empty:
         raise MarketDataError(f"{path}: empty file (no data rows)")
 
-    chosen = _choose_layout(path, list(raw.columns), layout)
+    chosen = _choose_layout(path, [c for c in raw.columns if c != "_row"], layout)
     frame = raw[[c for c in raw.columns if c in chosen.rename]].rename(columns=chosen.rename)
-    if not chosen.has_code:
+    if "code" not in frame:
         frame["code"] = code if code is not None else path.stem
-    for col in CANONICAL:
+    for col in (*CANONICAL, "adj_close"):
         if col in frame and col not in ("code", "date"):
             frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    if "adj_close" in frame:  # Yahoo: the factor is how much the adjusted close differs from the close
+        frame["adj_factor"] = frame.pop("adj_close") / frame["close"]
     frame["code"] = frame["code"].fillna("").astype(str).str.strip()
-    frame.attrs["notes"] = date_notes(path, frame["date"])
-    frame["date"] = _parse_dates(frame["date"], chosen)
-    frame["_row"] = np.arange(len(frame)) + first_line if first_line is not None else -1
+    frame.attrs["notes"] = flat.notes + date_notes(path, frame["date"])
+    frame["date"] = _parse_dates(path, frame["date"], date_format or chosen.date_format)
+    frame["_row"] = raw["_row"].to_numpy()
     frame["_file"] = str(path)
     return frame
 
@@ -174,7 +191,12 @@ def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
     return chosen
 
 
-def _parse_dates(values: pd.Series, layout: Layout) -> pd.Series:
+_ISO = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}")
+_COMPACT = re.compile(r"^\d{8}$")
+_DAY_MONTH = re.compile(r"^(\d{1,2})([/.-])(\d{1,2})\2(\d{4})$")
+
+
+def _parse_dates(path: Path, values: pd.Series, date_format: str | None) -> pd.Series:
     """Trading days (midnight, no zone). A time-zone-aware column is taken as its calendar day in
     its own zone, and a time of day is dropped, so a file with zones and one without give the same
     days (otherwise each day would appear twice); :func:`date_notes` says so in the load report."""
@@ -182,11 +204,38 @@ def _parse_dates(values: pd.Series, layout: Layout) -> pd.Series:
         if values.dt.tz is not None:
             values = values.dt.tz_localize(None)
         return values.dt.normalize()
-    text = values.astype(str).str.strip()
-    if layout.date_format is not None:
-        return pd.to_datetime(text, format=layout.date_format, errors="coerce")
-    # Yahoo writes dates with a time and zone on some exports; the trading day is what counts.
-    return pd.to_datetime(text.str.slice(0, 10), format="ISO8601", errors="coerce")
+    # Exports write a time (and zone) after the day on some rows; the trading day is what counts.
+    text = values.astype(str).str.strip().str.split(r"[ T]", n=1, regex=True).str[0]
+    if date_format is None:
+        date_format = infer_date_format(path, text)
+    if date_format == "ISO8601":
+        return pd.to_datetime(text.str.slice(0, 10), format="ISO8601", errors="coerce")
+    return pd.to_datetime(text, format=date_format, errors="coerce")
+
+
+def infer_date_format(path: Path, text: pd.Series) -> str:
+    """ISO 8601, YYYYMMDD, or day and month with a 4-digit year ("1/31/2024" US, "31.01.2024"):
+    the order is the one some date proves (a first field above 12 is a day, a second one a month).
+    A file whose dates read both ways is refused rather than guessed."""
+    sample = text[text.notna() & (text != "") & (text != "nan")]
+    if sample.empty or sample.str.match(_ISO).mean() >= 0.5:
+        return "ISO8601"
+    if sample.str.match(_COMPACT).mean() >= 0.5:
+        return "%Y%m%d"
+    parts = sample.str.extract(_DAY_MONTH)
+    if parts[0].notna().mean() < 0.5:
+        return "ISO8601"  # unreadable dates: each row is reported as such
+    first, second = parts[0].dropna().astype(int), parts[2].dropna().astype(int)
+    sep = parts[1].dropna().iloc[0]
+    if (first > 12).any() and not (second > 12).any():
+        return f"%d{sep}%m{sep}%Y"
+    if (second > 12).any() and not (first > 12).any():
+        return f"%m{sep}%d{sep}%Y"
+    example = sample[parts[0].notna()].iloc[0]
+    raise MarketDataError(
+        f"{path}: dates like {example!r} read as month/day or day/month and no date tells which; "
+        f"set data.date_format, e.g. %m{sep}%d{sep}%Y (US) or %d{sep}%m{sep}%Y"
+    )
 
 
 # A market does not pause for more than a year; a date past such a gap is a typo, not history.
@@ -219,6 +268,9 @@ def find_defects(frame: pd.DataFrame, today: pd.Timestamp | None = None) -> list
         checks.append((np.isinf(frame[col]), f"infinite {col}"))
     for col in PRICES:
         checks.append((frame[col] <= 0, f"non-positive {col}"))
+    if "adj_factor" in frame:
+        factor = frame["adj_factor"]
+        checks.append((factor.isna() | np.isinf(factor) | (factor <= 0), "missing, infinite or non-positive adjustment factor"))
     today = pd.Timestamp(today or pd.Timestamp.now().normalize())
     checks.append((frame["date"] > today, f"dated in the future (after today, {today:%Y-%m-%d})"))
     checks.append((_isolated_dates(frame["date"]), f"dated over {MAX_GAP_DAYS} days after the market's previous day (a wrong year?)"))
@@ -279,6 +331,8 @@ def load_market(
     codes: list[str] | None = None,
     weekdays: tuple[int, ...] = (0, 1, 2, 3, 4),
     today: pd.Timestamp | None = None,
+    date_format: str | None = None,
+    adjust: str = "auto",
 ) -> Market:
     """Load, validate and sort one market from one or more files.
 
@@ -287,9 +341,13 @@ def load_market(
     """
     if not paths:
         raise MarketDataError(f"market {name!r}: no input files")
-    tables = [read_table(p, layout, code) for p in paths]
+    if adjust not in ADJUST:
+        raise MarketDataError(f"market {name!r}: data.adjust must be one of {ADJUST}, got {adjust!r}")
+    tables = [read_table(p, layout, code, date_format) for p in paths]
     notes = tuple(n for t in tables for n in t.attrs.get("notes", ()))
     frame = pd.concat(tables, ignore_index=True)
+    if adjust == "none" and "adj_factor" in frame:
+        frame = frame.drop(columns="adj_factor")
     if codes is not None:
         frame = frame[frame["code"].isin([str(c) for c in codes])]
         if frame.empty:
@@ -311,6 +369,9 @@ def load_market(
 
     frame = frame.sort_values(["code", "date"], kind="stable")
     frame, filler = drop_filler_rows(frame, weekdays)
+    frame, adjusted = back_adjust(frame)
+    if adjusted:
+        notes += (f"prices back-adjusted for splits and dividends (adjustment factor): {adjusted} stocks changed",)
     calendar = pd.DatetimeIndex(np.unique(frame["date"].to_numpy()), name="date")
     suspended = frame["volume"] == 0
     bars = frame.loc[~suspended, [c for c in CANONICAL if c in frame]].reset_index(drop=True)

@@ -1,0 +1,186 @@
+"""Real exports as they come: yfinance's two-row header, pandas' index column, any column order,
+US and day-first dates, adjustment factors (TuShare adj_factor, Yahoo Adj Close) and a defect
+summary of one line per kind. Every variant is built from the committed slice's real rows and must
+load to the same bars as the slice itself (or to the hand-adjusted prices)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import SLICE, cli
+from rendering.market import MarketDataError, load_market
+
+CODES = ["AC", "SM", "TEL"]
+
+
+@pytest.fixture(scope="module")
+def clean() -> pd.DataFrame:
+    frame = pd.read_csv(SLICE)
+    return frame[frame["code"].isin(CODES)].reset_index(drop=True)
+
+
+def bars(path, **kw) -> pd.DataFrame:
+    return load_market([path], name="PSE", **kw).bars
+
+
+@pytest.fixture(scope="module")
+def expected(clean, tmp_path_factory) -> pd.DataFrame:
+    path = tmp_path_factory.mktemp("clean") / "clean.csv"
+    clean.to_csv(path, index=False)
+    return bars(path)
+
+
+def _yahoo_frame(clean: pd.DataFrame, adj: pd.Series | None = None) -> pd.DataFrame:
+    """The slice under Yahoo's column names, indexed by date and ticker."""
+    frame = clean.rename(columns={"date": "Date", "open": "Open", "high": "High", "low": "Low",
+                                  "close": "Close", "volume": "Volume", "code": "Ticker"}).drop(columns="amount")
+    frame["Adj Close"] = frame["Close"] if adj is None else frame["Close"] * adj
+    return frame
+
+
+def test_yfinance_multi_ticker_export_loads_like_the_slice(clean, expected, tmp_path):
+    """``yf.download([...]).to_csv()``: a Price row, a Ticker row, a Date row, tickers side by side
+    (pandas writes the column MultiIndex so); TEL's first days are empty, as for a later listing."""
+    wide = _yahoo_frame(clean).set_index(["Date", "Ticker"]).unstack("Ticker")
+    wide.columns.names = ["Price", "Ticker"]
+    wide = wide[["Adj Close", "Close", "High", "Low", "Open", "Volume"]]
+    late = wide.index[:10]
+    wide.loc[late, pd.IndexSlice[:, "TEL"]] = np.nan
+    path = tmp_path / "yf.csv"
+    wide.to_csv(path)
+    head = path.read_text().splitlines()[:3]
+    assert head[0].startswith("Price,Adj Close,Adj Close") and head[1].startswith("Ticker,") and head[2].startswith("Date,")
+    market = load_market([path], name="PSE")
+    listed = ~((expected["code"] == "TEL") & expected["date"].isin(pd.to_datetime(late)))
+    pd.testing.assert_frame_equal(market.bars, expected.loc[listed].drop(columns="amount").reset_index(drop=True))
+    assert any("yfinance export" in n for n in market.report.notes)
+
+    # A defect names the file's own line (the fourth line is the first day).
+    text = path.read_text().splitlines()
+    cells = text[3].split(",")
+    cells[wide.columns.get_loc(("High", "SM")) + 1] = "-5"
+    text[3] = ",".join(cells)
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(MarketDataError) as err:
+        load_market([path], name="PSE")
+    hit = next(d for d in err.value.defects if d.reason == "non-positive high")
+    assert (hit.row, hit.code) == (4, "SM")
+
+
+def test_pandas_index_column_and_any_column_order(clean, expected, tmp_path):
+    shuffled = clean[["volume", "close", "date", "code", "low", "amount", "open", "high"]]
+    path = tmp_path / "pandas.csv"
+    shuffled.to_csv(path)  # index=True: an unnamed first column 0, 1, 2, ...
+    assert path.read_text().startswith(",volume,close,date")
+    market = load_market([path], name="PSE")
+    pd.testing.assert_frame_equal(market.bars, expected)
+    assert any("unnamed index" in n for n in market.report.notes)
+    single = _yahoo_frame(clean[clean["code"] == "AC"]).drop(columns="Ticker").reset_index(drop=True)
+    single.to_csv(tmp_path / "AC.csv")  # a one-stock Yahoo download saved through pandas
+    ac = expected[expected["code"] == "AC"].drop(columns="amount").reset_index(drop=True)
+    pd.testing.assert_frame_equal(bars(tmp_path / "AC.csv"), ac)
+
+
+@pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y", "%Y%m%d"])
+def test_us_and_day_first_dates_load_like_iso(clean, expected, tmp_path, fmt):
+    dated = clean.assign(date=pd.to_datetime(clean["date"]).dt.strftime(fmt))
+    path = tmp_path / "dates.csv"
+    dated.to_csv(path, index=False)
+    pd.testing.assert_frame_equal(bars(path), expected)
+
+
+def test_dates_that_read_both_ways_are_refused_unless_told(clean, expected, tmp_path):
+    early = clean[pd.to_datetime(clean["date"]).dt.day <= 12]
+    dated = early.assign(date=pd.to_datetime(early["date"]).dt.strftime("%m/%d/%Y"))
+    path = tmp_path / "ambiguous.csv"
+    dated.to_csv(path, index=False)
+    with pytest.raises(MarketDataError, match="data.date_format") as err:
+        bars(path)
+    assert str(path) in str(err.value)
+    got = bars(path, date_format="%m/%d/%Y")
+    want = expected[expected["date"].dt.day <= 12].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want)
+
+
+def _split(clean: pd.DataFrame, code: str, day: str, ratio: float) -> tuple[pd.DataFrame, pd.Series]:
+    """Raw prices as a split would leave them (divided by ``ratio`` from ``day``) and the cumulative
+    factor a provider publishes with them (x ``ratio`` from ``day``)."""
+    hit = (clean["code"] == code) & (pd.to_datetime(clean["date"]) >= pd.Timestamp(day))
+    raw = clean.copy()
+    raw.loc[hit, ["open", "high", "low", "close"]] /= ratio
+    factor = pd.Series(np.where(hit, ratio, 1.0), index=clean.index)
+    return raw, factor
+
+
+def test_tushare_adj_factor_undoes_a_split_in_bars_and_labels(clean, expected, tmp_path):
+    """A 2-for-1 split of SM in mid-2018, as TuShare `daily` exports it (prices halve) with its
+    `adj_factor` merged in: back-adjusted, bars and 30-day labels are those of the clean slice;
+    with data.adjust=none the split is a -50% day, as in the raw export."""
+    from tasks.forecast.samples import SampleSpec, build_samples
+
+    raw, factor = _split(clean, "SM", "2018-06-01", 2.0)
+    tushare = pd.DataFrame({
+        "ts_code": raw["code"], "trade_date": pd.to_datetime(raw["date"]).dt.strftime("%Y%m%d"),
+        "open": raw["open"], "high": raw["high"], "low": raw["low"], "close": raw["close"],
+        "vol": raw["volume"], "amount": raw["amount"], "adj_factor": factor,
+    }).iloc[::-1]  # newest first, as TuShare returns it
+    path = tmp_path / "daily.csv"
+    tushare.to_csv(path, index=False)
+    market = load_market([path], name="PSE")
+    pd.testing.assert_frame_equal(market.bars, expected, check_exact=False, rtol=1e-12)
+    assert any("back-adjusted" in n and "1 stocks" in n for n in market.report.notes)
+    spec = SampleSpec(interval=20)
+    clean_market = load_market([SLICE], name="PSE", codes=CODES)
+    pd.testing.assert_frame_equal(build_samples(market, spec).frame, build_samples(clean_market, spec).frame,
+                                  check_exact=False, rtol=1e-9)
+
+    unadjusted = load_market([path], name="PSE", adjust="none").bars
+    sm = unadjusted[unadjusted["code"] == "SM"].set_index("date")["close"]
+    jump = sm / sm.shift()
+    assert jump.min() < 0.55 and jump.idxmin() >= pd.Timestamp("2018-06-01")
+
+
+def test_yahoo_adj_close_is_rebased_to_the_first_bar(clean, tmp_path):
+    """Yahoo's Adj Close folds in every *later* dividend; prices are rescaled by Adj Close / Close
+    relative to the stock's first bar, so a chart never depends on actions after its cutoff."""
+    one = clean[clean["code"] == "AC"].reset_index(drop=True)
+    dividend = pd.to_datetime(one["date"]) >= pd.Timestamp("2018-03-01")
+    adj = pd.Series(np.where(dividend, 1.0, 0.97), index=one.index)  # a 3% dividend paid in March 2018
+    frame = _yahoo_frame(one, adj).drop(columns="Ticker")
+    frame.to_csv(tmp_path / "AC.csv", index=False)
+    got = bars(tmp_path / "AC.csv").set_index("date")
+    scale = np.where(dividend, 1 / 0.97, 1.0)
+    for col in ("open", "high", "low", "close"):
+        np.testing.assert_allclose(got[col].to_numpy(), one[col].to_numpy() * scale, rtol=1e-12)
+    before = got.index < pd.Timestamp("2018-03-01")
+    np.testing.assert_array_equal(got.loc[before, "close"].to_numpy(), one.loc[~dividend, "close"].to_numpy())
+
+
+def test_bad_adjustment_factor_is_a_defect(clean, tmp_path):
+    raw, factor = _split(clean, "SM", "2018-06-01", 2.0)
+    factor.iloc[5] = 0.0
+    frame = raw.assign(adj_factor=factor)
+    frame.to_csv(tmp_path / "f.csv", index=False)
+    with pytest.raises(MarketDataError, match="non-positive adjustment factor"):
+        bars(tmp_path / "f.csv")
+
+
+def test_data_check_summarises_one_line_per_defect_kind(clean, tmp_path):
+    """1,500 rows with the same defect read as one line with its count and first lines."""
+    bad = clean.copy()
+    many = bad.index[bad["code"] == "TEL"][:1500]
+    bad.loc[many, "close"] = bad.loc[many, "high"] * 1.5
+    bad.loc[bad.index[bad["code"] == "AC"][:2], "volume"] = -1
+    path = tmp_path / "bad.csv"
+    bad.to_csv(path, index=False)
+    with pytest.raises(MarketDataError) as err:
+        bars(path)
+    lines = str(err.value).splitlines()[1:]
+    assert len(lines) == 2 and len(err.value.defects) == len(many) + 2
+    tel = next(line for line in lines if "close outside" in line)
+    first_line = many[0] + 2
+    assert f"{len(many)} rows" in tel and f"line {first_line}" in tel and "TEL" in tel and str(path) in tel
+    done = cli("data", "check", "data=csv", f"data.path={path}", "data.on_defect=drop", check=True)
+    assert f"close outside [low, high]: {len(many)} rows" in done.stdout and "negative volume: 2 rows" in done.stdout
