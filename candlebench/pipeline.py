@@ -8,7 +8,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import tasks as registry
-from candlebench.stages import Job, compose_config, plan, run_stage
+from candlebench.stages import Job, Unit, compose_config, plan, run_stage
 
 
 def user_overrides(skip_prefix: str | None = None) -> list[str]:
@@ -26,10 +26,14 @@ def chosen_tasks(cfg: DictConfig) -> list[str]:
     return chosen
 
 
-def run_names(base: list[str], tasks: list[str], models: list[str]) -> dict[tuple[str, str], str]:
-    return {
-        (t, m): compose_config([*base, f"task={t}", f"model={m}"]).infer.run_name for t in tasks for m in models
-    }
+def run_names(base: list[str], tasks: list[str], models: list[Unit]) -> dict[tuple[str, str], str]:
+    """The run each unit writes: the model's own run name, plus "-<variant>" under a variant."""
+    names = {}
+    for t in tasks:
+        for u in models:
+            name = compose_config([*base, f"task={t}", f"model={u.model}", *u.overrides]).infer.run_name
+            names[(t, u.key)] = name if u.variant is None else f"{name}-{u.variant}"
+    return names
 
 
 def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
@@ -43,6 +47,6 @@ def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
 def run(cfg: DictConfig) -> None:
     base = [o for o in user_overrides() if o.split("=", 1)[0] not in {"task", "tasks"}]
     tasks = chosen_tasks(cfg)
-    model = HydraConfig.get().runtime.choices["model"]
-    names = run_names(base, tasks, [model])
-    run_jobs(plan(base, tasks, [model], names, baselines=bool(cfg.baseline.names)))
+    model = [Unit(HydraConfig.get().runtime.choices["model"])]
+    names = run_names(base, tasks, model)
+    run_jobs(plan(base, tasks, model, names, baselines=bool(cfg.baseline.names)))

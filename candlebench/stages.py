@@ -83,17 +83,38 @@ def _split(base: tuple[str, ...], block: str | None, count: int) -> tuple[tuple[
     return tuple(with_overrides(list(base), f"{block}.index={i}", f"{block}.count={count}") for i in range(count))
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One model run of a plan: a model config, optionally under a variant's overrides (an
+    ablation: other inputs, another prompt). ``key`` names it: "model" or "model@variant"."""
+
+    model: str
+    variant: str | None = None
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.model if self.variant is None else f"{self.model}@{self.variant}"
+
+
+def units(models: list[str], variants: dict[str, tuple[str, ...]] | None = None) -> list[Unit]:
+    """Every model, once per variant (``sweep.variants``: name -> overrides), or once without any."""
+    if not variants:
+        return [Unit(m) for m in models]
+    return [Unit(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
+
+
 def plan(
     base: list[str],
     tasks: list[str],
-    models: list[str],
+    models: list[Unit],
     run_names: dict[tuple[str, str], str],
     baselines: bool,
     render_chunks: int = 1,
     infer_shards: int = 1,
     report: tuple[str, ...] = (),
 ) -> list[Job]:
-    """Every job in dependency order; ``run_names[(task, model)]`` is that model's run name."""
+    """Every job in dependency order; ``run_names[(task, unit.key)]`` is that unit's run name."""
     jobs: list[Job] = []
     scored: list[str] = []
     for task in tasks:
@@ -105,12 +126,13 @@ def plan(
             jobs.append(Job(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${baseline.names}"),),
                             (f"baseline:{task}",)))
             scored.append(jobs[-1].key)
-        for model in models:
-            on_model = with_overrides(list(on_task), f"model={model}")
-            infer_key = f"infer:{task}:{model}"
+        for unit in models:
+            name = run_names[(task, unit.key)]
+            on_model = with_overrides(list(on_task), f"model={unit.model}", *unit.overrides,
+                                      *((f"infer.run_name={name}",) if unit.variant else ()))
+            infer_key = f"infer:{task}:{unit.key}"
             jobs.append(Job(infer_key, "infer", _split(on_model, "infer.shard", infer_shards), (f"render:{task}",), gpu=True))
-            name = run_names[(task, model)]
-            jobs.append(Job(f"score:{task}:{model}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
+            jobs.append(Job(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
                             (infer_key,)))
             scored.append(jobs[-1].key)
     jobs.append(Job("report", "report", (with_overrides(base, f"tasks=[{','.join(tasks)}]", *report),), tuple(scored)))

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from candlebench.io import write_json
 from candlebench.layout import Layout
 from candlebench.pipeline import chosen_tasks, run_jobs, run_names, user_overrides
-from candlebench.stages import Job, compose_config, plan, run_stage
+from candlebench.stages import Job, compose_config, plan, run_stage, units
 from inference.models import ModelSpec, check_available
 from inference.infer_job import build_requests
 from inference.records import RecordStore
@@ -79,11 +79,19 @@ def finished_jobs(jobs: list[Job]) -> set[str]:
 def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     s = cfg.sweep
     tasks = chosen_tasks(cfg)
-    models = [str(m) for m in s.models]
+    variants = {str(k): tuple(str(o) for o in v) for k, v in (s.get("variants") or {}).items()}
+    models = units([str(m) for m in s.models], variants)
     names = run_names(base, tasks, models)
     with_baselines = bool(s.baselines) and bool(cfg.baseline.names)
     runs = sorted({*names.values(), *(cfg.baseline.names if with_baselines else [])})
-    compare = [[names[(tasks[0], str(a))], names[(tasks[0], str(b))]] for a, b in s.compare]
+    keys = {u.key for u in models}
+    # "@variant" pairs stand for the same pair of variants of every model.
+    pairs = [(f"{m}{a}", f"{m}{b}") if str(a).startswith("@") else (str(a), str(b))
+             for a, b in s.compare for m in ([str(m) for m in s.models] if str(a).startswith("@") else [None])]
+    unknown = sorted({x for pair in pairs for x in pair} - keys)
+    if unknown:
+        raise SweepError(f"sweep.compare names {unknown}, which are not runs of this sweep; known: {sorted(keys)}")
+    compare = [[names[(tasks[0], a)], names[(tasks[0], b)]] for a, b in pairs]
     report = (f"report.runs=[{','.join(runs)}]", f"report.compare={json.dumps(compare)}")
     return plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards), report)
 

@@ -17,7 +17,7 @@ from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
-from scoring.report import RANDOM_WEIGHTS, ScoredRun, Section, scored_run, write_report
+from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, scored_run, write_report
 from tasks import get_task
 from tasks.base import RunData, ScoreSettings, Task
 
@@ -78,27 +78,50 @@ def _run_data(paths: TaskPaths, name: str, samples: pd.DataFrame) -> RunData:
     return RunData(name, parsed, samples, asdict(info), metrics)
 
 
-def task_section(task: Task, paths: TaskPaths, cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
-    scored = [n for n in paths.run_names() if paths.run(n).metrics.exists()]
-    wanted = [str(n) for n in cfg.report.runs] if cfg.report.runs else scored
-    names = [n for n in wanted if n in scored]
-    samples = read_samples(paths)
-    data = {n: _run_data(paths, n, samples) for n in names}  # also: every run's scores are of its current key
-    runs = [scored_run(n, dict(d.metrics), bool(d.info["random_weights"])) for n, d in data.items()]
-    comparisons = {
-        f"{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
-        for a, b in cfg.report.compare
-        if a in names and b in names
-    }
-    return (task.report(runs, comparisons) if runs else []), runs, comparisons
+def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
+    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
+    charts = pd.read_parquet(paths.manifest, columns=["freq"])["freq"].value_counts() if paths.manifest.exists() else {}
+    return Dataset(_market(samples), summary, {str(k): int(v) for k, v in dict(charts).items()})
+
+
+def _market(samples: pd.DataFrame) -> str:
+    return "+".join(sorted(map(str, samples["market"].unique()))) if "market" in samples else ""
+
+
+def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
+    """One section per task over the task folders of this out_dir and of ``report.pool`` (other
+    markets' out_dirs): their runs side by side, each labelled with its market."""
+    runs, datasets, comparisons = [], [], {}
+    wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
+    for where in paths:
+        names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
+        if not names:
+            continue
+        samples = read_samples(where)
+        data = {n: _run_data(where, n, samples) for n in names}  # also: every run's scores are of its current key
+        market = _market(samples)
+        runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
+        datasets.append(dataset(where, samples))
+        prefix = f"{market}: " if len(paths) > 1 else ""
+        comparisons.update({
+            f"{prefix}{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
+            for a, b in cfg.report.compare
+            if a in data and b in data
+        })
+    return (task.report(runs, comparisons, datasets) if runs else []), runs, comparisons
 
 
 def report(cfg: DictConfig) -> None:
     layout = Layout.of(cfg)
-    tasks = list(cfg.tasks) if cfg.get("tasks") else layout.tasks_present()
+    pooled = [layout] + [Layout(Path(p)) for p in (cfg.report.get("pool") or [])]
+    missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
+    if missing_dirs:
+        raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
+    tasks = list(cfg.tasks) if cfg.get("tasks") else sorted({t for p in pooled for t in p.tasks_present()})
     sections, runs, comparisons = [], [], {}
     for name in tasks:
-        found, scored, compared = task_section(get_task(name), layout.task(name), cfg)
+        present = [p.task(name) for p in pooled if p.task(name).samples.exists()]
+        found, scored, compared = task_section(get_task(name), present, cfg)
         sections += found
         runs += scored
         if compared:

@@ -10,7 +10,7 @@ import html
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import matplotlib
 
@@ -29,6 +29,17 @@ class ScoredRun:
     name: str
     label: str  # the name as shown, with "(random weights)" where the model is a pipeline check
     metrics: dict
+    market: str = ""  # the market(s) of its samples: a pooled report has runs of several
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What a report says about a task's data: its market, the samples summary the samples stage
+    wrote and how many files of each chart were rendered."""
+
+    market: str
+    summary: Mapping[str, Any]
+    charts: Mapping[str, int]
 
 
 @dataclass(frozen=True)
@@ -45,8 +56,8 @@ class Section:
     plots: dict[str, bytes] = field(default_factory=dict)  # file stem -> PNG bytes
 
 
-def scored_run(name: str, metrics: dict, random_weights: bool) -> ScoredRun:
-    return ScoredRun(name, f"{name} {RANDOM_WEIGHTS}" if random_weights else name, metrics)
+def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "") -> ScoredRun:
+    return ScoredRun(name, f"{name} {RANDOM_WEIGHTS}" if random_weights else name, metrics, market)
 
 
 def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:

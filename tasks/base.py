@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 if TYPE_CHECKING:  # kept light: records and the runner import this module
     import pandas as pd
     from omegaconf import DictConfig
 
     from rendering.market import Market
-    from scoring.report import ScoredRun, Section
+    from scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
@@ -131,7 +131,9 @@ class Task(ABC):
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict: ...
 
     @abstractmethod
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]: ...
+    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict],
+               datasets: Sequence[Dataset] = ()) -> list[Section]:
+        """The task's report sections; ``datasets``: one per market the runs come from."""
 
     def summary_line(self, metrics: Mapping[str, Any]) -> str:
         """What `candlebench score` prints of a run's metrics."""

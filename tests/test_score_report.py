@@ -11,7 +11,7 @@ import pytest
 
 from tasks.forecast.metrics import compute_metrics
 
-from helpers import CANDLEBENCH
+from helpers import CANDLEBENCH, SLICE
 
 
 def cli(*args: str, cwd: Path) -> str:
@@ -73,7 +73,7 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
     assert f"{metrics['ic_mean']:.5f}" in md and f"{metrics['accuracy'] * 100:.2f}" in md
     assert "momentum → xgboost" in md
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(list((report / "plots").glob("*.png"))) == 6
+    assert html.count("data:image/png;base64,") == len(list((report / "plots").glob("*.png"))) == 8
     comparisons = json.loads((report / "comparisons.json").read_text())
     assert comparisons["forecast"]["momentum → xgboost"]["n"] > 0
 
@@ -104,3 +104,34 @@ def test_table5_ranks_reproduce_the_papers_ties():
         assert table.loc[name, "RankIC Sig."] == f"{rsig[0]:.3f} ({rsig[1]})"
     two_way = table5([ScoredRun(n, n, {"ic_mean": v}) for n, v in (("a", 0.1), ("b", 0.1), ("c", 0.0))]).frame
     assert list(two_way["IC Mean"]) == ["0.10000 (1.5)", "0.10000 (1.5)", "0.00000 (3)"]
+
+
+def test_pooled_report_of_two_markets(tmp_path):
+    """Two markets' out_dirs in one report (report.pool): Table 4 rows carry their Market and Total,
+    Tables 1 and 2 a row per market (Table 2 a Total row too), comparisons stay within a market."""
+    runs = {}
+    for market, codes in (("PSE-A", "[AC,ALI,BPI,JFC]"), ("PSE-B", "[SM,TEL,URC,MER]")):
+        out = tmp_path / market
+        common = ["data=slice", f"data.codes={codes}", f"data.market={market}", f"out_dir={out}", "score.n_boot=0"]
+        cli("samples", *common, "samples.interval=20", cwd=tmp_path)
+        cli("baseline", *common, "baseline.names=[momentum,constant]", cwd=tmp_path)
+        for name in ("momentum", "constant"):
+            cli("score", *common, f"score.run={name}", cwd=tmp_path)
+        runs[market] = out
+    a, b = runs["PSE-A"], runs["PSE-B"]
+    cli("report", "data=slice", f"out_dir={a}", f"report.pool=[{b}]", "report.compare=[[constant,momentum]]",
+        f"report.dir={tmp_path / 'pooled'}", cwd=tmp_path)
+    md = (tmp_path / "pooled" / "report.md").read_text()
+    for market, out in runs.items():
+        m = json.loads((out / "forecast" / "runs" / "momentum" / "metrics.json").read_text())
+        assert f"| momentum · {market} | {market} | {m['tp']} | {m['tn']} | {m['fp']} | {m['fn']} | {m['n']} |" in md
+        summary = json.loads((out / "forecast" / "samples_summary.json").read_text())
+        days = summary["regime_days"]
+        assert f"| {market} | {days['bull']} |" in md
+        assert sum(days.values()) == len(pd.read_csv(SLICE)["date"].unique()) - 1
+        assert f"| {market} | 4 | {summary['cutoffs']} | {summary['samples']} |" in md
+    total = sum(json.loads((o / "forecast" / "samples_summary.json").read_text())["samples"] for o in runs.values())
+    assert f"| Total | 8 |" in md and f"| {total} |" in md
+    comparisons = json.loads((tmp_path / "pooled" / "comparisons.json").read_text())["forecast"]
+    assert set(comparisons) == {"PSE-A: constant → momentum", "PSE-B: constant → momentum"}
+    assert {"rank_ic_mean_median.png", "continuous.png"} <= {p.name for p in (tmp_path / "pooled" / "plots").iterdir()}

@@ -81,7 +81,7 @@ class ToyTask(Task):
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
         return {"accuracy_diff": b.metrics["accuracy"] - a.metrics["accuracy"]}
 
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets=()) -> list[Section]:
         frame = pd.DataFrame({"Run": [r.label for r in runs], "Accuracy": [r.metrics["accuracy"] for r in runs]})
         return [Section("Toy task", (Table("Accuracy on the cutoff day's direction", frame),))]
 

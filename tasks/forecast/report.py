@@ -3,9 +3,10 @@ accuracies, paired comparisons and the plots a reader looks at."""
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from dataclasses import replace
+from typing import Callable, Mapping, Sequence
 
-from scoring.report import ScoredRun, Section, Table, figure, fmt, fmt_rank, png, ranked  # first: selects Agg
+from scoring.report import Dataset, ScoredRun, Section, Table, figure, fmt, fmt_rank, png, ranked  # first: selects Agg
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -28,7 +29,10 @@ def table4(runs: list[ScoredRun]) -> Table:
             for r in runs
         ]
     )
-    out = rows[["Model", "TP", "TN", "FP", "FN"]].copy()
+    out = rows[["Model"]].copy()
+    out["Market"] = [r.market or "–" for r in runs]
+    out[["TP", "TN", "FP", "FN"]] = rows[["TP", "TN", "FP", "FN"]]
+    out["Total"] = [r.metrics.get("n") for r in runs]
     for key, title, better in (
         ("accuracy", "Acc %", True), ("precision", "Prec %", True), ("recall", "Recall %", True),
         ("specificity", "Spec %", True), ("f1", "F1", True), ("fp_share", "FP rate %", False),
@@ -86,11 +90,45 @@ def groups_table(runs: list[ScoredRun]) -> Table:
             row[name.replace("_", " ")] = f"{fmt(g.get('accuracy'), 3)} (n={g.get('n', 0)})"
         for horizon, h in sorted((m.get("by_horizon") or {}).items(), key=lambda kv: int(kv[0][2:])):
             row[f"IC {horizon}"] = fmt(h.get("ic_mean"))
+            row[f"ICIR {horizon}"] = fmt(h.get("icir"), 3)
         for split in ("before_release", "after_release"):
             s = m.get(split)
             row[split.replace("_", " ")] = "–" if not s else f"IC {fmt(s.get('ic_mean'))}, acc {fmt(s.get('accuracy'), 3)}"
         rows.append(row)
     return Table("Regimes, extreme stocks, horizons and the release-date split", pd.DataFrame(rows))
+
+
+def table1(datasets: Sequence[Dataset]) -> Table:
+    """The paper's Table 1: the regime of every trading day of each market."""
+    rows = []
+    for d in datasets:
+        days = d.summary.get("regime_days") or {}
+        total = sum(days.values())
+        row = {"Market": d.market}
+        for name in ("bull", "bear", "sideways"):
+            row[f"{name.title()} days"] = days.get(name, 0)
+            row[f"{name.title()} %"] = fmt(100 * days.get(name, 0) / total if total else None, 1)
+        row["Total days"] = total
+        rows.append(row)
+    return Table("Table 1 layout: market regime of each trading day", pd.DataFrame(rows),
+                 "Bull: more than samples.regime_threshold of the stocks trading that day closed up; bear: "
+                 "more than that share closed down; every trading day after the market's first.")
+
+
+def table2(datasets: Sequence[Dataset]) -> Table:
+    """The paper's Table 2: stocks, cutoffs, chart files and raw OHLCV rows per market, and in total."""
+    rows = []
+    for d in datasets:
+        s = d.summary
+        rows.append({"Market": d.market, "Stocks": s.get("stocks"), "Cutoffs": s.get("cutoffs"),
+                     "Samples": s.get("samples"), **{f"{k.title()} charts": v for k, v in sorted(d.charts.items())},
+                     "Raw OHLCV rows": (s.get("data") or {}).get("rows")})
+    frame = pd.DataFrame(rows)
+    if len(frame) > 1:
+        total = {c: frame[c].sum() if c != "Market" else "Total" for c in frame.columns}
+        frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
+    return Table("Table 2 layout: dataset statistics", frame,
+                 "Raw OHLCV rows: the bars loaded after validation (defective stocks and filler rows out).")
 
 
 def comparison_table(comparisons: dict[str, dict]) -> Table:
@@ -130,18 +168,21 @@ def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
     return figure(draw)
 
 
-def plot_ic_bars(runs: list[ScoredRun]) -> bytes:
+def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
+    """Mean (with its bootstrap CI) and median of the per-date series: IC (Fig. 6), Rank IC (Fig. 7)."""
+    title = {"ic": "IC", "rank_ic": "Rank IC"}[kind]
+
     def draw(ax):
         x = np.arange(len(runs))
-        means = [r.metrics.get("ic_mean") or 0.0 for r in runs]
-        medians = [r.metrics.get("ic_median") or 0.0 for r in runs]
-        cis = [(r.metrics.get("ci") or {}).get("ic_mean") for r in runs]
+        means = [r.metrics.get(f"{kind}_mean") or 0.0 for r in runs]
+        medians = [r.metrics.get(f"{kind}_median") or 0.0 for r in runs]
+        cis = [(r.metrics.get("ci") or {}).get(f"{kind}_mean") for r in runs]
         err = np.array([[m - c[0], c[1] - m] if c else [0, 0] for m, c in zip(means, cis)]).T
         ax.bar(x - 0.2, means, 0.4, yerr=err, capsize=3, label="mean (95% CI)")
         ax.bar(x + 0.2, medians, 0.4, label="median")
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
-        ax.set(title="IC: mean and median")
+        ax.set(title=f"{title}: mean and median")
         ax.legend(fontsize=7)
 
     return figure(draw)
@@ -182,21 +223,30 @@ def plot_bias(runs: list[ScoredRun]) -> bytes:
     return figure(draw)
 
 
-def plot_regimes(runs: list[ScoredRun]) -> bytes:
-    names = ["bull", "bear", "sideways"]
-    grid = np.array(
-        [[((r.metrics.get("by_regime") or {}).get(n) or {}).get("accuracy") or np.nan for n in names] for r in runs]
-    )
+def _accuracy_heatmap(runs: list[ScoredRun], groups: dict[str, Callable[[dict], dict | None]], title: str) -> bytes:
+    grid = np.array([[(pick(r.metrics) or {}).get("accuracy") or np.nan for pick in groups.values()] for r in runs],
+                    dtype=float)
 
     def draw(ax):
         ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=0.7, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
             ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(3), names)
+        ax.set_xticks(range(len(groups)), list(groups))
         ax.set_yticks(range(len(runs)), [r.label for r in runs], fontsize=7)
-        ax.set(title="Accuracy by market regime of the cutoff day")
+        ax.set(title=title)
 
     return figure(draw, size=(6, 1 + 0.4 * len(runs)))
+
+
+def plot_regimes(runs: list[ScoredRun]) -> bytes:
+    groups = {n: (lambda m, n=n: (m.get("by_regime") or {}).get(n)) for n in ("bull", "bear", "sideways")}
+    return _accuracy_heatmap(runs, groups, "Accuracy by market regime of the cutoff day")
+
+
+def plot_continuous(runs: list[ScoredRun]) -> bytes:
+    """Fig. 9: accuracy on the continuous-rise and continuous-fall stocks."""
+    groups = {n.replace("_", " "): (lambda m, n=n: m.get(n)) for n in ("continuous_rise", "continuous_fall")}
+    return _accuracy_heatmap(runs, groups, "Accuracy on continuous-rise / -fall stocks")
 
 
 def plot_horizons(runs: list[ScoredRun]) -> bytes:
@@ -219,15 +269,19 @@ def plot_horizons(runs: list[ScoredRun]) -> bytes:
 PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
     "ic_by_date": plot_ic_by_date,
     "ic_mean_median": plot_ic_bars,
+    "rank_ic_mean_median": lambda runs: plot_ic_bars(runs, "rank_ic"),
     "confusion": plot_confusions,
     "bias": plot_bias,
     "regimes": plot_regimes,
+    "continuous": plot_continuous,
     "horizons": plot_horizons,
 }
 
 
-def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
-    tables = [table4(runs), table5(runs), groups_table(runs)]
+def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
+    if len({r.market for r in runs}) > 1:  # a pooled report: one model appears once per market
+        runs = [replace(r, label=f"{r.label} · {r.market}") for r in runs]
+    tables = ([table1(datasets), table2(datasets)] if datasets else []) + [table4(runs), table5(runs), groups_table(runs)]
     if comparisons:
         tables.append(comparison_table(dict(comparisons)))
     plots = {name: make(runs) for name, make in PLOTS.items()}

@@ -232,6 +232,16 @@ def _trend_by_days(close: pd.DataFrame, spec: SampleSpec) -> pd.DataFrame:
     return pd.DataFrame.from_dict(flags, orient="index", columns=["continuous_rise", "continuous_fall"])
 
 
+def regime_days(market: Market, threshold: float) -> dict[str, int]:
+    """The regime of every trading day of the market after its first (the paper's Table 1), by the
+    rule the cutoff days use."""
+    close = market.bars.pivot(index="date", columns="code", values="close").reindex(market.calendar)
+    filled = close.ffill().to_numpy()
+    today = close.to_numpy()
+    counts = Counter(_regime(filled[k - 1], today[k], threshold)[1] for k in range(1, len(market.calendar)))
+    return {name: int(counts.get(name, 0)) for name in ("bull", "bear", "sideways", "unknown") if name != "unknown" or counts.get(name)}
+
+
 def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
     frame = samples.frame
     return {
@@ -242,6 +252,8 @@ def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
         "last_cutoff": None if frame.empty else f"{frame['cutoff'].max():%Y-%m-%d}",
         "per_market": {str(k): int(v) for k, v in frame["market"].value_counts().sort_index().items()},
         "per_regime": {str(k): int(v) for k, v in frame["regime"].value_counts().sort_index().items()},
+        "regime_days": regime_days(market, spec.regime_threshold),
+        "stocks": int(frame["code"].nunique()),
         "continuous_rise_stocks": int(frame.loc[frame["continuous_rise"], "code"].nunique()),
         "continuous_fall_stocks": int(frame.loc[frame["continuous_fall"], "code"].nunique()),
         "dropped_samples": samples.dropped,

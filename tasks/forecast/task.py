@@ -17,6 +17,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rendering.market import Market
+from rendering.inputs import TEXT_INPUT, text_column
 from rendering.render_job import settings_from
 from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.forecast import baselines
@@ -77,14 +78,39 @@ class ForecastTask(Task):
         return BuiltSamples(built.frame, summarize(built, market, spec))
 
     def inputs(self, cfg: DictConfig) -> Inputs:
-        return Inputs(charts=tuple(cfg.task.images))
+        return Inputs(charts=tuple(cfg.task.images), text=bool(cfg.task.text))
+
+    def fed(self, cfg: DictConfig) -> tuple[str, ...]:
+        """What the model is given out of what is rendered (``task.feed``; null = the charts of
+        ``task.images``): the ablations give one chart, or the OHLCV text instead of or beside them."""
+        rendered = (*cfg.task.images, *((TEXT_INPUT,) if cfg.task.text else ()))
+        if cfg.task.feed is None:
+            return tuple(cfg.task.images)
+        feed = tuple(str(f) for f in cfg.task.feed)
+        unknown = [f for f in feed if f not in rendered]
+        if unknown or not feed:
+            raise ValueError(f"task.feed={list(feed)}: feed from what is rendered, {list(rendered)} "
+                             "(task.images, and 'ohlcv' when task.text=true)")
+        return feed
 
     def prompt_identity(self, cfg: DictConfig) -> str:
         up, down = settings_from(cfg).colors
-        return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon)
+        # {ohlcv} stays a placeholder here: the sample's own OHLCV text goes there (request).
+        prompt = cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv="{ohlcv}")
+        if cfg.task.feed is None:
+            return prompt
+        return f"[inputs given: {', '.join(self.fed(cfg))}]\n{prompt}"
 
     def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
-        return RequestSpec(self.prompt_identity(cfg), tuple(cfg.task.images))
+        fed = self.fed(cfg)
+        up, down = settings_from(cfg).colors
+        values = dict(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon)
+        if TEXT_INPUT not in fed:
+            return RequestSpec(cfg.task.prompt.format(**values, ohlcv=""), tuple(c for c in cfg.task.images if c in fed))
+        if "{ohlcv}" not in cfg.task.prompt:
+            raise ValueError("task.feed gives the OHLCV text, but task.prompt has no {ohlcv} placeholder to put it in")
+        prompt = cfg.task.prompt.format(**values, ohlcv=texts[text_column()])
+        return RequestSpec(prompt, tuple(c for c in cfg.task.images if c in fed), (text_column(),))
 
     def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
@@ -104,10 +130,10 @@ class ForecastTask(Task):
 
         return compare_runs(a.parsed, b.parsed, horizon=int(a.metrics["horizon"]), n_boot=settings.n_boot, seed=settings.seed)
 
-    def report(self, runs, comparisons):
+    def report(self, runs, comparisons, datasets=()):
         from tasks.forecast.report import sections
 
-        return sections(runs, comparisons)
+        return sections(runs, comparisons, datasets)
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         return (
