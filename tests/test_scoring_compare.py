@@ -188,3 +188,36 @@ def test_output_is_strict_json() -> None:
     a, b = two_runs()
     out = compare_runs(a, b, n_boot=100)
     assert json.loads(json.dumps(out, allow_nan=False)) == out
+
+
+def test_release_split_is_the_same_comparison_on_each_side_of_the_date() -> None:
+    """§4.4 peeping test: split at b's release, each side equals the comparison of that side alone;
+    a b that "knew" the pre-release outcomes gains more before its release than after."""
+    a, b = two_runs(dates=8, stocks=12, seed=4)
+    cutoffs = sorted(a["cutoff"].unique())
+    split = cutoffs[4]
+    peeked = b.copy()
+    late = peeked["cutoff"] >= split
+    peeked.loc[late, "pred"] = a.loc[late, "pred"].to_numpy()  # after release: no better than a
+    out = compare_runs(a, peeked, n_boot=0, split_date=f"{split:%Y-%m-%d}")
+    for side, mask in (("before_split", a["cutoff"] < split), ("after_split", a["cutoff"] >= split)):
+        alone = compare_runs(a[mask], peeked[mask], n_boot=0)
+        got = out[side]
+        assert got["n"] == alone["n"]
+        for key in ("n_dates", "accuracy_diff", "bias_change"):
+            assert got[key] == alone[key], (side, key)
+        assert got["ic"]["mean_diff"] == alone["ic"]["mean_diff"]
+    assert out["before_split"]["ic"]["mean_diff"] > 0.2 and out["after_split"]["ic"]["mean_diff"] == 0
+    assert "before_split" not in compare_runs(a, peeked, n_boot=0)
+
+
+def test_task_splits_at_the_later_release_only() -> None:
+    from tasks.base import RunData, ScoreSettings
+    from tasks.forecast.task import TASK
+
+    a, b = two_runs()
+    run = lambda frame, date: RunData("x", frame, frame, {"release_date": date}, {"horizon": 30})
+    settings = ScoreSettings(n_boot=0)
+    assert TASK.compare(run(a, "2024-01-01"), run(b, "2024-05-01"), settings)["split_date"] == "2024-05-01"
+    assert "split_date" not in TASK.compare(run(b, "2024-05-01"), run(a, "2024-01-01"), settings)
+    assert "split_date" not in TASK.compare(run(a, None), run(b, "2024-05-01"), settings)

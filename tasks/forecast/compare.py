@@ -114,20 +114,35 @@ def compare_runs(
     horizon: int = 30,
     n_boot: int = 1000,
     seed: int = 0,
+    split_date: str | None = None,
 ) -> dict[str, Any]:
-    """Paired differences ``b - a`` in IC, Rank IC, direction accuracy and bias (JSON-serialisable)."""
-    ret_col = return_column(horizon)
+    """Paired differences ``b - a`` in IC, Rank IC, direction accuracy and bias (JSON-serialisable).
+
+    ``split_date`` (b's release date, when b is the later release of a's family) adds the same
+    comparison on the cutoffs before it and on those from it on: the paper's §4.4 "peeping" test.
+    A model that had seen the outcomes of pre-release cutoffs in training would beat its predecessor
+    by more before its release than after; about the same gain on both sides says it did not."""
     scored, counts = join_runs(a, b, horizon)
+    out = {"horizon": horizon, "join_on": _join_keys(a, b), **counts, **_paired(scored, horizon, n_boot, seed)}
+    if split_date is not None:
+        before = scored["cutoff"] < pd.Timestamp(split_date)
+        out["split_date"] = str(split_date)
+        for name, part in (("before_split", scored[before]), ("after_split", scored[~before])):
+            found = _paired(part, horizon, n_boot, seed)
+            found.pop("ic_by_date")
+            out[name] = {"n": int(len(part)), **found}
+    return json_safe(out)
+
+
+def _paired(scored: pd.DataFrame, horizon: int, n_boot: int, seed: int) -> dict[str, Any]:
+    ret_col = return_column(horizon)
     ic, dates = _ic_differences(scored, ret_col, n_boot, seed)
     ret = scored[ret_col].to_numpy()
     pred_a, pred_b = scored["pred_a"].to_numpy(), scored["pred_b"].to_numpy()
     direction_a, direction_b = direction_metrics(pred_a, ret), direction_metrics(pred_b, ret)
     ratio_a, ratio_b = direction_a["pred_up_down_ratio"], direction_b["pred_up_down_ratio"]
     actual_up = ret > 0
-    out = {
-        "horizon": horizon,
-        "join_on": _join_keys(a, b),
-        **counts,
+    return {
         **ic,
         "accuracy_a": direction_a["accuracy"],
         "accuracy_b": direction_b["accuracy"],
@@ -141,4 +156,3 @@ def compare_runs(
         "pred_up_down_ratio_change": _difference(ratio_a, ratio_b),
         "ic_by_date": dates.to_dict("records"),
     }
-    return json_safe(out)

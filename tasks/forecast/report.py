@@ -148,9 +148,23 @@ def comparison_table(comparisons: dict[str, dict]) -> Table:
                 "McNemar p": fmt(mc.get("p"), 3),
                 "Δbias": fmt(c.get("bias_change"), 3),
                 "Δ up:down": fmt(c.get("pred_up_down_ratio_change"), 3),
+                "ΔIC before / after b's release": _split(c),
             }
         )
-    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows),
+                 "Before / after b's release (when b is the later release): the same comparison on the cutoffs "
+                 "before that date and from it on, with the t-test p (the §4.4 peeping test: a b that had "
+                 "seen the pre-release outcomes gains clearly more before its release than after).")
+
+
+def _split(c: dict) -> str:
+    if not c.get("split_date"):
+        return "–"
+    sides = []
+    for side in ("before_split", "after_split"):
+        ic = (c.get(side) or {}).get("ic") or {}
+        sides.append(f"{fmt(ic.get('mean_diff'))} (p {fmt(ic.get('t_p'), 3)}, n={(c.get(side) or {}).get('n', 0)})")
+    return f"{c['split_date']}: " + " / ".join(sides)
 
 
 # --- plots -----------------------------------------------------------------------------------

@@ -128,7 +128,11 @@ class ForecastTask(Task):
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
         from tasks.forecast.compare import compare_runs
 
-        return compare_runs(a.parsed, b.parsed, horizon=int(a.metrics["horizon"]), n_boot=settings.n_boot, seed=settings.seed)
+        # b released after a (a later version of the family): split at b's release (§4.4).
+        release_a, release_b = a.info.get("release_date"), b.info.get("release_date")
+        split = release_b if release_a and release_b and str(release_b) > str(release_a) else None
+        return compare_runs(a.parsed, b.parsed, horizon=int(a.metrics["horizon"]), n_boot=settings.n_boot,
+                            seed=settings.seed, split_date=split)
 
     def report(self, runs, comparisons, datasets=()):
         from tasks.forecast.report import sections
