@@ -118,7 +118,9 @@ def write_report(sections: list[Section], out: Path, title: str, random_weights:
     md = [f"# {title}", "", warning, ""] if warning else [f"# {title}", ""]
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if warning:
-        parts.append(f"<p><strong>{html.escape(warning)}</strong></p>")
+        # The Markdown's *emphasis*, as HTML (not as literal asterisks).
+        shown = html.escape(warning).replace(f"*{RANDOM_WEIGHTS}*", f"<em>{RANDOM_WEIGHTS}</em>")
+        parts.append(f"<p><strong>{shown}</strong></p>")
     for section in sections:
         md += [f"## {section.title}", ""]
         parts.append(f"<h2>{html.escape(section.title)}</h2>")

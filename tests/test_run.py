@@ -42,6 +42,8 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
     assert "report of 5 runs" in done.stdout
     report = (out / "report" / "report.md").read_text()
     assert "(random weights)" in report and "pipeline checks" in report
+    page = (out / "report" / "report.html").read_text()
+    assert "<em>(random weights)</em> are pipeline checks" in page and "*(random weights)*" not in page
     for name in RUNS:
         assert f"| {name}" in report
 
