@@ -116,7 +116,8 @@ def compute_anchors(history: Mapping[str, np.ndarray], s: AnchorSettings = Ancho
     ma_s, ma_l = _ma(closes_all, s.ma_short, last), _ma(closes_all, s.ma_long, last)
     labels["ma_position"] = ("above_both" if c[-1] > ma_s and c[-1] > ma_l else
                              "below_both" if c[-1] < ma_s and c[-1] < ma_l else "mixed")
-    values["ma_position"] = c[-1] / ma_l - 1
+    values["ma_position"] = c[-1] / ma_l - 1  # the close against MA20 (claims about one average)
+    values["ma_position_short"] = c[-1] / ma_s - 1
 
     diff = [_ma(closes_all, s.ma_short, t) - _ma(closes_all, s.ma_long, t)
             for t in range(max(0, last - s.cross_bars), last + 1)]
