@@ -236,3 +236,33 @@ def test_reference_responders_give_their_known_values(windows):
     contrarian = score("contrarian", windows)
     assert contrarian["rci"] == 1 and contrarian["ndr"] == 0 and contrarian["coverage"] == oracle["coverage"]
     assert np.isclose(contrarian["buy_sell_ratio"], 1 / oracle["buy_sell_ratio"])
+
+
+def test_stock_bootstrap_and_paired_comparison():
+    from tasks.e2a.compare import compare_e2a
+
+    rng = np.random.default_rng(3)
+    base, tuned = [], []
+    for i in range(120):
+        code, strong = f"S{i % 12}", int(rng.integers(0, 4))
+        common = {"sample_id": f"s{i}", "code": code, "modality": ("text", "chart", "both")[i % 3],
+                  "strong_signals": strong, "supported": int(rng.integers(0, 3)), "contradicted": int(rng.integers(0, 2))}
+        base.append({**common, "action": ("BUY", "SELL", "HOLD")[i % 3], "confidence": 0.5, "polarity": "neutral"})
+        tuned.append({**common, "action": "BUY" if i % 6 else "SELL", "confidence": 0.9, "polarity": "bullish"})
+    a, b = pd.DataFrame(base), pd.DataFrame(tuned)
+    m = e2a_metrics(a, n_boot=300, seed=1)
+    for block in (m["all"], *m["modalities"].values()):
+        for name in ("coverage", "ucr_all", "ndr"):
+            low, high = block["ci"][name]
+            assert low <= block[name] <= high
+    again = e2a_metrics(a, n_boot=300, seed=1)
+    assert again["all"]["ci"] == m["all"]["ci"]  # seeded
+    c = compare_e2a(a, b, n_boot=300, seed=1)
+    assert c["n"] == 120
+    assert c["coverage"]["diff"] == pytest.approx(1 - 80 / 120)
+    low, high = c["coverage"]["ci"]
+    assert low <= c["coverage"]["diff"] <= high and low > 0
+    assert c["mcnemar_directional"]["b_only"] == 40 and c["mcnemar_directional"]["a_only"] == 0
+    # BUY:SELL goes from 40:40 to 100:20 -> 5x
+    assert c["buy_sell_amplification"] == pytest.approx(5.0)
+    assert compare_e2a(a, a, n_boot=0)["ndr"]["diff"] == 0
