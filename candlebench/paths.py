@@ -13,3 +13,6 @@ CONF_DIR = ROOT_DIR / "conf"
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("cb.root"):
         OmegaConf.register_new_resolver("cb.root", lambda: str(ROOT_DIR))
+    if not OmegaConf.has_resolver("cb.max"):
+        # The larger of a model's and a task's token budget (a thinking model on a long-answer task).
+        OmegaConf.register_new_resolver("cb.max", lambda *values: max(int(v) for v in values))

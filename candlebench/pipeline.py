@@ -20,7 +20,7 @@ def user_overrides(skip_prefix: str | None = None) -> list[str]:
 
 
 def chosen_tasks(cfg: DictConfig) -> list[str]:
-    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.names()
+    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.default_names()
     for name in chosen:
         registry.get_task(name)  # an unknown name fails now, not after the first task ran
     return chosen

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -40,7 +40,7 @@ class ModelSpec:
     # The budget infer.generation.max_new_tokens defaults to (thousands for reasoning models).
     max_new_tokens: int = 32
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
-    answer_regex: str | None = None
+    answer_regex: str | Mapping[str, str | None] | None = None
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
     # project's cache each may write. A fixture is built only when `path` / `adapter` is that path:
     # a directory you name instead is loaded as it is, never written or deleted.

@@ -18,7 +18,8 @@ def test_experiment_composes_validates_and_plans(name):
     from candlebench.sweep import sweep_plan
     from candlebench.validate import validate
 
-    base = [f"experiment={name}", f"data.path={SLICE}"]
+    # Forecast only: a task another test registered in this process would join a plain plan.
+    base = [f"experiment={name}", f"data.path={SLICE}", "tasks=[forecast]"]
     cfg = compose_config(base)
     validate(cfg)
     jobs = sweep_plan(cfg, base)

@@ -541,8 +541,10 @@ def test_reasoning_models_get_a_budget_that_fits():
     32 tokens a score needs; infer.generation.max_new_tokens follows the model unless set."""
     from hydra import compose, initialize_config_dir
 
+    from candlebench.paths import register_resolvers
     from helpers import DATA_DIR
 
+    register_resolvers()
     with initialize_config_dir(config_dir=str(DATA_DIR.parents[1] / "conf"), version_base=None):
         budget = {m: compose("config", overrides=[f"model={m}"]).infer.generation.max_new_tokens
                   for m in ("qwen2_5_vl_7b", "pyfi_qwenvl_7b_cot", "pyfi_qwenvl_3b_cot", "qwen3_vl_8b_thinking")}

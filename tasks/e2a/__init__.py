@@ -1,7 +1,4 @@
 """The E2A-style evidence-to-action task (after E2A-Bench, whose code and rules were never
-published). So far the scoring side, each piece tested on its own: the deterministic evidence
-anchors (anchors.py), the answer parser (parse.py), the claim matcher and rationale polarity
-(claims.py), the metrics with stock-bootstrap intervals (metrics.py), the paired comparison
-(compare.py) and the reference responders (responders.py). Still to come
-(issue 11): the task object on the Task interface (samples per modality, chart and text inputs,
-English / Chinese prompts, JSON-schema decoding), the verify method, and the report's leaderboard and frontier plot."""
+published): anchors.py (evidence anchors), samples.py, parse.py, claims.py, metrics.py,
+compare.py, responders.py (reference baselines), report.py and task.py (the Task). Opt-in
+(tasks/__init__.py) until the verify method and the vLLM check are in (issue 11)."""

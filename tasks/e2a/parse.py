@@ -101,7 +101,7 @@ def confidence_of(value: object) -> tuple[float | None, str | None]:
 
 
 def _json_object(text: str) -> dict | None:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # control characters inside strings: still the object
     for start in (m.start() for m in re.finditer(r"\{", text)):
         try:
             found, _ = decoder.raw_decode(text, start)

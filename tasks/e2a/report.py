@@ -1,0 +1,75 @@
+"""The E2A-style report section: the leaderboard in the seed paper's layout (model x modality) and
+the coverage-grounding frontier, with an arrow from base to fine-tuned for each comparison."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from scoring.report import ScoredRun, Section, Table, figure, fmt  # first: selects Agg
+
+import pandas as pd  # noqa: E402
+
+COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
+           ("ndr", "NDR"), ("joint_pass_rate", "Joint pass"), ("no_claim_share", "No claim"),
+           ("parse_failure_rate", "Parse fail"))
+
+
+def _blocks(r: ScoredRun) -> list[tuple[str, dict]]:
+    m = r.metrics
+    return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
+
+
+def leaderboard(runs: list[ScoredRun]) -> Table:
+    rows = []
+    for r in runs:
+        for modality, b in _blocks(r):
+            row = {"Model": r.label, "Modality": modality, "n": b.get("n")}
+            for key, title in COLUMNS:
+                ci = (b.get("ci") or {}).get(key)
+                row[title] = fmt(b.get(key), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
+            row["BUY:SELL"] = fmt(b.get("buy_sell_ratio"), 2)
+            rows.append(row)
+    return Table("E2A-style leaderboard (model x modality)", pd.DataFrame(rows),
+                 "UCR: contradicted share of verifiable claims; RCI: actions against the rationale; ECI: confident "
+                 "directional answers on weak evidence; NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI). "
+                 "Brackets: 95% intervals over stocks. '–': not applicable (no directional answer).")
+
+
+def comparison_table(comparisons: Mapping[str, dict]) -> Table:
+    rows = []
+    for pair, c in comparisons.items():
+        row = {"a → b": pair, "n": c.get("n")}
+        for key, title in COLUMNS[:6]:
+            d = c.get(key) or {}
+            ci = d.get("ci")
+            row[f"Δ{title}"] = fmt(d.get("diff"), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
+        row["McNemar p (acting)"] = fmt((c.get("mcnemar_directional") or {}).get("p"), 3)
+        row["BUY:SELL ×"] = fmt(c.get("buy_sell_amplification"), 2)
+        rows.append(row)
+    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+
+
+def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> bytes:
+    points = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
+              for r in runs for modality, b in _blocks(r) if modality != "all"}
+
+    def draw(ax):
+        for (name, modality), (x, y) in points.items():
+            if x is not None and y is not None:
+                ax.scatter(x, y, s=18)
+                ax.annotate(f"{name} · {modality}", (x, y), fontsize=6)
+        for pair in comparisons:
+            a, b = pair.split(" → ")
+            for modality in {m for (n, m) in points if n == a}:
+                start, end = points.get((a, modality)), points.get((b, modality))
+                if start and end and None not in (*start, *end):
+                    ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": "grey"})
+        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="coverage (BUY/SELL share)",
+               ylabel="grounding (1 − UCR_dir)", title="Coverage–grounding frontier")
+
+    return figure(draw, size=(6, 5))
+
+
+def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+    tables = [leaderboard(runs)] + ([comparison_table(comparisons)] if comparisons else [])
+    return [Section("E2A-style evidence to action", tuple(tables), {"e2a_frontier": plot_frontier(runs, comparisons)})]

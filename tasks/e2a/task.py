@@ -1,0 +1,138 @@
+"""The E2A-style evidence-to-action task on the Task interface.
+
+A sample is a stock, an evaluation date and a modality (text / chart / both); the model answers
+``{"analysis", "rationale", "action", "confidence"}``. Anchors and samples: :mod:`tasks.e2a.samples`
+and :mod:`tasks.e2a.anchors`; parsing :mod:`tasks.e2a.parse`; claims and polarity
+:mod:`tasks.e2a.claims`; metrics :mod:`tasks.e2a.metrics`; the paired comparison
+:mod:`tasks.e2a.compare`; reference responders :mod:`tasks.e2a.responders`; the report section
+:mod:`tasks.e2a.report`.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from rendering.inputs import text_column
+from rendering.market import Market
+from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.e2a.anchors import AnchorSettings
+from tasks.e2a.claims import extract_claims, polarity
+from tasks.e2a.parse import parse_response
+from tasks.e2a.responders import RESPONDERS
+from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
+
+CHART = "daily"
+
+
+def spec_of(cfg: DictConfig) -> E2ASpec:
+    s = cfg.samples
+    return E2ASpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
+                   interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
+                   modalities=tuple(str(m) for m in cfg.task.modalities))
+
+
+def anchor_settings(cfg: DictConfig) -> AnchorSettings:
+    return AnchorSettings(**OmegaConf.to_container(cfg.task.anchors, resolve=True))
+
+
+def _responder(name: str) -> Callable[..., Mapping[str, str | None]]:
+    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
+        respond = RESPONDERS[name]
+        return {row["sample_id"]: respond(anchors_of(row)) for _, row in samples.iterrows()}
+
+    answers.__doc__ = RESPONDERS[name].__doc__
+    return answers
+
+
+def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
+    """Per parsed response: its action, confidence, rationale polarity and claim verdicts against
+    its window's anchors (the input of :func:`tasks.e2a.metrics.e2a_metrics`)."""
+    rows = []
+    for _, row in parsed.iterrows():
+        answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
+        answer = answer or {}
+        claims = extract_claims(f"{answer.get('analysis') or ''}\n{answer.get('rationale') or ''}", anchors_of(row))
+        rows.append({
+            "sample_id": row["sample_id"], "code": row["code"], "modality": row["modality"],
+            "action": answer.get("action"), "confidence": answer.get("confidence"),
+            "polarity": polarity(answer.get("rationale")), "strong_signals": int(row["strong_signals"]),
+            "supported": sum(c.verdict == "supported" for c in claims),
+            "contradicted": sum(c.verdict == "contradicted" for c in claims),
+            "unverifiable": sum(c.verdict == "unverifiable" for c in claims),
+        })
+    return pd.DataFrame(rows, columns=["sample_id", "code", "modality", "action", "confidence", "polarity",
+                                       "strong_signals", "supported", "contradicted", "unverifiable"])
+
+
+class E2ATask(Task):
+    name = "e2a"
+    columns = (Column("action", "string"), Column("confidence", "float64"))
+    baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})
+
+    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(cfg), anchor_settings(cfg))
+        return BuiltSamples(frame, summary)
+
+    def inputs(self, cfg: DictConfig) -> Inputs:
+        return Inputs(charts=(CHART,), text=True)
+
+    def prompt_identity(self, cfg: DictConfig) -> str:
+        language = str(cfg.task.language)
+        intros = {m: cfg.task.inputs[language][m] for m in cfg.task.modalities}
+        return cfg.task.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
+
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+        modality = str(sample["modality"])
+        intro = cfg.task.inputs[str(cfg.task.language)][modality]
+        with_text = modality in ("text", "both")
+        inputs = intro.format(ohlcv=texts[text_column()]) if with_text else intro
+        prompt = cfg.task.prompt.format(inputs=inputs)
+        return RequestSpec(prompt, (CHART,) if modality in ("chart", "both") else (),
+                           (text_column(),) if with_text else ())
+
+    def answer_constraint(self, cfg: DictConfig) -> str | None:
+        return cfg.task.get("answer_regex")
+
+    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+        def parse(text: str | None) -> Parsed:
+            a = parse_response(text)
+            answer = None if a.action is None else {"analysis": a.analysis, "rationale": a.rationale,
+                                                    "action": a.action, "confidence": a.confidence}
+            return Parsed(answer, a.tier, a.reason, {"action": a.action, "confidence": a.confidence})
+
+        return parse
+
+    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+        from tasks.e2a.metrics import e2a_metrics
+
+        rows = scored_rows(run.parsed)
+        out = e2a_metrics(rows, float(cfg.task.eci_confidence), int(cfg.task.eci_signals),
+                          modalities=tuple(cfg.task.modalities), n_boot=settings.n_boot, seed=settings.seed)
+        out["eci_confidence"], out["eci_signals"] = float(cfg.task.eci_confidence), int(cfg.task.eci_signals)
+        return out
+
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+        from tasks.e2a.compare import compare_e2a
+
+        thresholds = dict(eci_confidence=float(a.metrics["eci_confidence"]), eci_signals=int(a.metrics["eci_signals"]))
+        return compare_e2a(scored_rows(a.parsed), scored_rows(b.parsed), n_boot=settings.n_boot, seed=settings.seed,
+                           **thresholds)
+
+    def report(self, runs, comparisons, datasets=()):
+        from tasks.e2a.report import sections
+
+        return sections(runs, comparisons)
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        a = m["all"]
+        return (f"NDR {a['ndr']}, coverage {a['coverage']}, UCR_dir {a['ucr_dir']}, RCI {a['rci']}, ECI {a['eci']}, "
+                f"BUY:SELL {a['buy_sell_ratio']}, parse failures {a['parse_failure_rate']}, "
+                f"missing records {m['n_missing_records']}")
+
+
+TASK = E2ATask()
