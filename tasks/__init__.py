@@ -16,7 +16,7 @@ _KNOWN: dict[str, str] = {
     "e2a": "tasks.e2a.task:TASK",
 }
 # Run only when named (`tasks=[...]`, `task=...`), not by a plain `candlebench run`: not complete yet
-# (issue 11: the verify method and the vLLM check are still to come).
+# (issue 11: the verify method is still to come).
 _OPT_IN: frozenset[str] = frozenset({"e2a"})
 _LOADED: dict[str, Task] = {}
 

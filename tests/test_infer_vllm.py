@@ -74,3 +74,19 @@ def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
     hf, vllm, text_only = (records(workspace, r) for r in ("hf-vis", "vllm-vis", "hf-text-lora"))
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
     assert list(hf["token_ids"]) != list(text_only["token_ids"])  # the vision part of the adapter matters
+
+
+def test_e2a_answers_equal_between_the_backends(tmp_path, env):
+    """The E2A-style task's three modalities (text only: no image) under vLLM's engine, decoding
+    constrained to the answer object: the same greedy tokens as transformers."""
+    from helpers import cli
+
+    common = ["task=e2a", "data=slice", f"out_dir={tmp_path}", "data.codes=[AC,SM]", "samples.interval=120"]
+    cli("samples", *common, env=env)
+    cli("render", *common, "render.workers=1", env=env)
+    cli("infer", *common, "infer.run_name=hf", "backend=transformers", "infer.batch_size=8", env=env)
+    cli("infer", *common, "infer.run_name=vllm", "backend=vllm", "backend.enforce_eager=true", env=env)
+    hf, vllm = records(tmp_path, "hf", task="e2a"), records(tmp_path, "vllm", task="e2a")
+    assert list(vllm.index) == list(hf.index) and len(hf) >= 9
+    assert list(vllm["token_ids"]) == list(hf["token_ids"])
+    assert (hf["tier"] == "json").all()
