@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rendering.market import load_market  # noqa: E402
 from tasks.e2a.anchors import compute_anchors  # noqa: E402
-from tasks.e2a.claims import extract_claims, polarity  # noqa: E402
+from tasks.e2a.claims import judge  # noqa: E402
 from tasks.e2a.metrics import e2a_metrics  # noqa: E402
 from tasks.e2a.parse import parse_response  # noqa: E402
 from tasks.e2a.responders import RESPONDERS  # noqa: E402
@@ -67,12 +67,9 @@ def main() -> None:
         rows = []
         for i, (text, a) in enumerate(zip(texts, anchors)):
             answer = parse_response(text)
-            claims = extract_claims(f"{answer.analysis} {answer.rationale}", a)
             rows.append({"modality": ("text", "chart", "both")[i % 3], "action": answer.action,
-                         "confidence": answer.confidence, "polarity": polarity(answer.rationale),
-                         "strong_signals": a.strong_signals,
-                         "supported": sum(c.verdict == "supported" for c in claims),
-                         "contradicted": sum(c.verdict == "contradicted" for c in claims)})
+                         "confidence": answer.confidence, "strong_signals": a.strong_signals,
+                         **judge(answer.analysis, answer.rationale, a)})
         return e2a_metrics(pd.DataFrame(rows))
 
     score_s, _ = timed(score)

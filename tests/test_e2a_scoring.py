@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tasks.e2a.anchors import Anchors, compute_anchors
-from tasks.e2a.claims import extract_claims, polarity
+from tasks.e2a.claims import extract_claims, judge, polarity
 from tasks.e2a.metrics import e2a_metrics
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
@@ -217,12 +217,9 @@ def score(responder: str, windows) -> dict:
     records = []
     for i, (_, anchors) in enumerate(windows):
         answer = parse_response(RESPONDERS[responder](anchors))
-        claims = extract_claims(f"{answer.analysis} {answer.rationale}", anchors)
         records.append({"modality": ("text", "chart", "both")[i % 3], "action": answer.action,
-                        "confidence": answer.confidence, "polarity": polarity(answer.rationale),
-                        "strong_signals": anchors.strong_signals,
-                        "supported": sum(c.verdict == "supported" for c in claims),
-                        "contradicted": sum(c.verdict == "contradicted" for c in claims)})
+                        "confidence": answer.confidence, "strong_signals": anchors.strong_signals,
+                        **judge(answer.analysis, answer.rationale, anchors)})
     return e2a_metrics(pd.DataFrame(records))["all"]
 
 

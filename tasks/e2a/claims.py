@@ -130,6 +130,15 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
     return claims
 
 
+def judge(analysis: str | None, rationale: str | None, anchors: Anchors) -> dict[str, object]:
+    """One answer's terms for the metrics: its rationale's polarity and how many of the claims of
+    its analysis and rationale are supported, contradicted and unverifiable."""
+    claims = extract_claims(f"{analysis or ''}\n{rationale or ''}", anchors)
+    verdicts = [c.verdict for c in claims]
+    return {"polarity": polarity(rationale), "supported": verdicts.count("supported"),
+            "contradicted": verdicts.count("contradicted"), "unverifiable": verdicts.count("unverifiable")}
+
+
 _BULLISH: Final = re.compile(r"bullish|upside|upward|uptrend|rally|rebound|strength|positive|看涨|看多|上涨|利好|反弹|走强|买入", re.I)
 _BEARISH: Final = re.compile(r"bearish|downside|downward|downtrend|decline|weakness|negative|sell-?off|看跌|看空|下跌|利空|走弱|卖出", re.I)
 

@@ -21,7 +21,7 @@ from rendering.inputs import text_column
 from rendering.market import Market
 from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
-from tasks.e2a.claims import extract_claims, polarity
+from tasks.e2a.claims import judge
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
 from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
@@ -56,14 +56,11 @@ def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
     for _, row in parsed.iterrows():
         answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
         answer = answer or {}
-        claims = extract_claims(f"{answer.get('analysis') or ''}\n{answer.get('rationale') or ''}", anchors_of(row))
         rows.append({
             "sample_id": row["sample_id"], "code": row["code"], "modality": row["modality"],
             "action": answer.get("action"), "confidence": answer.get("confidence"),
-            "polarity": polarity(answer.get("rationale")), "strong_signals": int(row["strong_signals"]),
-            "supported": sum(c.verdict == "supported" for c in claims),
-            "contradicted": sum(c.verdict == "contradicted" for c in claims),
-            "unverifiable": sum(c.verdict == "unverifiable" for c in claims),
+            "strong_signals": int(row["strong_signals"]),
+            **judge(answer.get("analysis"), answer.get("rationale"), anchors_of(row)),
         })
     return pd.DataFrame(rows, columns=["sample_id", "code", "modality", "action", "confidence", "polarity",
                                        "strong_signals", "supported", "contradicted", "unverifiable"])

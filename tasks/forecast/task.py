@@ -93,24 +93,25 @@ class ForecastTask(Task):
                              "(task.images, and 'ohlcv' when task.text=true)")
         return feed
 
-    def prompt_identity(self, cfg: DictConfig) -> str:
+    def _prompt(self, cfg: DictConfig, ohlcv: str) -> str:
         up, down = settings_from(cfg).colors
+        return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv=ohlcv)
+
+    def prompt_identity(self, cfg: DictConfig) -> str:
         # {ohlcv} stays a placeholder here: the sample's own OHLCV text goes there (request).
-        prompt = cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv="{ohlcv}")
+        prompt = self._prompt(cfg, "{ohlcv}")
         if cfg.task.feed is None:
             return prompt
         return f"[inputs given: {', '.join(self.fed(cfg))}]\n{prompt}"
 
     def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
         fed = self.fed(cfg)
-        up, down = settings_from(cfg).colors
-        values = dict(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon)
+        charts = tuple(c for c in cfg.task.images if c in fed)
         if TEXT_INPUT not in fed:
-            return RequestSpec(cfg.task.prompt.format(**values, ohlcv=""), tuple(c for c in cfg.task.images if c in fed))
+            return RequestSpec(self._prompt(cfg, ""), charts)
         if "{ohlcv}" not in cfg.task.prompt:
             raise ValueError("task.feed gives the OHLCV text, but task.prompt has no {ohlcv} placeholder to put it in")
-        prompt = cfg.task.prompt.format(**values, ohlcv=texts[text_column()])
-        return RequestSpec(prompt, tuple(c for c in cfg.task.images if c in fed), (text_column(),))
+        return RequestSpec(self._prompt(cfg, texts[text_column()]), charts, (text_column(),))
 
     def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
