@@ -69,14 +69,17 @@ def fit_size(size: tuple[int, int], max_pixels: int | None, min_pixels: int | No
         raise ValueError(f"min_pixels {min_pixels} exceeds max_pixels {max_pixels}")
     area = size[0] * size[1]
     if max_pixels is not None and area > max_pixels:
-        return _scaled(size, math.sqrt(max_pixels / area), math.floor)
-    if min_pixels is not None and area < min_pixels:
+        scale = math.sqrt(max_pixels / area)
+    elif min_pixels is not None and area < min_pixels:
         scale = math.sqrt(min_pixels / area)
-        up = _scaled(size, scale, math.ceil)
-        if max_pixels is None or up[0] * up[1] <= max_pixels:
-            return up
-        return _scaled(size, scale, math.floor)
-    return size
+    else:
+        return size
+    # Up when that still fits: an exact fit (535 x 535 into 51 x 51 = max_pixels) computes a side
+    # of 50.99999... in floating point, which floor alone would cut below min_pixels.
+    up = _scaled(size, scale, math.ceil)
+    if max_pixels is None or up[0] * up[1] <= max_pixels:
+        return up
+    return _scaled(size, scale, math.floor)
 
 
 def _scaled(size: tuple[int, int], scale: float, rounding: Callable[[float], int]) -> tuple[int, int]:
