@@ -40,6 +40,8 @@ class Command:
     defaults: tuple[str, ...] = ()
     # ... nor any key under these prefixes (your own data= replaces the demo experiment whole).
     unless: tuple[str, ...] = ()
+    # Covers every task: a key of one task's config only (task.language) goes to that task's jobs.
+    every_task: bool = False
 
 
 COMMANDS: Mapping[str, Command] = {
@@ -53,8 +55,10 @@ COMMANDS: Mapping[str, Command] = {
         "the main job: every stage for every task (tasks=[...]); the demo unless you name data=",
         defaults=("experiment=demo",),
         unless=("data", "experiment"),
+        every_task=True,
     ),
-    "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report"),
+    "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report",
+                     every_task=True),
 }
 
 
@@ -149,6 +153,8 @@ def main(argv: list[str] | None = None) -> None:
             return PLAIN_COMMANDS[" ".join(argv[:words])](argv[words:])
     name, command, overrides = parse(argv)
     register_resolvers()
+    if command.every_task:
+        overrides = pipeline.hold_task_overrides(overrides)
     job_name = name.replace(" ", "_")
     # hydra.main reads sys.argv; give it only the overrides, and name the job after the command.
     # (first, so Hydra flags such as --cfg may still follow the user's overrides)

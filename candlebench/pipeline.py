@@ -8,19 +8,32 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import tasks as registry
-from candlebench.stages import Job, Unit, compose_config, plan, run_stage
+from candlebench.stages import Job, Unit, check_jobs, compose_config, for_task, plan, run_stage
+from tasks.base import MethodError
+
+
+# Overrides of keys that only some task's config has, held back from the command's own config
+# (composed with the default task, which lacks them) and handed to the stages with the others.
+_HELD: list[str] = []
+
+
+def hold_task_overrides(overrides: list[str]) -> list[str]:
+    """``overrides`` minus those for other tasks than the default (kept for :func:`user_overrides`)."""
+    kept = for_task(overrides, None, registry.names())
+    _HELD[:] = [o for o in overrides if o not in kept]
+    return kept
 
 
 def user_overrides(skip_prefix: str | None = None) -> list[str]:
     """The command's own overrides (minus settings of the command itself), handed to every stage."""
-    overrides = list(HydraConfig.get().overrides.task)
+    overrides = [*HydraConfig.get().overrides.task, *_HELD]
     if skip_prefix is None:
         return overrides
     return [o for o in overrides if not o.split("=", 1)[0].lstrip("+~").startswith(skip_prefix)]
 
 
 def chosen_tasks(cfg: DictConfig) -> list[str]:
-    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.default_names()
+    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.names()
     for name in chosen:
         registry.get_task(name)  # an unknown name fails now, not after the first task ran
     return chosen
@@ -31,9 +44,22 @@ def run_names(base: list[str], tasks: list[str], models: list[Unit]) -> dict[tup
     names = {}
     for t in tasks:
         for u in models:
-            name = compose_config([*base, f"task={t}", f"model={u.model}", *u.overrides]).infer.run_name
+            name = compose_config([*for_task(base, t, tasks), f"task={t}", f"model={u.model}", *u.overrides]).infer.run_name
             names[(t, u.key)] = name if u.variant is None else f"{name}-{u.variant}"
     return names
+
+
+def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each task's second passes (``task.passes``), checked against the methods it has."""
+    out = {}
+    for t in tasks:
+        wanted = tuple(str(m) for m in (compose_config([*for_task(base, t, tasks), f"task={t}"]).task.get("passes") or ()))
+        unknown = sorted(set(wanted) - set(registry.get_task(t).methods))
+        if unknown:
+            raise MethodError(f"task.passes={list(wanted)}: the {t} task has no method {unknown} "
+                              f"(its second passes: {list(registry.get_task(t).methods)})")
+        out[t] = wanted
+    return out
 
 
 def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
@@ -49,4 +75,6 @@ def run(cfg: DictConfig) -> None:
     tasks = chosen_tasks(cfg)
     model = [Unit(HydraConfig.get().runtime.choices["model"])]
     names = run_names(base, tasks, model)
-    run_jobs(plan(base, tasks, model, names, baselines=bool(cfg.baseline.names)))
+    jobs = plan(base, tasks, model, names, baselines=bool(cfg.baseline.names), passes=passes_of(base, tasks))
+    check_jobs(jobs)
+    run_jobs(jobs)

@@ -6,8 +6,12 @@ and one definition. :func:`plan` expands the graph for tasks and models into job
 with the overrides a command line would carry — and :func:`run_stage` runs one job by composing
 the config from those overrides, wherever it runs (this process, a SLURM array task).
 
-    samples ─┬─ render (chunks) ── infer (shards, per model) ── score (per model) ─┐
-             └─ baseline ─────────────────────────────────────── score (baselines) ┴─ report
+    samples ─┬─ render (chunks) ── infer (shards, per model) ── score (per model) ───┐
+             │                        └─ infer (second pass) ─── score (the pass) ──┤
+             └─ baseline ─────────────────────────────────────── score (baselines) ─┴─ report
+
+A second pass (``task.passes``, e.g. E2A's verify) revises its model's first run: its own run
+``<run>-<method>``, after that run's infer job.
 
 ``import`` is a stage too (answers made elsewhere become a run, scored like any other), but no
 plan includes it: it replaces ``infer`` when the answers already exist.
@@ -16,20 +20,23 @@ plan includes it: it replaces ``infer`` when the answers already exist.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from candlebench.paths import CONF_DIR, register_resolvers
 from candlebench.validate import validate
 from inference.baseline_job import baseline
 from inference.import_job import import_responses
 from inference.infer_job import infer
+from inference.settings import model_run_info, model_spec
 from rendering.jobs import samples
 from rendering.render_job import render
 from scoring.jobs import report, score
+from tasks import get_task
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,44 @@ def units(models: list[str], variants: dict[str, tuple[str, ...]] | None = None)
     return [Unit(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
 
 
+def _is_value(override: str) -> bool:
+    """``task.horizon=10``, not a group choice (``model=x``) nor an addition / deletion (``+k``, ``~k``)."""
+    key = override.split("=", 1)[0]
+    return "." in key and not key.startswith(("+", "~"))
+
+
+def _composed(groups: tuple[str, ...], task: str | None) -> DictConfig:
+    return compose_config([*groups, *((f"task={task}",) if task else ())])
+
+
+_ABSENT = object()
+
+
+def for_task(base: list[str], task: str | None, tasks: list[str]) -> list[str]:
+    """``base`` as one task's jobs take it when a plan covers several tasks: a value override of a
+    key this task's config lacks but another planned task's has (``task.horizon`` belongs to
+    forecast, ``task.language`` to e2a) stays with that task. A key no task has is kept, so
+    Hydra names it. ``task=None``: the report's config (the default task)."""
+    groups = tuple(o for o in base if not _is_value(o))
+    mine = _composed(groups, task)
+    others = [_composed(groups, t) for t in tasks if t != task]
+
+    def keep(override: str) -> bool:
+        if not _is_value(override):
+            return True
+        key = override.split("=", 1)[0]
+        if OmegaConf.select(mine, key, default=_ABSENT) is not _ABSENT:
+            return True
+        return not any(OmegaConf.select(o, key, default=_ABSENT) is not _ABSENT for o in others)
+
+    return [o for o in base if keep(o)]
+
+
+def pass_run(run: str, method: str) -> str:
+    """The run a second pass over ``run`` writes (infer.run_name's default says the same)."""
+    return f"{run}-{method}"
+
+
 def plan(
     base: list[str],
     tasks: list[str],
@@ -113,12 +158,14 @@ def plan(
     render_chunks: int = 1,
     infer_shards: int = 1,
     report: tuple[str, ...] = (),
+    passes: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
 ) -> list[Job]:
-    """Every job in dependency order; ``run_names[(task, unit.key)]`` is that unit's run name."""
+    """Every job in dependency order; ``run_names[(task, unit.key)]`` is that unit's run name,
+    ``passes[task]`` the second passes that follow each of the task's model runs."""
     jobs: list[Job] = []
     scored: list[str] = []
     for task in tasks:
-        on_task = with_overrides(base, f"task={task}")
+        on_task = with_overrides(for_task(base, task, tasks), f"task={task}")
         jobs.append(Job(f"samples:{task}", "samples", (on_task,)))
         jobs.append(Job(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
         if baselines:
@@ -135,7 +182,17 @@ def plan(
             jobs.append(Job(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
                             (infer_key,)))
             scored.append(jobs[-1].key)
-    jobs.append(Job("report", "report", (with_overrides(base, f"tasks=[{','.join(tasks)}]", *report),), tuple(scored)))
+            for method in passes.get(task, ()):
+                revision = pass_run(name, method)
+                on_pass = with_overrides(list(on_model), f"task.method={method}", f"task.revises={name}",
+                                         f"infer.run_name={revision}")
+                pass_key = f"{infer_key}:{method}"
+                jobs.append(Job(pass_key, "infer", _split(on_pass, "infer.shard", infer_shards), (infer_key,), gpu=True))
+                jobs.append(Job(f"score:{task}:{unit.key}:{method}", "score",
+                                (with_overrides(list(on_pass), f"score.run={revision}"),), (pass_key,)))
+                scored.append(jobs[-1].key)
+    jobs.append(Job("report", "report", (with_overrides(for_task(base, None, tasks), f"tasks=[{','.join(tasks)}]", *report),),
+                    tuple(scored)))
     return jobs
 
 
@@ -145,6 +202,17 @@ def compose_config(overrides: list[str]) -> DictConfig:
         return compose(config_name="config", overrides=overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
         return compose(config_name="config", overrides=overrides)
+
+
+def check_jobs(jobs: list[Job]) -> None:
+    """Every job's config composes and passes :func:`validate` (an infer job: its run identity,
+    the prompt included) before the first job runs: a bad value of the second task fails the
+    command before the first task's work."""
+    for job in jobs:
+        cfg = compose_config(list(job.overrides[0]))
+        validate(cfg)
+        if job.stage == "infer":
+            model_run_info(cfg, get_task(cfg.task.name), model_spec(cfg))
 
 
 def run_stage(name: str, overrides: list[str]) -> str:

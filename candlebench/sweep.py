@@ -21,10 +21,10 @@ from omegaconf import DictConfig
 
 from candlebench.io import write_json
 from candlebench.layout import Layout
-from candlebench.pipeline import chosen_tasks, run_jobs, run_names, user_overrides
-from candlebench.stages import Job, compose_config, plan, run_stage, units
+from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
+from candlebench.stages import Job, check_jobs, compose_config, for_task, pass_run, plan, run_stage, units
 from inference.models import ModelSpec, check_available
-from inference.infer_job import build_requests
+from inference.infer_job import EarlierRunMissing, build_requests
 from inference.records import RecordStore
 from inference.settings import model_run_info, model_spec
 from rendering.inputs import read_samples
@@ -61,7 +61,10 @@ def _infer_done(cfg: DictConfig) -> bool:
     if not _render_done(cfg):
         return False
     key = model_run_info(cfg, task, model_spec(cfg)).run_key
-    wanted = {(r.sample_id, r.inputs) for r in build_requests(cfg, task, read_samples(paths), paths)}
+    try:
+        wanted = {(r.sample_id, r.inputs) for r in build_requests(cfg, task, read_samples(paths), paths)}
+    except EarlierRunMissing:  # a second pass whose first is still to run
+        return False
     return wanted <= RecordStore(paths.run(cfg.infer.run_name).root).done(key)
 
 
@@ -82,8 +85,12 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     variants = {str(k): tuple(str(o) for o in v) for k, v in (s.get("variants") or {}).items()}
     models = units([str(m) for m in s.models], variants)
     names = run_names(base, tasks, models)
+    passes = passes_of(base, tasks)
     with_baselines = bool(s.baselines) and bool(cfg.baseline.names)
-    runs = sorted({*names.values(), *(cfg.baseline.names if with_baselines else [])})
+    revisions = {pass_run(name, m) for (t, _), name in names.items() for m in passes[t]}
+    # Each task's own baselines (forecast: xgboost, ...; e2a: anchor_oracle, ...).
+    own = {str(b) for t in tasks for b in compose_config([*for_task(base, t, tasks), f"task={t}"]).baseline.names}
+    runs = sorted({*names.values(), *revisions, *(own if with_baselines else ())})
     keys = {u.key for u in models}
     # "@variant" pairs stand for the same pair of variants of every model.
     pairs = [(f"{m}{a}", f"{m}{b}") if str(a).startswith("@") else (str(a), str(b))
@@ -93,13 +100,14 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
         raise SweepError(f"sweep.compare names {unknown}, which are not runs of this sweep; known: {sorted(keys)}")
     compare = [[names[(tasks[0], a)], names[(tasks[0], b)]] for a, b in pairs]
     report = (f"report.runs=[{','.join(runs)}]", f"report.compare={json.dumps(compare)}")
-    return plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards), report)
+    return plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards), report, passes)
 
 
 def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
     """Fail in seconds, naming the cause, rather than after CPU stages ran and GPU jobs queued."""
+    common = for_task(base, None, chosen_tasks(cfg))
     for model in cfg.sweep.models:
-        check_available(ModelSpec.from_config(compose_config([*base, f"model={model}"]).model))
+        check_available(ModelSpec.from_config(compose_config([*common, f"model={model}"]).model))
     if cfg.sweep.executor != "slurm":
         return
     partitions = {p for p in (cfg.sweep.cpu.partition, cfg.sweep.gpu.partition) if p}
@@ -210,6 +218,7 @@ def sweep(cfg: DictConfig) -> None:
     base = [o for o in user_overrides(skip_prefix="sweep.") if o.split("=", 1)[0] not in {"task", "tasks"}]
     check_before_submitting(cfg, base)
     jobs = sweep_plan(cfg, base)
+    check_jobs(jobs)
     skip = finished_jobs(jobs)
     out_dir = Layout.of(cfg).out_dir
     summary = {"stages": {j.key: {"tasks": len(j.overrides), "done_before": j.key in skip} for j in jobs}}

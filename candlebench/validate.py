@@ -103,6 +103,10 @@ def validate(cfg: DictConfig) -> None:
     present, horizon = _value(cfg, "task.horizon")
     if present and horizons is not None and horizon not in horizons:
         raise ConfigError(f"task.horizon={horizon}: must be one of samples.horizons={horizons} (its label is scored)")
+    present, language = _value(cfg, "task.language")
+    _, prompts = _value(cfg, "task.prompts")
+    if present and prompts is not None and language not in prompts:
+        raise ConfigError(f"task.language={language!r}: must be one of {sorted(prompts)} (task.prompts)")
     _, start = _value(cfg, "samples.start")
     _, end = _value(cfg, "samples.end")
     if start is not None and end is not None and pd.Timestamp(str(start)) >= pd.Timestamp(str(end)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 from omegaconf import DictConfig
 
@@ -13,12 +15,13 @@ from inference.backends.base import Backend
 from inference.models import ModelSpec, check_available, ensure_built
 from inference.parsed import finalize_run
 from inference.records import RecordStore
+from inference.run_info import RunInfo
 from inference.runner import Request, run_requests
 from inference.settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.render_job import settings_from
 from tasks import get_task
-from tasks.base import Task
+from tasks.base import Earlier, Task
 
 
 class StaleInputs(UserError, FileNotFoundError):
@@ -46,17 +49,50 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
     return manifest
 
 
+class EarlierRunMissing(UserError, FileNotFoundError):
+    """A second pass names a run that is absent, unfinished or stale."""
+
+
+def earlier_answers(paths: TaskPaths, name: str, samples: pd.DataFrame, method: str) -> dict[str, Earlier]:
+    """Every sample's answer in run ``name``, which must be finished and parsed under its current key."""
+    run = paths.run(name)
+    first = f"finish the first pass first (`candlebench infer task={paths.task}` with the model that wrote {name})"
+    if not run.parsed.exists() or not run.info.exists():
+        raise EarlierRunMissing(f"task.method={method} revises run {name}, which {run.root} does not hold; {first}")
+    table = pd.read_parquet(run.parsed)
+    key = RunInfo.read(run.info).run_key
+    if set(table["run_key"]) - {key}:
+        raise EarlierRunMissing(f"{run.parsed}: answers of another run key than {run.info} ({key}); {first}")
+    missing = sorted(set(samples["sample_id"]) - set(table["sample_id"]))
+    if missing:
+        raise EarlierRunMissing(f"run {name} has no answer for {len(missing)} of {len(samples)} samples "
+                                f"(first: {missing[:3]}); {first}")
+    def text(value) -> str | None:
+        return None if pd.isna(value) else str(value)
+
+    return {
+        row["sample_id"]: Earlier(name, text(row["text"]), None if text(row["answer"]) is None else json.loads(row["answer"]),
+                                  text(row["error"]) or text(row["reason"]))
+        for row in table.to_dict("records")
+    }
+
+
 def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> list[Request]:
-    """One request per sample, each with the fingerprint of the input files it sends."""
+    """One request per sample, each with the fingerprint of the input files it sends (and, in a
+    second pass, of the earlier answer it shows)."""
     manifest = rendered_inputs(cfg, task, samples, paths)
     sha = dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
     with_text = task.inputs(cfg).text
+    revised = task.revises(cfg)
+    earlier = earlier_answers(paths, revised, samples, str(cfg.task.method)) if revised else {}
     requests = []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
-        spec = task.request(cfg, row, texts)
-        used = [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]
-        inputs = fingerprint({name: sha[(row["sample_id"], name)] for name in used})
+        before = earlier.get(row["sample_id"])
+        # A first pass calls the three-argument form: a task without second passes need not take `earlier`.
+        spec = task.request(cfg, row, texts) if before is None else task.request(cfg, row, texts, before)
+        used = {name: sha[(row["sample_id"], name)] for name in [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]}
+        inputs = fingerprint(used if before is None else {**used, "earlier": before.text})
         requests.append(
             Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs)
         )
@@ -75,9 +111,9 @@ def infer(cfg: DictConfig) -> None:
     check_available(ModelSpec.from_config(cfg.model))
     model = model_spec(cfg)
     info = model_run_info(cfg, task, model)
+    requests = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
     run = run_paths(cfg)
     info.write(run.info)
-    requests = build_requests(cfg, task, samples, paths)
 
     def make_backend() -> Backend:
         ensure_built(model)

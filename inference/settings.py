@@ -56,6 +56,9 @@ def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
         "image_policy": asdict(image_policy(cfg)),
         "generation": asdict(generation_spec(cfg, task, model)),
     }
+    revised = task.revises(cfg)
+    if revised:  # a second pass: the report pairs it with the run it revises
+        identity |= {"method": str(cfg.task.method), "revises": revised}
     return RunInfo(
         task=task.name, kind="model", model_name=model.name, identity=identity,
         release_date=model.release_date, random_weights=model.random_weights,

@@ -103,9 +103,11 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[l
         runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
+        # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
+        revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
         comparisons.update({
             f"{prefix}{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
-            for a, b in cfg.report.compare
+            for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
     return (task.report(runs, comparisons, datasets) if runs else []), runs, comparisons

@@ -15,9 +15,6 @@ _KNOWN: dict[str, str] = {
     "forecast": "tasks.forecast.task:TASK",
     "e2a": "tasks.e2a.task:TASK",
 }
-# Run only when named (`tasks=[...]`, `task=...`), not by a plain `candlebench run`: not complete yet
-# (issue 11: the verify method is still to come).
-_OPT_IN: frozenset[str] = frozenset({"e2a"})
 _LOADED: dict[str, Task] = {}
 
 
@@ -28,11 +25,6 @@ def register(task: Task) -> Task:
 
 def names() -> list[str]:
     return sorted({*_KNOWN, *_LOADED})
-
-
-def default_names() -> list[str]:
-    """The tasks a command runs when it names none."""
-    return [n for n in names() if n not in _OPT_IN]
 
 
 def get_task(name: str) -> Task:

@@ -17,6 +17,12 @@ Contracts:
 * ``columns`` are the flat columns the task adds to ``parsed.parquet`` beside the generic ones
   (``answer`` as JSON text, ``tier``, ``reason``, ``error``, ``text``).
 * ``score`` returns JSON-safe metrics; ``compare`` JSON-safe paired differences.
+* A second pass (E2A-style ``verify``) is a run of its own, chosen by ``task.method`` (one of
+  ``methods``) and ``task.revises`` (the run it builds on): ``request`` gets each sample's
+  :class:`Earlier` answer from that run, whose text enters the sample's input fingerprint, so a
+  redone first pass makes the second one's answers stale. ``run`` and ``sweep`` follow every
+  model's first pass with the methods in ``task.passes``; the report compares each pass with the
+  run it revises.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+from candlebench.errors import UserError
 
 if TYPE_CHECKING:  # kept light: records and the runner import this module
     import pandas as pd
@@ -67,6 +75,20 @@ class RequestSpec:
     texts: tuple[str, ...] = ()  # input names whose text the prompt holds (for the record)
 
 
+class MethodError(UserError, ValueError):
+    """task.method / task.revises name no pass this task has."""
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """A sample's answer in the run a second pass revises (``task.revises``)."""
+
+    run: str
+    text: str | None  # None: generation failed there
+    answer: Any  # the parsed answer, None when it could not be parsed
+    reason: str | None
+
+
 @dataclass(frozen=True)
 class BuiltSamples:
     frame: "pd.DataFrame"
@@ -99,6 +121,7 @@ class Task(ABC):
     name: ClassVar[str]
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
+    methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
 
     @abstractmethod
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples: ...
@@ -111,8 +134,21 @@ class Task(ABC):
         """The prompt template as configured (colour convention, horizon, ...): part of the run key."""
 
     @abstractmethod
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
-        """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name."""
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+                earlier: Earlier | None = None) -> RequestSpec:
+        """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name;
+        ``earlier`` its answer in the revised run (second passes only)."""
+
+    def revises(self, cfg: DictConfig) -> str | None:
+        """The run whose answers this pass builds on; None for a first pass."""
+        method = cfg.task.get("method") or "direct"
+        if method == "direct":
+            return None
+        if method not in self.methods:
+            raise MethodError(f"task.method={method}: the {self.name} task has the methods {['direct', *self.methods]}")
+        if not cfg.task.get("revises"):
+            raise MethodError(f"task.method={method} needs task.revises: the run whose answers it revises")
+        return str(cfg.task.revises)
 
     def images_per_prompt(self, cfg: DictConfig) -> int:
         return len(self.inputs(cfg).charts)

@@ -4,6 +4,8 @@ response sets, and the reference responders' known values on real windows."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -262,4 +264,35 @@ def test_stock_bootstrap_and_paired_comparison():
     assert c["mcnemar_directional"]["b_only"] == 40 and c["mcnemar_directional"]["a_only"] == 0
     # BUY:SELL goes from 40:40 to 100:20 -> 5x
     assert c["buy_sell_amplification"] == pytest.approx(5.0)
+    # Per modality: "both" goes from HOLD everywhere to acting everywhere; "text" acts in both runs.
+    both, text = c["modalities"]["both"], c["modalities"]["text"]
+    assert both["n"] == 40 and both["coverage"]["diff"] == 1 and text["coverage"]["diff"] == 0
+    assert both["mcnemar_directional"]["b_only"] == 40 and text["mcnemar_directional"]["b_only"] == 0
     assert compare_e2a(a, a, n_boot=0)["ndr"]["diff"] == 0
+
+
+def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
+    from tasks.base import Earlier
+    from tasks.e2a.verify import verify_prompt
+    from candlebench.stages import compose_config
+
+    words = compose_config(["task=e2a"]).task.verify.en
+    labels = {"ma_position": "above_both", "ma_cross": "none", "trend": "up", "momentum_5d": "flat",
+              "range_position": "middle", "breakout": "none", "volume_change": "normal", "price_volume": "neutral",
+              "volatility": "normal", "last_candle": "ordinary"}
+    anchors = Anchors(labels, {"ma_position": 0.02, "ma_position_short": 0.01}, ("ma_position",))
+    said = {"analysis": "A golden cross formed. RSI is overbought. The close is above both moving averages.",
+            "rationale": "The uptrend holds.", "action": "BUY", "confidence": 0.8}
+    prompt = verify_prompt(words.prompt, words, "PROMPT", Earlier("first", json.dumps(said), said, None), anchors)
+    assert prompt.startswith("PROMPT\n\nYour earlier answer was:\n" + json.dumps(said))
+    assert '- "A golden cross formed" (golden cross): contradicted by the data (ma_cross: none)' in prompt
+    assert '- "RSI is overbought": not checkable against these facts' in prompt
+    assert '- "The close is above both moving averages" (close above both averages): supported by the data (ma_position: above_both)' in prompt
+    assert '- "The uptrend holds" (uptrend): supported by the data (trend: up)' in prompt
+    assert all(f"- {a}: {label}" in prompt for a, label in labels.items())
+    # An answer that was not parsed: its claims are read from what it wrote.
+    raw = verify_prompt(words.prompt, words, "P", Earlier("first", "Death cross!! sell", None, "no JSON object"), anchors)
+    assert "Death cross!! sell" in raw and '- "Death cross" (death cross): contradicted by the data (ma_cross: none)' in raw
+    # No text at all (generation failed): says so, with no claim to check.
+    none = verify_prompt(words.prompt, words, "P", Earlier("first", None, None, "CUDA out of memory"), anchors)
+    assert "(no readable answer: CUDA out of memory)" in none and "(no claim that these facts can check)" in none

@@ -100,3 +100,87 @@ def test_anchors_never_see_the_evaluation_date_or_later(slice_market):
     keep = frame["cutoff"] <= date
     pd.testing.assert_frame_equal(frame.loc[keep, columns].reset_index(drop=True),
                                   changed.loc[changed["cutoff"] <= date, columns].reset_index(drop=True))
+
+
+def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run):
+    verify = f"{MODEL}-verify"
+    root = run / "e2a" / "runs"
+    info = json.loads((root / verify / "run.json").read_text())
+    assert info["identity"]["method"] == "verify" and info["identity"]["revises"] == MODEL
+    direct, second = records(run, MODEL, task="e2a"), records(run, verify, task="e2a")
+    assert list(second.index) == list(direct.index) and (second["tier"] == "json").all()
+    # The second prompt is the first plus the earlier answer, its claims and the ten facts.
+    assert (second["prompt_tokens"] > direct["prompt_tokens"] + 50).all()
+    assert set(second["inputs"]).isdisjoint(direct["inputs"])  # the earlier answer is part of its inputs
+    m = {n: json.loads((root / n / "metrics.json").read_text()) for n in (MODEL, verify)}
+    assert m[verify]["method"] == "verify" and m[verify]["revises"] == MODEL and m[MODEL]["revises"] is None
+    pair = json.loads((run / "report" / "comparisons.json").read_text())["e2a"][f"{MODEL} → {verify}"]
+    assert pair["n"] == len(direct) and set(pair["modalities"]) == {"text", "chart", "both"}
+    for name in ("coverage", "ndr", "ucr_all"):
+        a, b = m[MODEL]["all"][name], m[verify]["all"][name]
+        assert pair[name]["diff"] == (None if a is None or b is None else pytest.approx(b - a))
+        for modality, block in pair["modalities"].items():
+            assert block[name]["a"] == pytest.approx(m[MODEL]["modalities"][modality][name])
+    md = (run / "report" / "report.md").read_text()
+    table = md[md.index("Oracle-aided verification"):]
+    assert f"| {MODEL} → {verify} | chart |" in table.split("\n\n#")[0]
+
+
+def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fact(run):
+    from candlebench.layout import Layout
+    from candlebench.stages import compose_config
+    from inference.infer_job import build_requests
+    from tasks.e2a.claims import judge
+    from tasks.e2a.samples import anchors_of
+    from tasks.e2a.task import TASK
+
+    cfg = compose_config([*COMMON[1:], "task=e2a", f"out_dir={run}", "model=tiny_qwen2_5_vl",
+                          "task.method=verify", "task.revises=anchor_oracle"])
+    paths = Layout.of(cfg).task("e2a")
+    samples = pd.read_parquet(paths.samples)
+    oracle = records(run, "anchor_oracle", task="e2a")
+    prompts = {r.sample_id: r.prompt for r in build_requests(cfg, TASK, samples, paths)}
+    for _, row in samples.iterrows():
+        prompt, said = prompts[row["sample_id"]], oracle.loc[row["sample_id"], "text"]
+        assert said in prompt and prompt.index("Your earlier answer was") < prompt.index(said)
+        assert all(f"- {a}: {row[f'anchor_{a}']}" in prompt for a in ANCHORS)
+        # The oracle states every fact truthfully: each claim the matcher reads is listed as supported.
+        answer = json.loads(said)
+        supported = judge(answer["analysis"], answer["rationale"], anchors_of(row))["supported"]
+        assert prompt.count("): supported by the data (") == supported > 0 and "contradicted by the data" not in prompt
+
+
+def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_path, env):
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(run, out)
+    n = len(pd.read_parquet(out / "e2a" / "samples.parquet"))
+
+    def answers(name: str):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"sample_id": s, "text": t}) + "\n"
+                                for s, t in records(out, name, task="e2a")["text"].items()))
+        return path
+
+    second = ["task.method=verify", "task.revises=first", "infer.run_name=second"]
+    cli("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('anchor_oracle')}", "infer.run_name=first", env=env)
+    assert f"{n} generated" in cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
+    assert f"0 generated, {n} already done" in cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
+    cli("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first", env=env)
+    again = cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
+    # Exactly the answers that changed are asked again (the contrarian holds where the oracle does).
+    changed = int((records(out, "anchor_oracle", task="e2a")["text"] != records(out, "contrarian", task="e2a")["text"]).sum())
+    assert 0 < changed < n
+    assert f"{changed} generated, {n - changed} already done" in again and f"{n} of {n} samples answered" in again
+    assert len(pd.read_parquet(out / "e2a" / "runs" / "second" / "parsed.parquet")) == n
+
+
+@pytest.mark.parametrize("overrides, says", [
+    (["task.method=verify", "task.revises=nowhere"], "revises run nowhere"),
+    (["task.method=refine"], "has the methods ['direct', 'verify']"),
+])
+def test_a_second_pass_without_its_first_fails_with_the_run_it_needs(run, env, overrides, says):
+    done = cli("infer", *COMMON[1:], "task=e2a", f"out_dir={run}", *overrides, "infer.run_name=never", env=env, check=False)
+    assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+    assert not (run / "e2a" / "runs" / "never").exists()

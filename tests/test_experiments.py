@@ -44,3 +44,59 @@ def test_paper_experiments_train_xgboost_on_history_from_2015():
         cfg = compose_config([f"experiment={name}", f"data.path={SLICE}"])
         assert str(cfg.baseline.params.xgboost.train_start) == "2015-01-01"
         assert str(cfg.samples.start) == "2023-01-01" and str(cfg.samples.end) == "2025-01-01"
+
+
+def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
+    from candlebench.pipeline import chosen_tasks
+    from candlebench.stages import compose_config
+    from candlebench.sweep import sweep_plan
+
+    assert {"forecast", "e2a"} <= set(chosen_tasks(compose_config([])))
+    models = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
+    base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", f"sweep.models=[{','.join(models)}]",
+            f"sweep.compare=[[{models[0]},{models[1]}]]"]
+    jobs = {j.key: j for j in sweep_plan(compose_config(base), base)}
+    for model in models:
+        direct, verify = f"infer:e2a:{model}", f"infer:e2a:{model}:verify"
+        assert jobs[verify].after == (direct,) and f"infer:forecast:{model}:verify" not in jobs
+        overrides = jobs[verify].overrides[0]
+        run = f"{model}-transformers"
+        assert {"task.method=verify", f"task.revises={run}", f"infer.run_name={run}-verify"} <= set(overrides)
+        assert jobs[f"score:e2a:{model}:verify"].after == (verify,)
+        assert f"score:e2a:{model}:verify" in jobs["report"].after
+    runs = next(o for o in jobs["report"].overrides[0] if o.startswith("report.runs="))
+    assert "tiny_qwen2_5_vl_lora-transformers-verify" in runs
+    assert "anchor_oracle" in runs and "xgboost" in runs  # each task's own baselines join the report
+    # Without passes (task.passes=[]), no second run.
+    plain = sweep_plan(compose_config([*base, "task.passes=[]"]), [*base, "task.passes=[]"])
+    assert not [j for j in plain if j.key.endswith(":verify")]
+
+
+def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
+    from candlebench.stages import compose_config, for_task
+    from candlebench.sweep import sweep_plan
+
+    given = ["data.codes=[AC]", "task.language=zh", "task.horizon=30", "task.nonsense=1"]
+    tasks = ["forecast", "e2a"]
+    assert for_task(given, "forecast", tasks) == ["data.codes=[AC]", "task.horizon=30", "task.nonsense=1"]
+    assert for_task(given, "e2a", tasks) == ["data.codes=[AC]", "task.language=zh", "task.nonsense=1"]
+    base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]", "task.language=zh", "task.horizon=30"]
+    # The command's own config is the default task's: the e2a key is held back from it (cli.py).
+    jobs = {j.key: j for j in sweep_plan(compose_config(for_task(base, None, tasks)), base)}
+    assert "task.language=zh" in jobs["infer:e2a:tiny_qwen2_5_vl"].overrides[0]
+    assert "task.language=zh" not in jobs["infer:forecast:tiny_qwen2_5_vl"].overrides[0]
+    assert "task.horizon=30" in jobs["score:forecast:tiny_qwen2_5_vl"].overrides[0]
+    assert not any("task.language" in o for o in jobs["report"].overrides[0])  # composed with the default task
+
+
+def test_run_with_a_key_of_one_task_and_a_key_of_none(tmp_path, env):
+    from helpers import cli
+
+    # A key no task has is Hydra's error, before any work.
+    done = cli("run", "data=slice", "data.codes=[AC]", "task.nonsense=1", f"out_dir={tmp_path}", env=env, check=False)
+    assert done.returncode != 0 and "task.nonsense" in done.stderr
+    assert not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
+    # A bad value of the second task's key fails before the first task's work.
+    done = cli("run", "data=slice", "data.codes=[AC]", "task.language=xx", f"out_dir={tmp_path}", env=env, check=False)
+    assert done.returncode != 0 and "task.language='xx': must be one of ['en', 'zh']" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()

@@ -78,7 +78,7 @@ def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
 
 def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     """The E2A-style task's three modalities (text only: no image) under vLLM's engine, decoding
-    constrained to the answer object: the same greedy tokens as transformers."""
+    constrained to the answer object, and its verify pass: the same greedy tokens as transformers."""
     from helpers import cli
 
     common = ["task=e2a", "data=slice", f"out_dir={tmp_path}", "data.codes=[AC,SM]", "samples.interval=120"]
@@ -90,3 +90,11 @@ def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     assert list(vllm.index) == list(hf.index) and len(hf) >= 9
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
     assert (hf["tier"] == "json").all()
+    # The verify pass, each backend revising its own direct run: equal answers, so equal prompts
+    # (direct prompt + answer + checked claims + facts), and again the same tokens.
+    for name, backend in (("hf", "backend=transformers"), ("vllm", "backend=vllm")):
+        cli("infer", *common, "task.method=verify", f"task.revises={name}", f"infer.run_name={name}-verify", backend,
+            *(("backend.enforce_eager=true",) if name == "vllm" else ()), env=env)
+    hf2, vllm2 = records(tmp_path, "hf-verify", task="e2a"), records(tmp_path, "vllm-verify", task="e2a")
+    assert list(vllm2.index) == list(hf.index) and (hf2["prompt_tokens"] > hf["prompt_tokens"]).all()
+    assert list(vllm2["token_ids"]) == list(hf2["token_ids"])

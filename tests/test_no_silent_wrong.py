@@ -151,7 +151,7 @@ def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, ov
         done = cli(command, *BASE, f"out_dir={tmp_path}", override, *extra, env=env, check=False)
         assert done.returncode != 0 and message in done.stderr, done.stderr[-800:]
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "forecast").exists()
+    assert not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
 
 
 def test_a_window_after_the_data_says_so(tmp_path, env):

@@ -15,7 +15,7 @@ from helpers import DATA_DIR, SLICE, cli, forecast_snapshot
 RUNS = ("xgboost", "momentum", "constant", "random", "tiny_qwen2_5_vl-transformers")
 # The golden files' setup (tests/data/golden/forecast.json: made with the code before the task seam,
 # regenerated when the continuous groups moved to cutoff returns and the metrics gained n_reasoning_cut).
-GOLDEN = ["data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
+GOLDEN = ["tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
           "baseline.params.xgboost.min_train=20", "score.n_boot=100", "render.workers=1"]
 
 
@@ -74,15 +74,21 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
 
 
 def test_own_data_with_nothing_else_set(tmp_path, env):
-    """`candlebench run data=csv data.path=FILE`: the demo experiment stays out of the way."""
+    """`candlebench run data=csv data.path=FILE`: the demo experiment stays out of the way, and
+    every task runs (E2A-style with its verify pass)."""
     mine = tmp_path / "my märket.csv"  # a space and a non-ASCII letter, as users name files
     frame = pd.read_csv(SLICE)
-    frame[frame["code"].isin(["AC", "ALI", "SM", "TEL"])].to_csv(mine, index=False)
+    frame[frame["code"].isin(["AC", "ALI", "SM", "TEL"]) & (frame["date"] >= "2019-01-01")].to_csv(mine, index=False)
     done = cli("run", "data=csv", f"data.path={mine}", env=env, cwd_out=tmp_path)
-    report = tmp_path / "outputs" / "csv" / "report" / "report.html"
+    out = tmp_path / "outputs" / "csv"
+    report = out / "report" / "report.html"
     assert report.exists(), done.stdout[-2000:]
-    samples = pd.read_parquet(tmp_path / "outputs" / "csv" / "forecast" / "samples.parquet")
-    assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}
+    for task in ("forecast", "e2a"):
+        samples = pd.read_parquet(out / task / "samples.parquet")
+        assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}
+    assert (out / "e2a" / "runs" / "tiny_qwen2_5_vl-transformers-verify" / "metrics.json").exists()
+    md = (out / "report" / "report.md").read_text()
+    assert "Forecast" in md and "E2A-style leaderboard" in md and "Oracle-aided verification" in md
     # ... and an out_dir with a space and a non-ASCII letter, unquoted as typed.
     out = tmp_path / "résultats 1"
     cli("samples", "data=csv", f"data.path={mine}", f"out_dir={out}", env=env)

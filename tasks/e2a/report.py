@@ -1,5 +1,7 @@
-"""The E2A-style report section: the leaderboard in the seed paper's layout (model x modality) and
-the coverage-grounding frontier, with an arrow from base to fine-tuned for each comparison."""
+"""The E2A-style report section: the leaderboard in the seed paper's layout (model x modality), the
+verification study (each direct pass against its verify pass), the other paired comparisons, and
+the coverage-grounding frontier with an arrow for each comparison (base to fine-tuned, direct to
+verify)."""
 
 from __future__ import annotations
 
@@ -35,18 +37,25 @@ def leaderboard(runs: list[ScoredRun]) -> Table:
                  "Brackets: 95% intervals over stocks. '–': not applicable (no directional answer).")
 
 
-def comparison_table(comparisons: Mapping[str, dict]) -> Table:
+def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = "") -> Table:
+    """One row per pair and modality (then over all of them)."""
     rows = []
     for pair, c in comparisons.items():
-        row = {"a → b": pair, "n": c.get("n")}
-        for key, title in COLUMNS[:6]:
-            d = c.get(key) or {}
-            ci = d.get("ci")
-            row[f"Δ{title}"] = fmt(d.get("diff"), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
-        row["McNemar p (acting)"] = fmt((c.get("mcnemar_directional") or {}).get("p"), 3)
-        row["BUY:SELL ×"] = fmt(c.get("buy_sell_amplification"), 2)
-        rows.append(row)
-    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+        for modality, d in [*(c.get("modalities") or {}).items(), ("all", c)]:
+            row = {"a → b": pair, "Modality": modality, "n": d.get("n")}
+            for key, name in COLUMNS[:6]:
+                diff = d.get(key) or {}
+                ci = diff.get("ci")
+                row[f"Δ{name}"] = fmt(diff.get("diff"), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
+            row["McNemar p (acting)"] = fmt((d.get("mcnemar_directional") or {}).get("p"), 3)
+            row["BUY:SELL ×"] = fmt(d.get("buy_sell_amplification"), 2)
+            rows.append(row)
+    return Table(title, pd.DataFrame(rows), note)
+
+
+def _is_revision(pair: str, runs: list[ScoredRun]) -> bool:
+    """A direct pass → its verify pass (the report's keys may start with "<market>: ")."""
+    return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
 def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> bytes:
@@ -71,5 +80,14 @@ def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> byt
 
 
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
-    tables = [leaderboard(runs)] + ([comparison_table(comparisons)] if comparisons else [])
+    verified = {k: c for k, c in comparisons.items() if _is_revision(k, runs)}
+    paired = {k: c for k, c in comparisons.items() if k not in verified}
+    tables = [leaderboard(runs)]
+    if verified:
+        tables.append(comparison_table(
+            "Oracle-aided verification (direct → verify, same samples)", verified,
+            "The verify pass saw its direct answer's claims with their verdicts and every anchor fact. "
+            "A fall in UCR with a fall in coverage is the seed paper's verification-induced coverage collapse."))
+    if paired:
+        tables.append(comparison_table("Paired comparisons (b − a, same samples)", paired))
     return [Section("E2A-style evidence to action", tuple(tables), {"e2a_frontier": plot_frontier(runs, comparisons)})]

@@ -19,12 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from rendering.inputs import text_column
 from rendering.market import Market
-from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
 from tasks.e2a.claims import judge
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
 from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
+from tasks.e2a.verify import verify_prompt
 
 CHART = "daily"
 
@@ -70,6 +71,7 @@ class E2ATask(Task):
     name = "e2a"
     columns = (Column("action", "string"), Column("confidence", "float64"))
     baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})
+    methods = ("verify",)
 
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
         frame, summary = build_samples(market, spec_of(cfg), anchor_settings(cfg))
@@ -81,14 +83,23 @@ class E2ATask(Task):
     def prompt_identity(self, cfg: DictConfig) -> str:
         language = str(cfg.task.language)
         intros = {m: cfg.task.inputs[language][m] for m in cfg.task.modalities}
-        return cfg.task.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
+        identity = cfg.task.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
+        if self.revises(cfg):
+            verify = OmegaConf.to_container(cfg.task.verify[language], resolve=True)
+            identity += "\n" + json.dumps(verify, ensure_ascii=False, sort_keys=True)
+        return identity
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+                earlier: Earlier | None = None) -> RequestSpec:
         modality = str(sample["modality"])
-        intro = cfg.task.inputs[str(cfg.task.language)][modality]
+        language = str(cfg.task.language)
+        intro = cfg.task.inputs[language][modality]
         with_text = modality in ("text", "both")
         inputs = intro.format(ohlcv=texts[text_column()]) if with_text else intro
         prompt = cfg.task.prompt.format(inputs=inputs)
+        if earlier is not None:
+            words = cfg.task.verify[language]
+            prompt = verify_prompt(words.prompt, words, prompt, earlier, anchors_of(sample))
         return RequestSpec(prompt, (CHART,) if modality in ("chart", "both") else (),
                            (text_column(),) if with_text else ())
 
@@ -111,6 +122,8 @@ class E2ATask(Task):
         out = e2a_metrics(rows, float(cfg.task.eci_confidence), int(cfg.task.eci_signals),
                           modalities=tuple(cfg.task.modalities), n_boot=settings.n_boot, seed=settings.seed)
         out["eci_confidence"], out["eci_signals"] = float(cfg.task.eci_confidence), int(cfg.task.eci_signals)
+        identity = run.info.get("identity") or {}
+        out["method"], out["revises"] = identity.get("method", "direct"), identity.get("revises")
         return out
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from rendering.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
 from rendering.render_job import settings_from
-from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.forecast import baselines
 from tasks.forecast.parse import parse_score
 from tasks.forecast.samples import SampleSpec, build_samples, history_spec, summarize
@@ -104,7 +104,8 @@ class ForecastTask(Task):
             return prompt
         return f"[inputs given: {', '.join(self.fed(cfg))}]\n{prompt}"
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+                earlier: Earlier | None = None) -> RequestSpec:
         fed = self.fed(cfg)
         charts = tuple(c for c in cfg.task.images if c in fed)
         if TEXT_INPUT not in fed:

@@ -1,0 +1,50 @@
+"""The E2A-style second pass, ``task.method=verify``: the seed paper's oracle-aided verification.
+
+The seed paper names the intervention (the model sees verified evidence and revises its answer;
+unsupported claims fall, coverage can collapse) but not its prompt, so this one is ours: the
+direct pass's prompt and inputs unchanged, then the model's earlier answer as it wrote it, each
+claim :func:`tasks.e2a.claims.extract_claims` found in its analysis and rationale with the
+anchor fact it was checked against and the verdict, and all ten anchor facts. Showing every fact,
+not only those behind its claims, is what makes the pass "oracle-aided": the model may also
+ground a new claim. An earlier answer that could not be parsed is shown as it was written (its
+claims are then read from the raw text); one with no text says why.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from tasks.base import Earlier
+from tasks.e2a.anchors import Anchors
+from tasks.e2a.claims import extract_claims
+
+
+def _said(earlier: Earlier) -> str:
+    """The earlier answer's analysis and rationale (its raw text when it was not parsed): what
+    the direct pass's claims were read from."""
+    answer = earlier.answer if isinstance(earlier.answer, Mapping) else None
+    if answer is not None:
+        return f"{answer.get('analysis') or ''}\n{answer.get('rationale') or ''}"
+    return earlier.text or ""
+
+
+def claim_lines(earlier: Earlier, anchors: Anchors, words: Mapping[str, str]) -> str:
+    lines = []
+    for c in extract_claims(_said(earlier), anchors):
+        if c.anchor is None:
+            lines.append(f'- "{c.sentence}": {words["unverifiable"]}')
+        else:
+            lines.append(f'- "{c.sentence}" ({c.claim}): {words[c.verdict]} ({c.anchor}: {anchors.labels[c.anchor]})')
+    return "\n".join(lines) or words["no_claims"]
+
+
+def fact_lines(anchors: Anchors) -> str:
+    return "\n".join(f"- {name}: {label}" for name, label in anchors.labels.items())
+
+
+def verify_prompt(template: str, words: Mapping[str, str], request: str, earlier: Earlier, anchors: Anchors) -> str:
+    """``template`` has {request}, {earlier}, {claims} and {facts}; ``words`` the verdict phrases
+    and the placeholders for no claims / no readable answer (``task.verify.<language>``)."""
+    shown = earlier.text if earlier.text else words["unreadable"].format(reason=earlier.reason or "no text")
+    return template.format(request=request, earlier=shown, claims=claim_lines(earlier, anchors, words),
+                           facts=fact_lines(anchors))
