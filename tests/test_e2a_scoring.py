@@ -296,3 +296,18 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     # No text at all (generation failed): says so, with no claim to check.
     none = verify_prompt(words.prompt, words, "P", Earlier("first", None, None, "CUDA out of memory"), anchors)
     assert "(no readable answer: CUDA out of memory)" in none and "(no claim that these facts can check)" in none
+
+
+def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
+    from scoring.report import ScoredRun
+    from tasks.e2a.report import frontier
+
+    def run(name, blocks):
+        return ScoredRun(name, name, {"modalities": blocks, "all": {}}, "PSE")
+
+    base = run("base", {"text": {"coverage": 0.5, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})
+    tuned = run("tuned", {"text": {"coverage": 0.9, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})
+    silent = run("silent", {"text": {"coverage": 0.0, "ucr_dir": None}})  # nothing directional: no point
+    points, arrows = frontier([base, tuned, silent], {"PSE: base → tuned": {}, "base → silent": {}})
+    assert points == {(0.5, 0.6): ["base · text"], (0.2, 0.9): ["base · chart", "tuned · chart"], (0.9, 0.6): ["tuned · text"]}
+    assert arrows == [((0.5, 0.6), (0.9, 0.6))]  # chart did not move; silent has no point

@@ -58,23 +58,36 @@ def _is_revision(pair: str, runs: list[ScoredRun]) -> bool:
     return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
+def frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> tuple[dict, list]:
+    """The plot's layout: {(coverage, 1 - UCR_dir): [labels]} (one point per run x modality with
+    both defined; runs that meet share a point and its label) and the arrows
+    [(start, end)] of each comparison a → b, modality by modality."""
+    at = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
+          for r in runs for modality, b in _blocks(r) if modality != "all"}
+    at = {k: xy for k, xy in at.items() if None not in xy}
+    points: dict[tuple[float, float], list[str]] = {}
+    for (name, modality), xy in at.items():
+        points.setdefault(xy, []).append(f"{name} · {modality}")
+    arrows = []
+    for pair in comparisons:
+        a, b = pair.split(": ", 1)[-1].split(" → ")
+        for modality in sorted({m for (n, m) in at if n == a}):
+            if (b, modality) in at and at[(a, modality)] != at[(b, modality)]:
+                arrows.append((at[(a, modality)], at[(b, modality)]))
+    return points, arrows
+
+
 def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> bytes:
-    points = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
-              for r in runs for modality, b in _blocks(r) if modality != "all"}
+    points, arrows = frontier(runs, comparisons)
 
     def draw(ax):
-        for (name, modality), (x, y) in points.items():
-            if x is not None and y is not None:
-                ax.scatter(x, y, s=18)
-                ax.annotate(f"{name} · {modality}", (x, y), fontsize=6)
-        for pair in comparisons:
-            a, b = pair.split(" → ")
-            for modality in {m for (n, m) in points if n == a}:
-                start, end = points.get((a, modality)), points.get((b, modality))
-                if start and end and None not in (*start, *end):
-                    ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": "grey"})
+        for (x, y), labels in points.items():
+            ax.scatter(x, y, s=18)
+            ax.annotate("\n".join(labels), (x, y), fontsize=6, xytext=(3, -3), textcoords="offset points", va="top")
+        for start, end in arrows:
+            ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": "grey"})
         ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="coverage (BUY/SELL share)",
-               ylabel="grounding (1 − UCR_dir)", title="Coverage–grounding frontier")
+               ylabel="grounding (1 − UCR_dir)", title="Coverage–grounding frontier (runs with verifiable claims)")
 
     return figure(draw, size=(6, 5))
 
