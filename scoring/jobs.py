@@ -11,7 +11,7 @@ import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
 from candlebench.errors import UserError
-from candlebench.io import write_json
+from candlebench.io import write_json, write_parquet
 from candlebench.layout import Layout, RunPaths, TaskPaths, task_paths
 from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
@@ -41,6 +41,11 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     inputs = current_inputs(build_requests(cfg, task, samples, paths)) if info.kind == "model" else None
     parsed = finalize_run(run, samples, task, inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
+    per_sample = metrics.pop("per_sample", None)
+    if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
+        scores = per_sample.set_index("sample_id").add_prefix("score_")
+        parsed = parsed.drop(columns=[c for c in scores.columns if c in parsed]).join(scores, on="sample_id")
+        write_parquet(parsed, run.parsed)
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())

@@ -14,6 +14,7 @@ from tasks.base import Task
 _KNOWN: dict[str, str] = {
     "forecast": "tasks.forecast.task:TASK",
     "e2a": "tasks.e2a.task:TASK",
+    "caption": "tasks.caption.task:TASK",
 }
 _LOADED: dict[str, Task] = {}
 

@@ -16,7 +16,9 @@ Contracts:
   raises: a failure is ``answer=None`` with a reason.
 * ``columns`` are the flat columns the task adds to ``parsed.parquet`` beside the generic ones
   (``answer`` as JSON text, ``tier``, ``reason``, ``error``, ``text``).
-* ``score`` returns JSON-safe metrics; ``compare`` JSON-safe paired differences.
+* ``score`` returns JSON-safe metrics, optionally with ``per_sample``: a frame of ``sample_id`` and
+  per-sample scores that the score stage joins to ``parsed.parquet`` as ``score_<name>`` columns;
+  ``compare`` returns JSON-safe paired differences.
 * A second pass (E2A-style ``verify``) is a run of its own, chosen by ``task.method`` (one of
   ``methods``) and ``task.revises`` (the run it builds on): ``request`` gets each sample's
   :class:`Earlier` answer from that run, whose text enters the sample's input fingerprint, so a

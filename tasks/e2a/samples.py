@@ -20,7 +20,7 @@ import pandas as pd
 
 from rendering.market import Market
 from tasks.e2a.anchors import ANCHORS, Anchors, AnchorSettings, compute_anchors
-from tasks.forecast.samples import SampleSpec, cutoff_dates
+from tasks.windows import evaluation_windows
 
 MODALITIES = ("text", "chart", "both")
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
@@ -62,25 +62,17 @@ def anchors_of(row) -> Anchors:
 
 
 def build_samples(market: Market, spec: E2ASpec, settings: AnchorSettings = AnchorSettings()) -> tuple[pd.DataFrame, dict]:
-    cal = market.calendar
-    dates = cutoff_dates(cal, SampleSpec(start=spec.start, end=spec.end, interval=spec.interval))
     dropped: Counter[str] = Counter()
+    dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
+                                        spec.max_stale_days, dropped)
     rows = []
-    for code, bars in market.bars.groupby("code", sort=True):
-        days = bars["date"].to_numpy(dtype="datetime64[ns]")
-        arrays = {k: bars[k].to_numpy(dtype=float) for k in BAR_COLUMNS}
-        for date in dates:
-            n = int(np.searchsorted(days, date.to_datetime64(), side="left"))
-            if n < spec.min_bars:
-                dropped[f"fewer than {spec.min_bars} bars before the date"] += 1
-                continue
-            stale = cal.get_loc(date) - 1 - int(cal.searchsorted(days[n - 1]))
-            if stale > spec.max_stale_days:
-                dropped[f"no trade in the {spec.max_stale_days} trading days before the date"] += 1
-                continue
-            anchors = compute_anchors({k: v[:n] for k, v in arrays.items()}, settings)
-            shared = {"task": "e2a", "market": market.name, "code": code, "cutoff": date, **anchor_columns(anchors)}
-            rows += [{"sample_id": sample_id(code, date, m), "modality": m, **shared} for m in spec.modalities]
+    arrays: dict[str, dict[str, np.ndarray]] = {}
+    for w in windows:
+        if w.code not in arrays:
+            arrays = {w.code: {k: w.bars[k].to_numpy(dtype=float) for k in BAR_COLUMNS}}
+        anchors = compute_anchors({k: v[: w.n] for k, v in arrays[w.code].items()}, settings)
+        shared = {"task": "e2a", "market": market.name, "code": w.code, "cutoff": w.date, **anchor_columns(anchors)}
+        rows += [{"sample_id": sample_id(w.code, w.date, m), "modality": m, **shared} for m in spec.modalities]
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["cutoff", "code", "modality"], kind="stable").reset_index(drop=True)

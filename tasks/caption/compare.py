@@ -1,0 +1,40 @@
+"""Paired comparison of two captioning runs (base a, fine-tuned b) on the samples both answered:
+for each per-sample metric the mean of b - a with a 95% interval from one bootstrap of samples
+applied to both, the corpus values of each run beside it, and the sentiment-agreement change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from candlebench.errors import UserError
+from candlebench.io import json_safe
+from scoring.bootstrap import date_weights, percentile_ci
+from tasks.base import RunData, ScoreSettings
+from tasks.caption.task import PER_SAMPLE
+
+
+class MissingScores(UserError, ValueError):
+    """A run's parsed.parquet has no per-sample scores (scored before they existed, or never)."""
+
+
+def compare_captions(a: RunData, b: RunData, settings: ScoreSettings) -> dict[str, Any]:
+    cols = [f"score_{k}" for k in PER_SAMPLE]
+    missing = [r.name for r in (a, b) if not set(cols) <= set(r.parsed.columns)]
+    if missing:
+        raise MissingScores(f"runs {missing} have no per-sample caption scores: run `candlebench score` on them first")
+    x = a.parsed.set_index("sample_id")
+    y = b.parsed.set_index("sample_id")
+    shared = sorted(set(x.index) & set(y.index))
+    out: dict[str, Any] = {"n": len(shared)}
+    weights = date_weights(len(shared), settings.n_boot, settings.seed) if settings.n_boot > 0 and shared else None
+    for k in PER_SAMPLE:
+        diff = (y.loc[shared, f"score_{k}"] - x.loc[shared, f"score_{k}"]).to_numpy(float)
+        out[k] = {"a": (a.metrics or {}).get(k), "b": (b.metrics or {}).get(k),
+                  "diff": float(diff.mean()) if len(diff) else None,
+                  "ci": None if weights is None else percentile_ci(weights @ diff / len(diff))}
+    agree = [(r.loc[shared, "score_sa_candidate"] == r.loc[shared, "score_sa_reference"]).to_numpy(float) for r in (x, y)]
+    out["sa_agreement"] = {"a": float(agree[0].mean()) if shared else None, "b": float(agree[1].mean()) if shared else None}
+    out["sa_f1"] = {"a": (a.metrics or {}).get("sa_f1"), "b": (b.metrics or {}).get("sa_f1")}
+    return json_safe(out)

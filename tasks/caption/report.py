@@ -1,0 +1,61 @@
+"""The captioning report section: StockGenChaR's Table 2 layout (model x metric, 95% intervals
+over samples) and Table 3 (metadata coverage by category, the references' own first), and the
+paired comparisons."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pandas as pd
+
+from scoring.report import ScoredRun, Section, Table, fmt
+
+METRICS = (("bleu4", "BLEU-4"), ("meteor", "METEOR"), ("rouge_l", "ROUGE-L"), ("cider", "CIDEr"),
+           ("bertscore_f1", "BERTScore F1"), ("cos", "COS"), ("sa_f1", "SA F1"), ("iou", "IoU"))
+CATEGORIES = (("degree", "Degree"), ("time", "Time"), ("price", "Price"))
+
+
+def _cell(m: dict, key: str) -> str:
+    ci = (m.get("ci") or {}).get(key)
+    return fmt(m.get(key), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else "")
+
+
+def table2(runs: list[ScoredRun]) -> Table:
+    rows = [{"Model": r.label, "n": r.metrics.get("n"), "Valid": r.metrics.get("n_valid"),
+             **{title: _cell(r.metrics, key) for key, title in METRICS},
+             "Words": fmt(r.metrics.get("mean_words"), 1)} for r in runs]
+    return Table("Table 2 layout: caption metrics (model x metric)", pd.DataFrame(rows),
+                 "Unparseable answers count as empty captions (the paper's all-samples column; metrics.json's "
+                 "`valid` block has the parsed ones alone). Brackets: 95% bootstrap intervals over samples of the "
+                 "mean per-sample score (BLEU-4 and METEOR are corpus values; their interval is the per-sample one). "
+                 "COS and BERTScore use a local all-MiniLM-L6-v2, SA a lexicon (README), not the paper's API models.")
+
+
+def table3(runs: list[ScoredRun]) -> Table:
+    rows = []
+    if runs:
+        first = runs[0].metrics
+        rows.append({"Text": "Reference", **{t: fmt(first.get(f"reference_coverage_{c}"), 4) for c, t in CATEGORIES}})
+    rows += [{"Text": r.label, **{t: fmt(r.metrics.get(f"coverage_{c}"), 4) for c, t in CATEGORIES},
+              **{f"IoU {t}": fmt(r.metrics.get(f"iou_{c}"), 4) for c, t in CATEGORIES}} for r in runs]
+    return Table("Table 3 layout: metadata named, by category", pd.DataFrame(rows),
+                 "Coverage: the share of the chart's items of a category that the text names (the paper's Table 3). "
+                 "IoU: Eq. 1 on that category's items alone.")
+
+
+def comparison_table(comparisons: Mapping[str, dict]) -> Table:
+    rows = []
+    for pair, c in comparisons.items():
+        row = {"a → b": pair, "n": c.get("n")}
+        for key, title in METRICS:
+            d = c.get(key) or {}
+            ci = d.get("ci")
+            row[f"Δ{title}"] = (fmt(d.get("diff"), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else "")
+                                if "diff" in d else f"{fmt(d.get('a'), 4)} → {fmt(d.get('b'), 4)}")
+        rows.append(row)
+    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+
+
+def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+    tables = [table2(runs), table3(runs)] + ([comparison_table(comparisons)] if comparisons else [])
+    return [Section("Chart captioning (StockGenChaR-style)", tuple(tables), {})]

