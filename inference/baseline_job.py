@@ -26,7 +26,7 @@ def baseline(cfg: DictConfig) -> None:
         return
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    market = open_market(cfg.data)
+    market = open_market(cfg.data) if task.uses_market(cfg) else None
     parse = task.parser(cfg)
     task_config = OmegaConf.to_container(cfg.task, resolve=True)
     for name in names:
@@ -35,7 +35,7 @@ def baseline(cfg: DictConfig) -> None:
         # The market and the samples are inputs too: walk-forward models train on both.
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
                        identity={"baseline": name, "params": params, "task_config": task_config,
-                                 "data": market.fingerprint(), "samples": samples_fingerprint(samples)})
+                                 "data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples)})
         run = paths.run(name)
         info.write(run.info)
         store = RecordStore(run.root)

@@ -32,14 +32,14 @@ def data_check(cfg: DictConfig) -> None:
 
 def samples(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
-    market = open_market(cfg.data)
+    market = open_market(cfg.data) if task.uses_market(cfg) else None
     built = task.build_samples(market, cfg)
     paths = task_paths(cfg)
     if built.frame.empty:
         window = f"[{cfg.samples.get('start')}, {cfg.samples.get('end')})"
+        runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
         raise UserError(
-            f"task {task.name}: no samples in the window samples.start/end = {window}; the data runs "
-            f"{market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
+            f"task {task.name}: no samples in the window samples.start/end = {window}{runs}"
             + (f"; dropped: {built.summary['dropped_samples']}" if built.summary.get("dropped_samples") else "")
         )
     missing = [k for k in SAMPLE_KEYS if k not in built.frame.columns]

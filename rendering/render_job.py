@@ -281,6 +281,32 @@ def render_samples(
             bar.update(len(job.cutoffs) * len(settings.inputs))
 
 
+def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: RenderSettings, out_dir: Path,
+                chunk: tuple[int, int] = (0, 1)) -> None:
+    """A task's own images where its charts would be drawn (one time frame), each recorded in the
+    manifest like a drawn chart, its source's sha256 as the data fingerprint: a changed source
+    file is copied again, an unchanged one is kept."""
+    (freq,) = settings.freqs
+    recorded = recorded_charts(out_dir, settings)
+    manifest_path = manifest_file(out_dir, chunk)
+    manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    with JsonlAppender(manifest_path) as manifest:
+        for s in samples[["sample_id", "code", "cutoff"]].itertuples():
+            if not in_part(s.code, *chunk):
+                continue
+            source = Path(provided[s.sample_id])
+            data = source.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            rel = chart_path(s.cutoff, s.code, freq)
+            target = out_dir / rel
+            if recorded.get(rel) == (digest, digest) and _sha256(target) == digest:
+                continue
+            atomic_write(target, lambda p: p.write_bytes(data))
+            manifest.write([{"code": s.code, "cutoff": f"{s.cutoff:%Y-%m-%d}", "freq": freq, "path": rel, "sha256": digest,
+                             "width": settings.spec.width, "height": settings.spec.height, "settings": settings.key(),
+                             "data": digest, "source": str(source)}])
+
+
 def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
     """One row per sample and freq (sample_id, freq, path, sha256, width, height); every chart must
     have been drawn under these settings."""
@@ -333,8 +359,11 @@ def render(cfg: DictConfig) -> None:
     settings = settings_from(cfg)
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    market = open_market(cfg.data)
-    render_samples(samples, market.bars, settings, paths.root, workers, chunk)
+    provided = get_task(cfg.task.name).provided_images(cfg, samples)
+    if provided is not None:
+        copy_images(samples, provided, settings, paths.root, chunk)
+    else:
+        render_samples(samples, open_market(cfg.data).bars, settings, paths.root, workers, chunk)
     manifest = finalize_render(cfg)
     if manifest is None:
         print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")

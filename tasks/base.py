@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 from candlebench.errors import UserError
 
 if TYPE_CHECKING:  # kept light: records and the runner import this module
+    from pathlib import Path
+
     import pandas as pd
     from omegaconf import DictConfig
 
@@ -151,6 +153,16 @@ class Task(ABC):
         if not cfg.task.get("revises"):
             raise MethodError(f"task.method={method} needs task.revises: the run whose answers it revises")
         return str(cfg.task.revises)
+
+    def uses_market(self, cfg: DictConfig) -> bool:
+        """Whether the samples (and charts) come from the market data; False for a task whose
+        samples bring their own images (captioning on your own charts)."""
+        return True
+
+    def provided_images(self, cfg: DictConfig, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+        """sample_id -> an image file the render stage copies instead of drawing the chart (the
+        task's one time frame); None: every chart is drawn from the market data."""
+        return None
 
     def images_per_prompt(self, cfg: DictConfig) -> int:
         return len(self.inputs(cfg).charts)

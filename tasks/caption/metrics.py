@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -153,3 +154,10 @@ class CaptionScorer:
                 shares = [len(mentions(t, m.get(cat, []), cat)) / len(m[cat]) for t, m in zip(texts, metadata) if m.get(cat)]
                 corpus[f"{who}_{cat}"] = float(np.mean(shares)) if shares else None
         return corpus, per
+
+
+@lru_cache(maxsize=2)
+def scorer_for(settings: CaptionSettings) -> CaptionScorer:
+    """One scorer per settings and process: `candlebench score score.run=[a,b,c]` starts Java and
+    loads the encoders once for all three runs."""
+    return CaptionScorer(settings)

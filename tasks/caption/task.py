@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -61,7 +62,22 @@ class CaptionTask(Task):
     columns = (Column("words", "float64"),)
     baselines = MappingProxyType(BASELINES)
 
-    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
+    def uses_market(self, cfg: DictConfig) -> bool:
+        return cfg.task.get("dataset") is None
+
+    def provided_images(self, cfg: DictConfig, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+        if self.uses_market(cfg):
+            return None
+        return {sid: Path(p) for sid, p in zip(samples["sample_id"], samples["source_image"])}
+
+    def build_samples(self, market: Market | None, cfg: DictConfig) -> BuiltSamples:
+        if market is None:
+            from tasks.caption.dataset import read_dataset
+
+            path = Path(str(cfg.task.dataset))
+            frame = read_dataset(path, name=path.stem)
+            return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
+                                        "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
         frame, summary = build_samples(market, spec_of(cfg), settings_from(cfg).spec)
         return BuiltSamples(frame, summary)
 
@@ -91,13 +107,13 @@ class CaptionTask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.caption.metrics import CaptionScorer
+        from tasks.caption.metrics import scorer_for
 
         table = run.parsed
         cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
         refs = table["reference"].tolist()
         meta = [json.loads(m) for m in table["metadata"]]
-        scorer = CaptionScorer(scorer_settings(cfg))
+        scorer = scorer_for(scorer_settings(cfg))
         corpus, per = scorer.score(cands, refs, meta)
         valid = np.asarray([bool(c) for c in cands])
         out: dict[str, Any] = {"n": len(cands), "n_valid": int(valid.sum()),

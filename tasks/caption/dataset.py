@@ -1,0 +1,134 @@
+"""Your own captioned charts for the captioning task (``task.dataset=PATH``), instead of the
+generated set: the paper's ElliottWave-Forecast articles, a broker's notes, anything with a chart
+image and an analyst's text.
+
+``PATH`` is a JSONL manifest, one object per line::
+
+    {"image": "charts/aapl-2024-03-01.png", "reference": "The stock ...",
+     "metadata": {"degree": ["(iii)", "((4))"], "time": ["2024-03-01"], "price": ["182.50"]},
+     "id": "aapl-1", "code": "AAPL", "date": "2024-03-01"}
+
+``image`` (relative to the manifest's folder, or absolute) and ``reference`` are required;
+``metadata`` (the annotated items by category, Eq. 1's O_a: degree / time / price, each a list of
+strings as they appear on the chart), ``id`` (default: the image path), ``code`` (default: the id)
+and ``date`` (default: none; the sample is filed under 1970-01-01) are optional. Or ``PATH`` is a
+folder: every ``*.png`` / ``*.jpg`` in it with the reference in ``<stem>.txt`` and, optionally, the
+metadata in ``<stem>.json``. Every problem is an error naming the line or file, before anything
+is written; the render stage copies each image into the task's images folder (its sha256 in the
+manifest, like a drawn chart), so infer, import and score treat both sets alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+
+from candlebench.errors import UserError
+from tasks.caption.iou import CATEGORIES
+
+IMAGES = ("*.png", "*.jpg", "*.jpeg")
+NO_DATE = pd.Timestamp("1970-01-01")
+
+
+class DatasetError(UserError, ValueError):
+    """A caption dataset that cannot become samples; the message names the line or file."""
+
+
+def _check_image(path: Path, where: str) -> None:
+    if not path.is_file():
+        raise DatasetError(f"{where}: image {path} does not exist")
+    try:
+        with Image.open(path) as img:
+            img.verify()
+    except (UnidentifiedImageError, OSError) as err:
+        raise DatasetError(f"{where}: {path} is not a readable image ({err})") from None
+
+
+def _metadata(value: Any, where: str) -> dict[str, list[str]]:
+    if value is None:
+        return {c: [] for c in CATEGORIES}
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: metadata must be an object of {list(CATEGORIES)} -> lists, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(CATEGORIES))
+    if unknown:
+        raise DatasetError(f"{where}: metadata category {unknown} unknown; the categories are {list(CATEGORIES)}")
+    out = {}
+    for c in CATEGORIES:
+        items = value.get(c, [])
+        if not isinstance(items, list) or not all(isinstance(i, (str, int, float)) for i in items):
+            raise DatasetError(f"{where}: metadata.{c} must be a list of strings")
+        out[c] = [str(i) for i in items]
+    return out
+
+
+def _entries(path: Path) -> list[tuple[str, dict]]:
+    if path.is_dir():
+        images = sorted({p for pattern in IMAGES for p in path.glob(pattern)})
+        if not images:
+            raise DatasetError(f"{path}: no {'/'.join(IMAGES)} images in this folder")
+        entries = []
+        for image in images:
+            text = image.with_suffix(".txt")
+            if not text.is_file():
+                raise DatasetError(f"{image}: no reference {text.name} beside it")
+            meta = image.with_suffix(".json")
+            try:
+                metadata = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else None
+            except json.JSONDecodeError as err:
+                raise DatasetError(f"{meta}: not JSON ({err.msg})") from None
+            entries.append((str(image), {"image": image.name, "reference": text.read_text(encoding="utf-8"),
+                                         "metadata": metadata, "id": image.stem}))
+        return entries
+    if not path.is_file():
+        raise DatasetError(f"task.dataset={path}: no such file or folder")
+    entries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{where}: not JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{where}: a JSON object is needed, got {type(row).__name__}")
+        entries.append((where, row))
+    if not entries:
+        raise DatasetError(f"{path}: empty manifest, no captioned charts")
+    return entries
+
+
+def read_dataset(path: Path, name: str = "dataset") -> pd.DataFrame:
+    """Samples of the captioning task from a manifest or folder (module docstring)."""
+    path = Path(path)
+    base = path if path.is_dir() else path.parent
+    rows, seen = [], {}
+    for where, row in _entries(path):
+        missing = [k for k in ("image", "reference") if not row.get(k)]
+        if missing:
+            raise DatasetError(f"{where}: no {missing}; every entry needs an image and a reference")
+        image = Path(str(row["image"]))
+        image = image if image.is_absolute() else base / image
+        _check_image(image, where)
+        ident = str(row.get("id") or row["image"])
+        try:
+            date = pd.Timestamp(str(row["date"])) if row.get("date") else NO_DATE
+        except ValueError:
+            raise DatasetError(f"{where}: date {row['date']!r} is not a date (YYYY-MM-DD)") from None
+        code = str(row.get("code") or ident)
+        key = (code, date)
+        if key in seen:
+            raise DatasetError(f"{where}: the same code and date ({code}, {date:%Y-%m-%d}) as {seen[key]}; give each chart its own id or date")
+        seen[key] = where
+        reference = str(row["reference"]).strip()
+        rows.append({"sample_id": hashlib.sha256(f"caption|{name}|{ident}".encode()).hexdigest()[:16], "task": "caption",
+                     "market": name, "code": code, "cutoff": date, "reference": reference,
+                     "metadata": json.dumps(_metadata(row.get("metadata"), where)), "reference_opinion": None,
+                     "reference_words": len(reference.split()), "source_image": str(image.resolve())})
+    frame = pd.DataFrame(rows)
+    return frame.sort_values(["cutoff", "code"], kind="stable").reset_index(drop=True)
