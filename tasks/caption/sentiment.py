@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from candlebench.errors import UserError
+
 CLASSES = ("negative", "neutral", "positive")
 POSITIVE = ("bullish", "uptrend", "upside", "higher highs", "breakout", "rally", "rallies", "buy", "accumulate",
             "overweight", "support holds", "find buyers", "further gains", "extend higher")
 NEGATIVE = ("bearish", "downtrend", "downside", "lower lows", "breakdown", "sell-off", "selloff", "sell", "avoid",
-            "underweight", "meet sellers", "more weakness", "further losses", "divergence")
+            "underweight", "meet sellers", "more weakness", "further losses")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class SentimentSettings:
     weights: tuple[float, ...] = (1.0, 2.0, 3.0)  # oldest first; the last sentence weighs most
     positive: tuple[str, ...] = POSITIVE
     negative: tuple[str, ...] = NEGATIVE
+    # A local sequence-classification model (FinBERT-style) instead of the lexicon; its labels
+    # must name the classes (positive / negative / neutral, any case, e.g. "Positive", "LABEL_pos").
+    model: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.weights) != self.sentences:
@@ -47,7 +52,29 @@ def _phrases(terms: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + r")\b", re.I)
 
 
+class SentimentModelError(UserError, ValueError):
+    """A sentiment model whose labels do not name the three classes."""
+
+
+@lru_cache(maxsize=2)
+def _classifier(path: str):
+    from transformers import pipeline
+
+    clf = pipeline("text-classification", model=path, device="cpu")
+    names = {i: str(label).lower() for i, label in clf.model.config.id2label.items()}
+    mapping = {}
+    for i, name in names.items():
+        found = [c for c in CLASSES if c[:3] in name]
+        if len(found) != 1:
+            raise SentimentModelError(f"task.sentiment.model={path}: label {name!r} names none (or several) of {list(CLASSES)}")
+        mapping[str(clf.model.config.id2label[i])] = found[0]
+    return clf, mapping
+
+
 def sentence_class(sentence: str, s: SentimentSettings = SentimentSettings()) -> str:
+    if s.model is not None:
+        clf, mapping = _classifier(s.model)
+        return mapping[clf(sentence, truncation=True)[0]["label"]]
     lm = _lexicon()
     score = lm.get_score(lm.tokenize(sentence))
     polarity = float(score["Positive"]) - float(score["Negative"])

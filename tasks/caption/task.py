@@ -46,6 +46,7 @@ def scorer_settings(cfg: DictConfig):
     m = OmegaConf.to_container(cfg.task.metrics, resolve=True)
     s = OmegaConf.to_container(cfg.task.sentiment, resolve=True)
     sentiment = SentimentSettings(sentences=int(s["sentences"]), weights=tuple(float(w) for w in s["weights"]),
+                                  model=s.get("model"),
                                   **{k: tuple(s[k]) for k in ("positive", "negative") if s.get(k) is not None})
     return CaptionSettings(**m, sentiment=sentiment)
 
