@@ -21,11 +21,12 @@ from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.errors import UserError
 from candlebench.paths import CONF_DIR, register_resolvers
-from candlebench.stages import STAGES
+from candlebench.stages import BY_NAME, STAGES
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
 from candlebench.validate import validate
 from inference.runner import RunAborted
+from scoring.provenance import record_config
 from rendering import jobs as data_jobs
 from rendering.market import MarketDataError
 
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         try:
             validate(cfg)
+            if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs
+                record_config(name, cfg)
             command.job(cfg)
         except (UserError, MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.

@@ -36,6 +36,7 @@ from inference.settings import model_run_info, model_spec
 from rendering.jobs import samples
 from rendering.render_job import render
 from scoring.jobs import report, score
+from scoring.provenance import record_config
 from tasks import get_task
 
 
@@ -218,5 +219,6 @@ def check_jobs(jobs: list[Job]) -> None:
 def run_stage(name: str, overrides: list[str]) -> str:
     cfg = compose_config(overrides)
     validate(cfg)
+    record_config(name, cfg)
     BY_NAME[name].job(cfg)
     return name

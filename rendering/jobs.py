@@ -49,6 +49,8 @@ def samples(cfg: DictConfig) -> None:
         dup = built.frame.loc[built.frame["sample_id"].duplicated(), "sample_id"].iloc[0]
         raise ValueError(f"task {task.name}: sample_id {dup} is not unique")
     table = write_parquet(built.frame, paths.samples)
-    write_json(built.summary, paths.summary)
+    summary = built.summary if market is None else {**built.summary,
+                                                     "data": {**built.summary.get("data", {}), "fingerprint": market.fingerprint()}}
+    write_json(summary, paths.summary)
     print(json.dumps({k: v for k, v in built.summary.items() if k != "data"}, indent=2))
     print(f"{task.name}: {len(built.frame)} samples -> {table}")

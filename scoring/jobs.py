@@ -17,6 +17,8 @@ from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
+from scoring.provenance import provenance
+from scoring.provenance import section as provenance_section
 from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, scored_run, write_report
 from tasks import get_task
 from tasks.base import RunData, ScoreSettings, Task
@@ -141,6 +143,13 @@ def report(cfg: DictConfig) -> None:
             raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.out_dir}")
     out = Path(cfg.report.dir)
     write_json(comparisons, out / "comparisons.json")
+    shown: dict[str, list[str]] = {}
+    for r in runs:  # this out_dir's runs (pooled ones have their own provenance)
+        shown.setdefault(str(r.metrics.get("task")), []).append(r.name)
+    here = [layout.task(t) for t in tasks if layout.task(t).samples.exists()]
+    found = provenance(layout, here, {t: [n for n in names if layout.task(t).run(n).info.exists()] for t, names in shown.items()})
+    write_json(found, out / "provenance.json")
+    sections = [provenance_section(found), *sections]
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
     md, page = write_report(sections, out, cfg.report.title, random)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page}")

@@ -1,0 +1,43 @@
+"""The report's provenance: the code, packages, data and each run as their own files record them,
+and the resolved config of every stage the run walked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import yaml
+
+from helpers import SLICE, cli
+
+MODEL = "tiny_qwen2_5_vl-transformers"
+
+
+def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
+    out = tmp_path / "out"
+    cli("run", "tasks=[e2a]", "data=slice", "data.codes=[AC]", "samples.interval=200", "task.passes=[]",
+        f"out_dir={out}", env=env)
+    found = json.loads((out / "report" / "provenance.json").read_text())
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=SLICE.parents[2]).stdout.strip()
+    assert found["environment"]["git_commit"].startswith(head) and "torch" in found["environment"]["packages"]
+    runs = {r["run"]: r for r in found["runs"]}
+    assert set(runs) == {"anchor_oracle", "always_hold", "contrarian", MODEL}
+    info = json.loads((out / "e2a" / "runs" / MODEL / "run.json").read_text())
+    tiny = runs[MODEL]
+    assert tiny["run_key"] == info["run_key"] and tiny["path"] == info["identity"]["model"]["path"]
+    assert tiny["dtype"] == info["identity"]["model"]["dtype"] and tiny["backend"] == "transformers"
+    lines = (out / "e2a" / "runs" / MODEL / "responses.jsonl").read_text().splitlines()
+    wall = sum(json.loads(x)["latency_s"] for x in lines)
+    assert tiny["records"] == len(lines) and abs(tiny["wall_s"] - wall) < 1e-3 and tiny["samples_per_s"] > 0
+    from rendering.market import load_market
+
+    market = load_market([SLICE], name="PSE", codes=["AC"])
+    (data,) = found["data"]
+    assert data["fingerprint"] == market.fingerprint() and data["rows"] == market.report.rows
+    # Every stage the run walked left its resolved config; the infer one is the run's.
+    assert {"samples.e2a", "render.e2a", "baseline.e2a", f"infer.e2a.{MODEL}", "score.e2a", "report"} <= set(found["configs"])
+    infer = yaml.safe_load(found["configs"][f"infer.e2a.{MODEL}"])
+    assert infer["model"]["path"] == tiny["path"] and infer["infer"]["run_name"] == MODEL
+    assert infer["infer"]["generation"]["max_new_tokens"] == info["identity"]["generation"]["max_new_tokens"]
+    md = (out / "report" / "report.md").read_text()
+    assert md.index("## Provenance") < md.index("## E2A-style") and tiny["run_key"] in md
