@@ -17,6 +17,7 @@ from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
+from scoring.failures import failure_section
 from scoring.provenance import provenance
 from scoring.provenance import section as provenance_section
 from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, scored_run, write_report
@@ -98,7 +99,7 @@ def _market(samples: pd.DataFrame) -> str:
 def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market."""
-    runs, datasets, comparisons = [], [], {}
+    runs, datasets, comparisons, parsed = [], [], {}, {}
     wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
     for where in paths:
         names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
@@ -110,6 +111,7 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[l
         runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
+        parsed.update({f"{prefix}{n}": d.parsed for n, d in data.items()})
         # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
         revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
         comparisons.update({
@@ -117,7 +119,9 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[l
             for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
-    return (task.report(runs, comparisons, datasets) if runs else []), runs, comparisons
+    sections = task.report(runs, comparisons, datasets) if runs else []
+    failures = failure_section(task.name, parsed)
+    return sections + ([failures] if failures else []), runs, comparisons
 
 
 def report(cfg: DictConfig) -> None:

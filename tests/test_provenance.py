@@ -41,3 +41,18 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     assert infer["infer"]["generation"]["max_new_tokens"] == info["identity"]["generation"]["max_new_tokens"]
     md = (out / "report" / "report.md").read_text()
     assert md.index("## Provenance") < md.index("## E2A-style") and tiny["run_key"] in md
+
+
+def test_parse_failures_are_counted_by_reason_with_a_raw_text():
+    import pandas as pd
+
+    from scoring.failures import failure_section
+
+    parsed = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "answer": ['{"x": 1}', None, None, None],
+                           "reason": [None, "no JSON object", "no JSON object", "CUDA out of memory"],
+                           "text": ['{"x": 1}', "I think BUY", "hmm", None]})
+    (table,) = failure_section("e2a", {"tiny": parsed}).tables
+    rows = table.frame.to_dict("records")
+    assert [(r["Reason"], r["Count"], r["Share"]) for r in rows] == [("CUDA out of memory", 1, 0.25), ("no JSON object", 2, 0.5)]
+    assert rows[0]["First raw text"] == "(no text: generation failed)" and rows[1]["First raw text"] == "I think BUY"
+    assert failure_section("e2a", {"clean": parsed.iloc[:1]}) is None
