@@ -31,9 +31,11 @@ $(VLLM_BIN)/candlebench: pyproject.toml tests/fixtures/torchvision_glue.py
 demo: $(BIN)/candlebench
 	$(BIN)/candlebench run
 
-# The SLURM tests run against a real one-node cluster on localhost (Debian packages, root).
+# The SLURM tests run against a real one-node cluster on localhost, the report's browser tests in
+# Debian's headless chromium (Debian packages, root).
 test: $(BIN)/candlebench $(VLLM_BIN)/candlebench
 	slurm/install.sh
 	slurm/cluster.sh start
-	CANDLEBENCH_REQUIRE_SLURM=1 $(BIN)/python -m pytest -n auto -m "not vllm"
+	tests/install_browser.sh
+	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n auto -m "not vllm"
 	$(VLLM_BIN)/python -m pytest -m vllm

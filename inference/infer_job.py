@@ -94,7 +94,8 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
         used = {name: sha[(row["sample_id"], name)] for name in [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]}
         inputs = fingerprint(used if before is None else {**used, "earlier": before.text})
         requests.append(
-            Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs)
+            Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs,
+                    spec.charts)
         )
     return requests
 

@@ -1,7 +1,8 @@
 """``parsed.parquet``: a run's samples with their parsed answers, for the run key in run.json.
 
 Generic columns: ``run_key`` (which run the answers belong to: report checks it), ``answer`` (the
-task's parsed answer as JSON text; null = nothing parsed), ``tier``, ``reason``, ``error``, ``text``; then the task's own flat columns in its declared dtypes
+task's parsed answer as JSON text; null = nothing parsed), ``tier``, ``reason``, ``error``, ``text``,
+``prompt`` and ``charts`` (what the model was given; null for baselines and imports); then the task's own flat columns in its declared dtypes
 (the forecast task: ``pred`` float64, ``pred_in_range``). Samples without a record are absent
 (an unfinished run), not failures: scoring counts them apart.
 """
@@ -19,7 +20,7 @@ from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from tasks.base import Task
 
-GENERIC = ("answer", "tier", "reason", "error", "text")
+GENERIC = ("answer", "tier", "reason", "error", "text", "prompt", "charts")
 
 
 def current_records(
@@ -50,6 +51,9 @@ def parsed_table(
                 "reason": r.reason,
                 "error": r.error,
                 "text": r.text,
+                "prompt": r.prompt,
+                # The time frames of the charts sent, comma-joined; None: not recorded (baselines, imports).
+                "charts": ",".join(r.charts) if r.prompt is not None else None,
             }
             for r in current_records(merged, key, inputs)
         ],

@@ -48,6 +48,11 @@ class ResponseRecord:
     token_ids: tuple[int, ...] = ()
     latency_s: float = 0.0  # wall time of the batch this sample ran in, divided by its size
     inputs: str | None = None  # fingerprint of the input files' sha256 (None: baselines, imports)
+    # What the model was given, for the report's sample browser: the prompt as sent and the time
+    # frames of the charts that went with it (the sample's chart files). None / (): not recorded.
+    prompt: str | None = None
+    charts: tuple[str, ...] = ()
+    device: str | None = None  # the accelerator it ran on ("NVIDIA H200", "cpu"): provenance, not the run key
 
     @classmethod
     def answered(cls, run_key: str, sample_id: str, model: str, backend: str, text: str | None,
@@ -58,11 +63,11 @@ class ResponseRecord:
 
     @classmethod
     def failed(cls, run_key: str, sample_id: str, model: str, backend: str, error: Exception,
-               parsed: Parsed, latency_s: float, inputs: str | None) -> "ResponseRecord":
+               parsed: Parsed, **context: Any) -> "ResponseRecord":
         message = f"{type(error).__name__}: {error}"
         return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None,
                    answer=None, tier="none", reason=f"generation failed: {message}", error=message,
-                   columns=dict(parsed.columns), latency_s=latency_s, inputs=inputs)
+                   columns=dict(parsed.columns), **context)
 
     def as_row(self) -> dict:
         return asdict(self)
@@ -75,6 +80,7 @@ class ResponseRecord:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["token_ids"] = tuple(values.get("token_ids", ()))
+        values["charts"] = tuple(values.get("charts", ()))
         return cls(**values)
 
 

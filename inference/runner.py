@@ -36,6 +36,7 @@ class Request:
     prompt: str
     image_paths: tuple[Path, ...]
     inputs: str | None = None  # fingerprint of the input files (render manifest sha256s)
+    charts: tuple[str, ...] = ()  # the time frames of image_paths, recorded with the answer
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ def run_requests(
         return RunStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
 
     backend = make_backend()  # only now: a finished shard never loads a model
+    device = device_name()
     processed = errors = 0
     # The error rate is over the whole run (this shard): answers kept from earlier attempts count.
     answered_before = len(mine) - len(todo)
@@ -160,9 +162,10 @@ def run_requests(
                 per_sample = (time.perf_counter() - started) / len(batch)
                 records = [
                     _record(
-                        run_key, request.sample_id, model, backend_name,
-                        next(outputs) if isinstance(prep, PreparedRequest) else prep, per_sample, parse,
-                        request.inputs,
+                        run_key, request, model, backend_name,
+                        next(outputs) if isinstance(prep, PreparedRequest) else prep, parse,
+                        latency_s=per_sample, inputs=request.inputs, prompt=request.prompt,
+                        charts=request.charts, device=device,
                     )
                     for request, prep in zip(batch, prepared)
                 ]
@@ -181,20 +184,27 @@ def run_requests(
     return RunStats(total=len(mine), skipped=len(mine) - len(todo), generated=processed, errors=errors)
 
 
+def device_name() -> str:
+    """The accelerator this process generates on, for the record (not the run key): a run's
+    answers do not depend on it, but its speed does."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
 def _record(
     run_key: str,
-    sample_id: str,
+    request: Request,
     model: str,
     backend: str,
     result: Generation | Exception,
-    latency: float,
     parse: Callable[[str | None], Parsed],
-    inputs: str | None,
+    **context,
 ) -> ResponseRecord:
     if isinstance(result, Exception):
-        return ResponseRecord.failed(run_key, sample_id, model, backend, result, parse(None), latency, inputs)
+        return ResponseRecord.failed(run_key, request.sample_id, model, backend, result, parse(None), **context)
     return ResponseRecord.answered(
-        run_key, sample_id, model, backend, result.text, parse(result.text),
+        run_key, request.sample_id, model, backend, result.text, parse(result.text),
         prompt_tokens=result.prompt_tokens, completion_tokens=len(result.token_ids),
-        token_ids=result.token_ids, latency_s=latency, inputs=inputs,
+        token_ids=result.token_ids, **context,
     )

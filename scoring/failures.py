@@ -16,7 +16,8 @@ def failure_rows(run: str, parsed: pd.DataFrame) -> list[dict]:
     rows = []
     for reason, group in failed.groupby(failed["reason"].fillna("(no reason given)"), sort=True):
         text = group["text"].dropna()
-        example = text.iloc[0][:EXAMPLE_CHARS] if len(text) else "(no text: generation failed)"
+        generation_failed = "error" in group and group["error"].notna().any()
+        example = text.iloc[0][:EXAMPLE_CHARS] if len(text) else "(no text: generation failed)" if generation_failed else "(no text)"
         rows.append({"Run": run, "Reason": reason, "Count": len(group), "Share": round(len(group) / len(parsed), 4),
                      "Sample": group["sample_id"].iloc[0], "First raw text": example})
     return rows

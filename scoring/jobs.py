@@ -17,6 +17,7 @@ from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
+from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html
 from scoring.failures import failure_section
 from scoring.provenance import provenance
 from scoring.provenance import section as provenance_section
@@ -96,10 +97,12 @@ def _market(samples: pd.DataFrame) -> str:
     return "+".join(sorted(map(str, samples["market"].unique()))) if "market" in samples else ""
 
 
-def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[list[Section], list[ScoredRun], dict]:
+def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
+                 ) -> tuple[list[Section], list[ScoredRun], dict, list[BrowsedRun]]:
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
-    markets' out_dirs): their runs side by side, each labelled with its market."""
-    runs, datasets, comparisons, parsed = [], [], {}, {}
+    markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
+    the sample browser lists them."""
+    runs, datasets, comparisons, parsed, browsed = [], [], {}, {}, []
     wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
     for where in paths:
         names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
@@ -112,6 +115,7 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[l
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
         parsed.update({f"{prefix}{n}": d.parsed for n, d in data.items()})
+        browsed += [BrowsedRun(task, where, d, f"{prefix}{n}") for n, d in data.items()]
         # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
         revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
         comparisons.update({
@@ -121,7 +125,12 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig) -> tuple[l
         })
     sections = task.report(runs, comparisons, datasets) if runs else []
     failures = failure_section(task.name, parsed)
-    return sections + ([failures] if failures else []), runs, comparisons
+    return sections + ([failures] if failures else []), runs, comparisons, browsed
+
+
+def browser_settings(cfg: DictConfig) -> BrowserSettings:
+    return BrowserSettings(embed=bool(cfg.report.embed), thumb_px=int(cfg.report.thumb_px),
+                           page_size=int(cfg.report.page_size))
 
 
 def report(cfg: DictConfig) -> None:
@@ -131,12 +140,13 @@ def report(cfg: DictConfig) -> None:
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
     tasks = list(cfg.tasks) if cfg.get("tasks") else sorted({t for p in pooled for t in p.tasks_present()})
-    sections, runs, comparisons = [], [], {}
+    sections, runs, comparisons, browsed = [], [], {}, []
     for name in tasks:
         present = [p.task(name) for p in pooled if p.task(name).samples.exists()]
-        found, scored, compared = task_section(get_task(name), present, cfg)
+        found, scored, compared, listed = task_section(get_task(name), present, cfg)
         sections += found
         runs += scored
+        browsed += listed
         if compared:
             comparisons[name] = compared
     if not runs:
@@ -155,5 +165,7 @@ def report(cfg: DictConfig) -> None:
     write_json(found, out / "provenance.json")
     sections = [provenance_section(found), *sections]
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
-    md, page = write_report(sections, out, cfg.report.title, random)
-    print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page}")
+    samples = browser_html(browser_data(browsed, out, browser_settings(cfg)))
+    md, page = write_report(sections, out, cfg.report.title, random, samples)
+    print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
+          f"({page.stat().st_size / 1e6:.2f} MB, {sum(len(b.run.parsed) for b in browsed)} answers in its sample browser)")

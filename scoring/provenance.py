@@ -2,8 +2,8 @@
 speed, and the resolved config of every stage, at the top of every report and in provenance.json.
 
 Per run, from its own files (never from the config the report runs under): run.json's kind, model,
-checkpoint path / revision / adapter / dtype, backend and run key; responses.jsonl's record count
-and the wall time its batches took (the sum of per-sample latencies, which divide each batch's
+checkpoint path / revision / adapter / dtype, backend and run key; responses.jsonl's record count,
+the devices its records were generated on (the GPU name, or "cpu") and the wall time its batches took (the sum of per-sample latencies, which divide each batch's
 time by its size), hence samples/s. Per task: the data block of samples_summary.json (files, rows,
 stocks) and the market fingerprint. Configs: the latest one each stage recorded under
 ``out_dir/configs/`` (:func:`record_config`).
@@ -66,16 +66,18 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
     run = paths.run(name)
     info = json.loads(run.info.read_text())
     model = (info.get("identity") or {}).get("model") or {}
-    records, wall = 0, 0.0
+    records, wall, devices = 0, 0.0, set()
     if run.responses.exists():
         for line in run.responses.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             records += 1
             wall += float(row.get("latency_s") or 0.0)
+            devices.add(row.get("device"))
     return {"task": paths.task, "run": name, "kind": info["kind"], "model": info["model_name"],
             "path": model.get("path"), "revision": model.get("revision"), "adapter": model.get("adapter"),
             "dtype": model.get("dtype"), "backend": (info.get("identity") or {}).get("backend"),
-            "run_key": info["run_key"], "records": records, "wall_s": round(wall, 3) if wall else None,
+            "run_key": info["run_key"], "device": ", ".join(sorted(d for d in devices if d)) or None,
+            "records": records, "wall_s": round(wall, 3) if wall else None,
             "samples_per_s": round(records / wall, 3) if wall else None}
 
 

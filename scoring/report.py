@@ -101,8 +101,10 @@ def _markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write_report(sections: list[Section], out: Path, title: str, random_weights: bool) -> tuple[Path, Path]:
-    """Write report.md (+ plots/*.png) and a self-contained report.html; returns both paths.
+def write_report(sections: list[Section], out: Path, title: str, random_weights: bool,
+                 browser: str = "") -> tuple[Path, Path]:
+    """Write report.md (+ plots/*.png) and a self-contained report.html, with ``browser`` (the
+    sample browser's block, scoring/browser.py) at its end; returns both paths.
 
     Each file is written whole under a temporary name and renamed, so a reader (or ``status``)
     never sees half a report.
@@ -117,6 +119,10 @@ def write_report(sections: list[Section], out: Path, title: str, random_weights:
         warning = f"Runs marked *{RANDOM_WEIGHTS}* are pipeline checks with untrained models: their numbers mean nothing."
     md = [f"# {title}", "", warning, ""] if warning else [f"# {title}", ""]
     parts = [f"<h1>{html.escape(title)}</h1>"]
+    if browser:
+        md += ["Every answer, with the images, prompt, raw text and parse of each sample: the sample browser "
+               "at the end of report.html.", ""]
+        parts.append("<p><a href='#samples'>Every sample: the browser at the end ↓</a></p>")
     if warning:
         # The Markdown's *emphasis*, as HTML (not as literal asterisks).
         shown = html.escape(warning).replace(f"*{RANDOM_WEIGHTS}*", f"<em>{RANDOM_WEIGHTS}</em>")
@@ -140,7 +146,7 @@ def write_report(sections: list[Section], out: Path, title: str, random_weights:
     )
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
+        f"<style>{style}</style></head><body>{''.join(parts)}{browser}</body></html>\n"
     )
     md_path = atomic_write(out / "report.md", lambda p: p.write_text("\n".join(md) + "\n", encoding="utf-8"))
     html_path = atomic_write(out / "report.html", lambda p: p.write_text(page, encoding="utf-8"))

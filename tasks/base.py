@@ -25,6 +25,9 @@ Contracts:
   redone first pass makes the second one's answers stale. ``run`` and ``sweep`` follow every
   model's first pass with the methods in ``task.passes``; the report compares each pass with the
   run it revises.
+* ``browse`` gives the report's sample browser the task's view of each answered sample: its
+  evaluation group, its label as text, whether the answer got it right, and any detail of its own
+  (E2A's claims with their verdicts).
 """
 
 from __future__ import annotations
@@ -184,6 +187,16 @@ class Task(ABC):
     def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict],
                datasets: Sequence[Dataset] = ()) -> list[Section]:
         """The task's report sections; ``datasets``: one per market the runs come from."""
+
+    def browse(self, run: RunData) -> "pd.DataFrame":
+        """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser
+        filters by: regime, modality, ...), ``label`` (text), ``outcome`` ("right", "wrong" or None
+        where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or
+        None, shown with the answer). The default knows no groups, labels or verdicts."""
+        import pandas as pd
+
+        return pd.DataFrame({"sample_id": run.parsed["sample_id"], "group": "", "label": "", "outcome": None,
+                             "detail": None})
 
     def summary_line(self, metrics: Mapping[str, Any]) -> str:
         """What `candlebench score` prints of a run's metrics."""

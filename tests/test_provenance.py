@@ -26,6 +26,7 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     tiny = runs[MODEL]
     assert tiny["run_key"] == info["run_key"] and tiny["path"] == info["identity"]["model"]["path"]
     assert tiny["dtype"] == info["identity"]["model"]["dtype"] and tiny["backend"] == "transformers"
+    assert tiny["device"] == "cpu"  # the records' device: the GPU name on a GPU
     lines = (out / "e2a" / "runs" / MODEL / "responses.jsonl").read_text().splitlines()
     wall = sum(json.loads(x)["latency_s"] for x in lines)
     assert tiny["records"] == len(lines) and abs(tiny["wall_s"] - wall) < 1e-3 and tiny["samples_per_s"] > 0
@@ -50,9 +51,12 @@ def test_parse_failures_are_counted_by_reason_with_a_raw_text():
 
     parsed = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "answer": ['{"x": 1}', None, None, None],
                            "reason": [None, "no JSON object", "no JSON object", "CUDA out of memory"],
-                           "text": ['{"x": 1}', "I think BUY", "hmm", None]})
+                           "text": ['{"x": 1}', "I think BUY", "hmm", None],
+                           "error": [None, None, None, "OutOfMemoryError: CUDA out of memory"]})
     (table,) = failure_section("e2a", {"tiny": parsed}).tables
     rows = table.frame.to_dict("records")
     assert [(r["Reason"], r["Count"], r["Share"]) for r in rows] == [("CUDA out of memory", 1, 0.25), ("no JSON object", 2, 0.5)]
     assert rows[0]["First raw text"] == "(no text: generation failed)" and rows[1]["First raw text"] == "I think BUY"
     assert failure_section("e2a", {"clean": parsed.iloc[:1]}) is None
+    (baseline,) = failure_section("forecast", {"xgboost": parsed.drop(columns="error").iloc[3:]}).tables
+    assert baseline.frame["First raw text"].tolist() == ["(no text)"]  # no answer written, nothing failed

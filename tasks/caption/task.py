@@ -130,6 +130,19 @@ class CaptionTask(Task):
         out["per_sample"] = frame
         return out
 
+    def browse(self, run: RunData) -> pd.DataFrame:
+        """The label is the reference caption, the group its opinion; right / wrong: whether the
+        caption's closing sentiment (SA) is the reference's. Its per-sample scores are the run's
+        score_* columns, which the browser shows for every task."""
+        parsed = run.parsed
+        if "score_sa_candidate" in parsed:
+            outcome = [None if pd.isna(a) else "right" if c == r else "wrong"
+                       for a, c, r in zip(parsed["answer"], parsed["score_sa_candidate"], parsed["score_sa_reference"])]
+        else:
+            outcome = [None] * len(parsed)
+        return pd.DataFrame({"sample_id": parsed["sample_id"], "group": parsed["reference_opinion"].fillna("").astype(str),
+                             "label": parsed["reference"].astype(str), "outcome": outcome, "detail": None})
+
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
         from tasks.caption.compare import compare_captions
 

@@ -21,7 +21,7 @@ from rendering.inputs import text_column
 from rendering.market import Market
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
-from tasks.e2a.claims import judge
+from tasks.e2a.claims import extract_claims, judge
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
 from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
@@ -137,6 +137,26 @@ class E2ATask(Task):
         from tasks.e2a.report import sections
 
         return sections(runs, comparisons)
+
+    def browse(self, run: RunData) -> pd.DataFrame:
+        """The label is the window's anchor facts; each answer's detail, its claims with the anchor
+        each was checked against and the verdict. Right: some claim supported and none contradicted;
+        wrong: any contradicted; no verdict when the answer holds no verifiable claim."""
+        rows = []
+        for row in run.parsed.to_dict("records"):
+            anchors = anchors_of(row)
+            answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else {}
+            claims = extract_claims(f"{answer.get('analysis') or ''}\n{answer.get('rationale') or ''}", anchors) if answer else []
+            verdicts = [c.verdict for c in claims]
+            outcome = "wrong" if "contradicted" in verdicts else "right" if "supported" in verdicts else None
+            rows.append({
+                "sample_id": row["sample_id"], "group": str(row["modality"]),
+                "label": "; ".join(f"{k}: {v}" for k, v in anchors.labels.items()), "outcome": outcome,
+                "detail": {"claims": [{"sentence": c.sentence, "claim": c.claim, "anchor": c.anchor,
+                                       "fact": anchors.labels.get(c.anchor) if c.anchor else None,
+                                       "negated": c.negated, "verdict": c.verdict} for c in claims]},
+            })
+        return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         a = m["all"]

@@ -141,6 +141,19 @@ class ForecastTask(Task):
 
         return sections(runs, comparisons, datasets)
 
+    def browse(self, run: RunData) -> pd.DataFrame:
+        # Right / wrong as the metrics binarise it: up = pred > 0 against up = r_H > 0.
+        parsed = run.parsed
+        label = parsed[f"r_{int(run.metrics['horizon'])}"] if run.metrics else parsed[[c for c in parsed if c.startswith("r_")][0]]
+        pred = parsed["pred"].astype("Float64")
+        right = (pred > 0) == (label > 0)
+        return pd.DataFrame({
+            "sample_id": parsed["sample_id"], "group": parsed["regime"].astype(str),
+            "label": [f"{label.name} = {r:+.4f} ({'up' if r > 0 else 'down'})" for r in label],
+            "outcome": [None if pd.isna(p) else "right" if ok else "wrong" for p, ok in zip(pred, right.fillna(False))],
+            "detail": None,
+        })
+
     def summary_line(self, m: Mapping[str, Any]) -> str:
         return (
             f"IC {m['ic_mean']}, Rank IC {m['rank_ic_mean']}, accuracy {m['accuracy']}, bias {m['bias']} "

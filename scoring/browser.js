@@ -1,0 +1,211 @@
+// The report's sample browser (scoring/browser.py writes its data). Plain DOM, no library, no
+// network: the data are gzip + base64 in #cb-data. Every value is set as text, never as HTML.
+(async function () {
+  "use strict";
+  const root = document.getElementById("cb-browser");
+
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "on") for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
+      else if (v !== null && v !== undefined) node.setAttribute(k, v);
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  async function unpack(text) {
+    const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  let D;
+  try {
+    D = await unpack(document.getElementById("cb-data").textContent);
+  } catch (err) {
+    document.getElementById("cb-status").textContent = "The sample data cannot be read: " + err;
+    throw err;
+  }
+  const R = D.rows, S = D.samples, X = D.detail, N = R.run.length;
+  const runName = (i) => D.runs[i].task + "/" + D.runs[i].name;
+  const bySample = new Map(); // sample index -> its rows (one per run)
+  for (let i = 0; i < N; i++) {
+    const s = R.sample[i];
+    if (!bySample.has(s)) bySample.set(s, []);
+    bySample.get(s).push(i);
+  }
+  const outcomeOf = (i) => R.outcome[i] || "–";
+  // Sortable columns: header, the row's value.
+  const COLUMNS = [
+    ["Run", (i) => runName(R.run[i])],
+    ["Date", (i) => S.date[R.sample[i]]],
+    ["Stock", (i) => S.code[R.sample[i]]],
+    ["Group", (i) => S.group[R.sample[i]]],
+    ["Tier", (i) => R.tier[i]],
+    ["Reason", (i) => R.reason[i] || ""],
+    ["Outcome", outcomeOf],
+    ["Answer", (i) => (R.failed[i] ? "(failed)" : R.answer[i])],
+    ["Label", (i) => S.label[R.sample[i]]],
+  ];
+  const state = { run: "", task: "", from: "", to: "", stock: "", group: "", parse: "", outcome: "", sort: 1, dir: 1, page: 0 };
+
+  const clip = (text, n) => (text && text.length > n ? text.slice(0, n - 1) + "…" : text);
+  const unique = (values) => [...new Set(values)].filter((v) => v !== null && v !== "").sort();
+  const options = (pairs) => pairs.map(([value, text]) => h("option", { value }, text));
+  const tiers = unique(R.tier), reasons = unique(R.reason);
+  const controls = {
+    run: h("select", { id: "cb-run" }, options([["", "all runs"], ...D.runs.map((r, i) => [String(i), runName(i)])])),
+    task: h("select", { id: "cb-task" }, options([["", "all tasks"], ...D.tasks.map((t, i) => [String(i), t])])),
+    from: h("input", { id: "cb-from", type: "date", title: "from date" }),
+    to: h("input", { id: "cb-to", type: "date", title: "to date" }),
+    stock: h("input", { id: "cb-stock", type: "search", placeholder: "stock", size: 8 }),
+    group: h("select", { id: "cb-group" }, options([["", "all groups"], ...unique(S.group).map((g) => [g, g])])),
+    parse: h("select", { id: "cb-parse" }, options([
+      ["", "any parse"], ["parsed", "parsed"], ["failed", "failed"],
+      ...tiers.map((t) => ["tier:" + t, "tier " + t]), ...reasons.map((r) => ["reason:" + r, "reason: " + clip(r, 48)]),
+    ])),
+    outcome: h("select", { id: "cb-outcome" }, options([["", "any outcome"], ["right", "right"], ["wrong", "wrong"], ["none", "no verdict"]])),
+  };
+  for (const [key, node] of Object.entries(controls)) {
+    node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => { state[key] = node.value; state.page = 0; render(); });
+  }
+
+  function matches(i) {
+    const s = R.sample[i];
+    if (state.run !== "" && R.run[i] !== Number(state.run)) return false;
+    if (state.task !== "" && S.task[s] !== Number(state.task)) return false;
+    if (state.from && S.date[s] < state.from) return false;
+    if (state.to && S.date[s] > state.to) return false;
+    if (state.stock && !S.code[s].toLowerCase().includes(state.stock.toLowerCase())) return false;
+    if (state.group && S.group[s] !== state.group) return false;
+    const p = state.parse;
+    if (p === "parsed" && R.failed[i]) return false;
+    if (p === "failed" && !R.failed[i]) return false;
+    if (p.startsWith("tier:") && R.tier[i] !== p.slice(5)) return false;
+    if (p.startsWith("reason:") && R.reason[i] !== p.slice(7)) return false;
+    if (state.outcome === "none" ? R.outcome[i] !== null : state.outcome && R.outcome[i] !== state.outcome) return false;
+    return true;
+  }
+
+  const count = h("span", { id: "cb-count" });
+  const pageText = h("span", { id: "cb-page" });
+  const prev = h("button", { id: "cb-prev", on: { click: () => { state.page--; render(); } } }, "‹ previous");
+  const next = h("button", { id: "cb-next", on: { click: () => { state.page++; render(); } } }, "next ›");
+  const head = h("tr", {}, COLUMNS.map(([title], c) => h("th", {
+    "data-col": c, on: { click: () => { state.dir = state.sort === c ? -state.dir : 1; state.sort = c; render(); } },
+  }, title)));
+  const body = h("tbody", { id: "cb-rows" });
+  const detail = h("div", { id: "cb-detail" });
+
+  function render() {
+    const shown = [];
+    for (let i = 0; i < N; i++) if (matches(i)) shown.push(i);
+    const key = COLUMNS[state.sort][1];
+    shown.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : a - b) * state.dir; });
+    const size = D.page_size, pages = Math.max(1, Math.ceil(shown.length / size));
+    state.page = Math.min(Math.max(0, state.page), pages - 1);
+    count.textContent = shown.length + " of " + N + " answers";
+    pageText.textContent = "page " + (state.page + 1) + " of " + pages;
+    prev.disabled = state.page === 0;
+    next.disabled = state.page >= pages - 1;
+    for (const th of head.children) th.className = Number(th.dataset.col) === state.sort ? (state.dir > 0 ? "asc" : "desc") : "";
+    body.replaceChildren(...shown.slice(state.page * size, (state.page + 1) * size).map((i) =>
+      h("tr", { "data-row": i, class: R.failed[i] ? "failed" : null, on: { click: () => show(i) } },
+        COLUMNS.map(([, value]) => h("td", {}, clip(value(i), 48))))));
+  }
+
+  function pre(cls, text) { return h("pre", { class: cls }, text === null || text === undefined ? "–" : text); }
+
+  function images(i) {
+    if (X.prompt[i] === null) return h("p", { class: "cb-note" }, "No model input recorded (a baseline or an import).");
+    if (!X.images[i].length) return h("p", { class: "cb-note" }, "No image: the prompt alone.");
+    return h("div", { class: "cb-images" }, X.images[i].map((k) => {
+      const [src, w, hgt, error] = D.images[k];
+      if (!src) return h("p", { class: "cb-note" }, error || "image unavailable");
+      const caption = h("figcaption", {});
+      const img = h("img", { class: "cb-img", src, loading: "lazy" });
+      img.addEventListener("load", () => {
+        caption.textContent = (w || img.naturalWidth) + "×" + (hgt || img.naturalHeight) + " px as the model received it" +
+          (w && img.naturalWidth !== w ? " (thumbnail)" : "");
+      });
+      return h("figure", {}, img, caption);
+    }));
+  }
+
+  function claims(extra) {
+    if (!extra || !extra.claims) return null;
+    if (!extra.claims.length) return h("p", { class: "cb-note" }, "No claim found in the answer.");
+    return h("table", { class: "cb-claims" }, h("tr", {}, ["Claim", "Anchor", "Anchor fact", "Verdict"].map((t) => h("th", {}, t))),
+      extra.claims.map((c) => h("tr", { class: "v-" + c.verdict }, h("td", {}, (c.negated ? "not " : "") + c.claim + " — " + c.sentence),
+        h("td", {}, c.anchor || "–"), h("td", {}, c.fact || "–"), h("td", {}, c.verdict))));
+  }
+
+  function runColumn(sample, chosen, side) {
+    const rowsHere = bySample.get(sample);
+    const picker = h("select", { class: "cb-pick", "data-side": side }, rowsHere.map((i) => h("option", { value: i }, runName(R.run[i]))));
+    picker.value = String(chosen);
+    const box = h("div", { class: "cb-run", "data-run": runName(R.run[chosen]) });
+    picker.addEventListener("change", () => box.replaceWith(runColumn(sample, Number(picker.value), side)));
+    const scores = X.scores[chosen];
+    box.append(...[
+      picker,
+      h("p", {}, "tier ", h("b", {}, R.tier[chosen]), R.reason[chosen] ? " · " + R.reason[chosen] : "", " · outcome ", h("b", {}, outcomeOf(chosen))),
+      images(chosen),
+      h("h4", {}, "Raw response"), pre("cb-raw", X.text[chosen]),
+      X.error[chosen] ? pre("cb-error", X.error[chosen]) : null,
+      h("h4", {}, "Parsed answer"), pre("cb-answer", X.answer[chosen]),
+      scores ? h("table", { class: "cb-scores" }, Object.entries(scores).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v === null ? "–" : String(v))))) : null,
+      claims(X.extra[chosen]),
+      h("details", {}, h("summary", {}, "Prompt"), pre("cb-prompt", X.prompt[chosen] === null ? null : D.prompts[X.prompt[chosen]])),
+    ].filter((c) => c !== null));
+    return box;
+  }
+
+  function show(i) {
+    const s = R.sample[i];
+    // Beside it: another model's answer first (base vs fine-tuned, a pass vs its first run), else a baseline's.
+    const others = bySample.get(s).filter((j) => j !== i)
+      .sort((a, b) => (D.runs[R.run[b]].kind === "model") - (D.runs[R.run[a]].kind === "model") || R.run[a] - R.run[b]);
+    detail.replaceChildren(
+      h("h3", {}, D.tasks[S.task[s]] + " · " + S.code[s] + " · " + S.date[s] + " · " + S.id[s]),
+      h("p", {}, "group ", h("b", {}, S.group[s] || "–"), S.market[s] ? " · market " + S.market[s] : ""),
+      h("details", { open: "" }, h("summary", {}, "Label"), pre("cb-label", S.label[s])),
+      h("div", { class: "cb-side" }, runColumn(s, i, "left"), others.length ? runColumn(s, others[0], "right") : null),
+    );
+    detail.scrollIntoView({ block: "start" });
+  }
+
+  function failures() {
+    const counts = new Map();
+    for (let i = 0; i < N; i++) {
+      if (!R.failed[i]) continue;
+      const key = R.run[i] + "\u0000" + (R.reason[i] || "");
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+    if (!counts.size) return h("p", { id: "cb-failures" }, "No parse failures.");
+    return h("table", { id: "cb-failures" }, h("tr", {}, ["Run", "Reason", "Failed", ""].map((t) => h("th", {}, t))),
+      [...counts].sort().map(([key, n]) => {
+        const [run, reason] = key.split("\u0000");
+        return h("tr", {}, h("td", {}, runName(Number(run))), h("td", {}, reason || "(none given)"), h("td", {}, n),
+          h("td", {}, h("button", { class: "cb-show-failures", on: { click: () => {
+            Object.assign(state, { run, parse: reason ? "reason:" + reason : "failed", page: 0 });
+            controls.run.value = run; controls.parse.value = state.parse; render();
+            body.scrollIntoView({ block: "start" });
+          } } }, "show")));
+      }));
+  }
+
+  root.replaceChildren(
+    h("h3", {}, "Parse failures by reason"), failures(),
+    h("div", { class: "cb-filters" }, Object.values(controls), count),
+    h("table", { class: "cb-table" }, h("thead", {}, head), body),
+    h("div", { class: "cb-pager" }, prev, pageText, next),
+    detail,
+  );
+  render();
+  root.dataset.ready = "true";
+})();

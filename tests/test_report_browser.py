@@ -1,0 +1,234 @@
+"""The report's sample browser in a real headless browser (Debian's chromium + chromium-driver via
+selenium; tests/install_browser.sh). Under CANDLEBENCH_REQUIRE_BROWSER=1 (make test) a missing
+browser is an error, never a skip.
+
+One forecast study on the committed slice: the baselines and the tiny model from `run`, the tiny
+model again under a pixel budget (so its images are preprocessed ones), and an imported run whose
+unparseable answers are known."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from rendering.model_input import fit_size
+
+from helpers import cli
+
+MODEL = "tiny_qwen2_5_vl-transformers"
+SMALL = "tiny-small"
+BUDGET = 120_000
+GARBAGE = "I would rather not say."
+
+_PROBLEM = next((f"no {b} on PATH" for b in ("chromium", "chromedriver") if shutil.which(b) is None), None)
+if _PROBLEM is None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        _PROBLEM = "selenium is not installed (pip install -e '.[test]')"
+if _PROBLEM and os.environ.get("CANDLEBENCH_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"CANDLEBENCH_REQUIRE_BROWSER=1 but the browser tests cannot run: {_PROBLEM}")
+pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, env) -> Path:
+    out = tmp_path_factory.mktemp("browser")
+    common = ["data=slice", "data.codes=[AC,ALI]", "samples.interval=60", f"out_dir={out}"]
+    cli("run", "tasks=[forecast]", *common, env=env)
+    cli("infer", *common, f"infer.run_name={SMALL}", f"infer.image.max_pixels={BUDGET}", env=env)
+    cli("score", *common, f"score.run={SMALL}", env=env)
+    samples = pd.read_parquet(out / "forecast" / "samples.parquet")
+    lines = [{"sample_id": s, "text": "Score: 0.25" if k % 3 else GARBAGE} for k, s in enumerate(samples["sample_id"])]
+    answers = out / "other.jsonl"
+    answers.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cli("import", str(answers), *common, "infer.run_name=other", env=env)
+    cli("score", *common, "score.run=other", env=env)
+    cli("report", *common, env=env)
+    cli("report", *common, "report.embed=true", f"report.dir={out / 'mailed'}", env=env)
+    return out
+
+
+def parsed(out: Path, run: str) -> pd.DataFrame:
+    return pd.read_parquet(out / "forecast" / "runs" / run / "parsed.parquet")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1600",
+                "--allow-file-access-from-files"):
+        options.add_argument(arg)
+    options.binary_location = shutil.which("chromium")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=webdriver.ChromeService(shutil.which("chromedriver")), options=options)
+    yield driver
+    driver.quit()
+
+
+def open_report(driver, page: Path) -> None:
+    driver.get(page.as_uri())
+    deadline = time.monotonic() + 30
+    while not driver.execute_script("return document.getElementById('cb-browser').dataset.ready"):
+        assert time.monotonic() < deadline, driver.find_element("id", "cb-browser").text
+        time.sleep(0.05)
+
+
+def errors(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def shown_rows(driver) -> list[tuple[str, str, str]]:
+    """(run, date, stock) of every row the filters leave, over all pages."""
+    from selenium.webdriver.common.by import By
+
+    rows = []
+    while True:
+        for tr in driver.find_elements(By.CSS_SELECTOR, "#cb-rows tr"):
+            cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            rows.append((cells[0], cells[1], cells[2]))
+        nxt = driver.find_element(By.ID, "cb-next")
+        if not nxt.is_enabled():
+            return rows
+        nxt.click()
+
+
+def pick(driver, control: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", control)).select_by_value(value)
+
+
+def click_row(driver, run: str, sample_id: str) -> None:
+    """Open the detail of ``run``'s answer on a sample (filtered to that run, found by its date and stock)."""
+    from selenium.webdriver.common.by import By
+
+    row = parsed(driver.study, run).set_index("sample_id").loc[sample_id]
+    pick(driver, "cb-run", str(driver.runs.index(f"forecast/{run}")))
+    pick(driver, "cb-parse", "")
+    for tr in driver.find_elements(By.CSS_SELECTOR, "#cb-rows tr"):
+        cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        if cells[1] == str(row["cutoff"])[:10] and cells[2] == row["code"]:
+            tr.click()
+            return
+    raise AssertionError(f"no row of {run} on {sample_id} on the first page")
+
+
+@pytest.fixture(scope="module")
+def opened(browser, study):
+    open_report(browser, study / "report" / "report.html")
+    browser.study = study
+    from selenium.webdriver.common.by import By
+
+    browser.runs = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#cb-run option")][1:]
+    return browser
+
+
+def test_the_report_opens_with_every_answer_and_no_console_error(opened, study):
+    assert errors(opened) == []
+    names = sorted(p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
+    assert sorted(opened.runs) == [f"forecast/{n}" for n in names]
+    total = sum(len(parsed(study, n)) for n in names)
+    assert opened.find_element("id", "cb-count").text == f"{total} of {total} answers"
+
+
+def test_filtering_to_failed_parses_shows_exactly_those(opened, study):
+    pick(opened, "cb-run", "")
+    pick(opened, "cb-parse", "failed")
+    expected = sorted(
+        (f"forecast/{run}", str(r["cutoff"])[:10], r["code"])
+        for run in (p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
+        for r in parsed(study, run).to_dict("records") if pd.isna(r["answer"])
+    )
+    other = parsed(study, "other")
+    assert other["answer"].isna().sum() == sum(other["text"] == GARBAGE) > 0
+    assert sorted(shown_rows(opened)) == expected
+    pick(opened, "cb-parse", "")
+
+
+def test_the_failure_view_links_each_reason_to_its_raw_texts(opened, study):
+    from selenium.webdriver.common.by import By
+
+    other = parsed(study, "other")
+    reason = other.loc[other["answer"].isna(), "reason"].iloc[0]
+    for tr in opened.find_elements(By.CSS_SELECTOR, "#cb-failures tr")[1:]:
+        cells = tr.find_elements(By.TAG_NAME, "td")
+        if cells[0].text == "forecast/other" and cells[1].text == reason:
+            assert cells[2].text == str(int((other["reason"] == reason).sum()))
+            cells[3].find_element(By.TAG_NAME, "button").click()
+            break
+    else:
+        raise AssertionError(f"no failure row for forecast/other: {reason}")
+    rows = shown_rows(opened)
+    assert len(rows) == int((other["reason"] == reason).sum()) and {r[0] for r in rows} == {"forecast/other"}
+    opened.find_elements(By.CSS_SELECTOR, "#cb-rows tr")[0].click()
+    assert opened.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run .cb-raw").text == GARBAGE
+    pick(opened, "cb-run", "")
+    pick(opened, "cb-parse", "")
+
+
+def test_a_samples_detail_shows_the_images_the_model_received_and_its_raw_response(opened, study):
+    from selenium.webdriver.common.by import By
+
+    tiny = parsed(study, MODEL)
+    sample = tiny.iloc[0]
+    click_row(opened, MODEL, sample["sample_id"])
+    left = opened.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run")
+    assert left.find_element(By.CSS_SELECTOR, ".cb-raw").text == sample["text"].strip()
+    assert left.find_element(By.CSS_SELECTOR, ".cb-answer").text == sample["answer"]
+    images = left.find_elements(By.CSS_SELECTOR, "img.cb-img")
+    charts = sample["charts"].split(",")
+    assert len(images) == len(charts) == 2
+    for img, chart in zip(images, charts):
+        width, height = opened.execute_script(
+            "const i = arguments[0]; return i.decode().then(() => [i.naturalWidth, i.naturalHeight])", img)
+        assert (width, height) == Image.open(study / "forecast" / sample[f"image_{chart}"]).size
+    prompt = left.find_element(By.CSS_SELECTOR, ".cb-prompt")
+    assert opened.execute_script("return arguments[0].textContent", prompt) == sample["prompt"]
+    assert errors(opened) == []
+
+
+def test_two_runs_side_by_side_on_one_sample(opened, study):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    small = parsed(study, SMALL).set_index("sample_id")
+    sample_id = parsed(study, MODEL)["sample_id"].iloc[1]
+    click_row(opened, MODEL, sample_id)
+    right = Select(opened.find_element(By.CSS_SELECTOR, "#cb-detail .cb-pick[data-side=right]"))
+    right.select_by_visible_text(f"forecast/{SMALL}")
+    left, shown = opened.find_elements(By.CSS_SELECTOR, "#cb-detail .cb-run")
+    assert left.get_attribute("data-run") == f"forecast/{MODEL}" and shown.get_attribute("data-run") == f"forecast/{SMALL}"
+    assert shown.find_element(By.CSS_SELECTOR, ".cb-raw").text == small.loc[sample_id, "text"].strip()
+    # Its images are the preprocessed ones: the pixel budget applied, as the runner applies it.
+    source = Image.open(study / "forecast" / small.loc[sample_id, "image_daily"]).size
+    img = shown.find_elements(By.CSS_SELECTOR, "img.cb-img")[0]
+    size = opened.execute_script("const i = arguments[0]; return i.decode().then(() => [i.naturalWidth, i.naturalHeight])", img)
+    assert tuple(size) == fit_size(source, BUDGET) != source
+    assert errors(opened) == []
+
+
+def test_embedded_thumbnails_travel_in_one_file(browser, study):
+    from selenium.webdriver.common.by import By
+
+    page = study / "mailed" / "report.html"
+    alone = study / "alone"
+    alone.mkdir()
+    shutil.copy(page, alone / "report.html")  # nothing next to it: every image is inside
+    open_report(browser, alone / "report.html")
+    browser.find_element(By.CSS_SELECTOR, "#cb-rows tr:not(.failed)").click()
+    for img in browser.find_elements(By.CSS_SELECTOR, "#cb-detail img.cb-img"):
+        assert img.get_attribute("src").startswith("data:image/webp;base64,")
+        width = browser.execute_script("const i = arguments[0]; return i.decode().then(() => i.naturalWidth)", img)
+        assert 0 < width <= 360
+    assert errors(browser) == []
+    assert page.stat().st_size > (study / "report" / "report.html").stat().st_size
