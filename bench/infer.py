@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E402
+from inference.backends.base import GenerationSpec, Media, PreparedRequest  # noqa: E402
 from inference.models import ModelSpec, ensure_built  # noqa: E402
 from inference.records import RecordStore  # noqa: E402
 from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
@@ -51,9 +51,9 @@ def backend_for(name: str, spec: ModelSpec, generation: GenerationSpec):
     if name == "vllm":
         from inference.backends.vllm import VLLMBackend
 
-        cfg = OmegaConf.create({"max_lora_rank": 8, "enforce_eager": True,
+        cfg = OmegaConf.create({"enforce_eager": True,
                                 "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 1, "merged_dir": "/tmp"})
-        return VLLMBackend(spec, generation, cfg, 2)
+        return VLLMBackend(spec, generation, cfg, Media(2, (800, 600)))
     from inference.backends.hf import TransformersBackend
 
     return TransformersBackend(spec, generation)

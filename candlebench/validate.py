@@ -59,6 +59,7 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("infer.shard.index", *_int(0)),
     ("infer.generation.max_new_tokens", *_int(1)),
     ("infer.generation.min_new_tokens", *_int(0)),
+    ("infer.prompt_layout", lambda v: v in ("images_first", "text_first"), "images_first or text_first"),
     ("render.workers", *_optional_int(1)),
     ("render.chunk.count", *_int(1)),
     ("render.chunk.index", *_int(0)),

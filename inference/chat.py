@@ -18,8 +18,20 @@ class ThinkingUndecided(UserError, ValueError):
     pass
 
 
-def chat_text(processor: Any, prompt: str, n_images: int, template_kwargs: Mapping[str, Any] | None = None) -> str:
-    content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": prompt}]
+# Where the images go in the user turn. images_first is the protocol every published prompt here
+# uses; text_first puts the task text before them, so that a prefix cache (vLLM) shares the whole
+# instruction across samples instead of only the system preamble (~22% fewer prefill tokens for
+# the forecast prompt). It changes what the model reads, so it is a labelled variant in the run key.
+LAYOUTS = ("images_first", "text_first")
+
+
+def chat_text(processor: Any, prompt: str, n_images: int, template_kwargs: Mapping[str, Any] | None = None,
+              layout: str = "images_first") -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"infer.prompt_layout={layout}: one of {list(LAYOUTS)}")
+    images = [{"type": "image"} for _ in range(n_images)]
+    text = [{"type": "text", "text": prompt}]
+    content = images + text if layout == "images_first" else text + images
     messages = [{"role": "user", "content": content}]
     return processor.apply_chat_template(
         messages, add_generation_prompt=True, tokenize=False, **dict(template_kwargs or {})

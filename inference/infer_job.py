@@ -11,7 +11,7 @@ from candlebench.errors import UserError
 from candlebench.io import fingerprint
 from candlebench.layout import TaskPaths, run_paths, task_paths
 from inference.backends import backend_factory
-from inference.backends.base import Backend
+from inference.backends.base import Backend, Media
 from inference.models import ModelSpec, check_available, ensure_built
 from inference.parsed import finalize_run
 from inference.records import RecordStore
@@ -19,6 +19,7 @@ from inference.run_info import RunInfo
 from inference.runner import Request, run_requests
 from inference.settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
+from rendering.model_input import fit_size
 from rendering.render_job import settings_from
 from tasks import get_task
 from tasks.base import Earlier, Task
@@ -100,6 +101,17 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     return requests
 
 
+def media(cfg: DictConfig, task: Task) -> Media:
+    """What each prompt carries: the task's image count and, for drawn charts, their size after
+    the image policy (``render.width`` x ``render.height`` through its pixel budget); images a
+    dataset brings have no size known ahead."""
+    size = None
+    if task.uses_market(cfg) and task.images_per_prompt(cfg):
+        policy = image_policy(cfg)
+        size = fit_size((int(cfg.render.width), int(cfg.render.height)), policy.max_pixels, policy.min_pixels)
+    return Media(task.images_per_prompt(cfg), size, str(cfg.infer.prompt_layout))
+
+
 def current_inputs(requests: list[Request]) -> dict[str, str | None]:
     return {r.sample_id: r.inputs for r in requests}
 
@@ -118,7 +130,7 @@ def infer(cfg: DictConfig) -> None:
 
     def make_backend() -> Backend:
         ensure_built(model)
-        return factory(model, generation_spec(cfg, task, model), cfg.backend, task.images_per_prompt(cfg))
+        return factory(model, generation_spec(cfg, task, model), cfg.backend, media(cfg, task))
 
     part = shard(cfg)
     try:

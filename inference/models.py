@@ -20,6 +20,9 @@ class CheckpointNotFound(FileNotFoundError):
     pass
 
 
+VISION_ATTENTION = ("varlen", "default")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -27,7 +30,7 @@ class ModelSpec:
     family: str = ""
     revision: str | None = None
     adapter: str | None = None
-    merge_adapter: bool = False
+    merge_adapter: bool | None = None  # None: the backend's choice (inference.backends.served_model)
     trust_remote_code: bool = False
     release_date: str | None = None  # for the contamination split of the scores
     dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
@@ -39,6 +42,9 @@ class ModelSpec:
     random_weights: bool = False  # a pipeline check, not a model: reports say so
     # The budget infer.generation.max_new_tokens defaults to (thousands for reasoning models).
     max_new_tokens: int = 32
+    # transformers backend: "varlen" = one attention call per vision layer where the model type has
+    # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
+    vision_attention: str = "varlen"
     # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
     answer_regex: str | Mapping[str, str | None] | None = None
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
@@ -62,6 +68,8 @@ class ModelSpec:
         values["chat_template_kwargs"] = dict(values.get("chat_template_kwargs") or {})
         if values.get("release_date") is not None:
             values["release_date"] = str(values["release_date"])
+        if values.get("vision_attention", "varlen") not in VISION_ATTENTION:
+            raise ValueError(f"model.vision_attention={values['vision_attention']}: one of {list(VISION_ATTENTION)}")
         return cls(**values)
 
     def identity(self) -> dict[str, Any]:
@@ -74,6 +82,7 @@ class ModelSpec:
             "dtype": self.dtype,
             "processor_kwargs": self.processor_kwargs,
             **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
+            **({"vision_attention": self.vision_attention} if self.vision_attention != "default" else {}),
         }
 
 

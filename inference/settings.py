@@ -56,6 +56,8 @@ def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
         "image_policy": asdict(image_policy(cfg)),
         "generation": asdict(generation_spec(cfg, task, model)),
     }
+    if cfg.infer.prompt_layout != "images_first":  # a protocol variant: the default keeps earlier run keys
+        identity["prompt_layout"] = str(cfg.infer.prompt_layout)
     revised = task.revises(cfg)
     if revised:  # a second pass: the report pairs it with the run it revises
         identity |= {"method": str(cfg.task.method), "revises": revised}

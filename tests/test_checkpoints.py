@@ -7,11 +7,13 @@ names, and an adapter that touches the vision tower is merged for vLLM, never dr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
+from candlebench.errors import UserError
 from helpers import infer
 from inference.backends import adapter_touches_vision, served_model
 from inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
@@ -147,7 +149,18 @@ def test_vision_touching_adapters_are_merged_for_vllm_and_left_alone_otherwise(a
     vision = ModelSpec(name="v", path=str(base), adapter=str(built["lora_vision"]))
     assert served_model("vllm", vision).merge_adapter is True
     assert served_model("transformers", vision).merge_adapter is False  # transformers runs it as trained
-    assert served_model("vllm", ModelSpec(name="l", path=str(base), adapter=str(built["lora"]))).merge_adapter is False
+    plain = ModelSpec(name="l", path=str(base), adapter=str(built["lora"]))
+    assert served_model("vllm", plain).merge_adapter is True  # the backend's choice: merged, at base speed
+    assert served_model("vllm", replace(plain, merge_adapter=False)).merge_adapter is False  # asked unmerged
+    assert served_model("vllm", ModelSpec(name="b", path=str(base))).merge_adapter is False  # nothing to merge
+
+
+def test_unmerged_lora_is_padded_only_to_the_rank_vllm_needs():
+    from inference.backends.vllm import lora_rank
+
+    assert [lora_rank(r) for r in (1, 2, 8, 9, 64, 65, 300, 512)] == [1, 8, 8, 16, 64, 128, 320, 512]
+    with pytest.raises(UserError, match="exceeds vLLM's largest max_lora_rank 512"):
+        lora_rank(513)
 
 
 def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp_path):

@@ -4,11 +4,12 @@ backend, LoRA through LoRARequest, structured output. Runs in the vLLM environme
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from helpers import infer, records
+from helpers import infer, records, run_dir
 
 pytestmark = pytest.mark.vllm
 
@@ -36,7 +37,8 @@ def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
 def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
     free = "model.answer_regex=null"
     infer(workspace, env, "hf-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true")
+    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true",
+          "model.merge_adapter=false")  # served unmerged, through LoRARequest
     hf, vllm = records(workspace, "hf-lora"), records(workspace, "vllm-lora")
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
 
@@ -53,14 +55,16 @@ def test_structured_output_constrains_the_answer_to_the_score_format(workspace, 
 
 
 def test_vllm_merged_adapter_equals_transformers(workspace, env):
-    """merge_adapter under vLLM: the merged copy (saved under the base's key names) answers as the
-    adapter does in transformers."""
+    """vLLM merges a run's adapter by default: the merged copy (saved under the base's key names)
+    answers as the adapter does, unmerged, in transformers; both run keys say which ran."""
     free = "model.answer_regex=null"
     infer(workspace, env, "hf-lora-m", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, "model.merge_adapter=true",
-          "backend=vllm", "backend.enforce_eager=true")
+    infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true")
     hf, vllm = records(workspace, "hf-lora-m"), records(workspace, "vllm-merged")
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
+    merged = {r: json.loads((run_dir(workspace, r) / "run.json").read_text())["identity"]["model"]["merge_adapter"]
+              for r in ("hf-lora-m", "vllm-merged")}
+    assert merged == {"hf-lora-m": False, "vllm-merged": True}
 
 
 def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
@@ -68,7 +72,7 @@ def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
     free = "model.answer_regex=null"
     infer(workspace, env, "hf-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=transformers", "infer.batch_size=8")
     done = infer(workspace, env, "vllm-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=vllm",
-                 "backend.enforce_eager=true")
+                 "backend.enforce_eager=true", "model.merge_adapter=false")  # asked unmerged: merged all the same
     assert "also changes the vision tower" in done.stderr and "merge_adapter=true" in done.stderr
     infer(workspace, env, "hf-text-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
     hf, vllm, text_only = (records(workspace, r) for r in ("hf-vis", "vllm-vis", "hf-text-lora"))

@@ -12,23 +12,23 @@ from typing import Callable, Mapping
 
 from omegaconf import DictConfig
 
-from inference.backends.base import Backend, GenerationSpec
+from inference.backends.base import Backend, GenerationSpec, Media
 from inference.models import ModelSpec, ensure_built, resolve_checkpoint
 
-# (model, generation, backend config, images per prompt) -> backend
-Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, int], Backend]
+# (model, generation, backend config, what each prompt carries) -> backend
+Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, Media], Backend]
 
 
-def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, images: int) -> Backend:
+def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
     from inference.backends.hf import TransformersBackend
 
-    return TransformersBackend(model, generation, device_map=backend.get("device_map"))
+    return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout)
 
 
-def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, images: int) -> Backend:
+def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
     from inference.backends.vllm import VLLMBackend
 
-    return VLLMBackend(model, generation, backend, images)
+    return VLLMBackend(model, generation, backend, media)
 
 
 BACKENDS: Mapping[str, Factory] = {
@@ -52,16 +52,27 @@ def adapter_touches_vision(adapter_dir: Path) -> bool:
 
 
 def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
-    """The checkpoint as ``backend`` will really run it. vLLM applies LoRA to the language model
-    only and ignores an adapter's vision-tower weights without a word; such an adapter is merged
-    into a copy of the checkpoint first (``merge_adapter``, so the run key says so), with a notice."""
+    """The checkpoint as ``backend`` will really run it, with every choice left to the backend
+    made (so the run key says what ran).
+
+    ``merge_adapter: null`` is the backend's choice. vLLM merges a run's one adapter into a copy of
+    the checkpoint: served unmerged, LoRA adds its kernels to every layer and pads to
+    ``max_lora_rank``, 8-50% slower than the same weights merged. transformers applies it unmerged,
+    PEFT's own forward as the adapter was trained. An unmerged adapter (``merge_adapter=false``)
+    that also changes the vision tower is merged for vLLM all the same: vLLM 0.32's LoRA covers
+    the tower and connector only with the experimental ``enable_tower_connector_lora`` (Qwen VL
+    models), which we have not verified against transformers; a notice says so."""
+    if backend == "vllm":  # its own attention kernels: the transformers-only switch means nothing there
+        spec = replace(spec, vision_attention="default")
+    if spec.merge_adapter is None:
+        spec = replace(spec, merge_adapter=backend == "vllm" and spec.adapter is not None)
     if backend != "vllm" or not spec.adapter or spec.merge_adapter:
         return spec
     ensure_built(spec)
     adapter = resolve_checkpoint(spec.adapter, what="adapter")
     if not adapter_touches_vision(adapter):
         return spec
-    print(f"note: adapter {adapter} also changes the vision tower, which vLLM's LoRA does not cover: "
+    print(f"note: adapter {adapter} also changes the vision tower, which vLLM's LoRA covers only experimentally: "
           "merging it into a copy of the checkpoint (model.merge_adapter=true)", file=sys.stderr)
     return replace(spec, merge_adapter=True)
 

@@ -28,6 +28,17 @@ class GenerationSpec:
 
 
 @dataclass(frozen=True)
+class Media:
+    """What each prompt carries, for a backend that sizes its memory ahead (vLLM's profiling run):
+    how many images, and their size in pixels as the model receives them (None: not known ahead,
+    e.g. images a dataset brings)."""
+
+    images: int
+    size: tuple[int, int] | None = None
+    layout: str = "images_first"  # inference.chat.LAYOUTS: where the images go in the user turn
+
+
+@dataclass(frozen=True)
 class Generation:
     text: str
     token_ids: tuple[int, ...]

@@ -39,6 +39,10 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
         local_files_only=True,
         trust_remote_code=spec.trust_remote_code,
     )
+    if spec.vision_attention == "varlen":
+        from inference.vision_attention import use_varlen
+
+        use_varlen(model)
     if spec.adapter:
         # transformers' own PEFT integration, not PeftModel.from_pretrained: peft silently drops
         # adapter keys saved under pre-4.52 module names (model.layers.*), which adapters trained
@@ -88,8 +92,9 @@ def compile_answer_regex(tokenizer: Any, model: Any, eos_ids: list[int], regex: 
 class TransformersBackend:
     name = "transformers"
 
-    def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = "auto"):
-        self.generation = generation
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = "auto",
+                 layout: str = "images_first"):
+        self.generation, self.layout = generation, layout
         self.model, self.processor = load_model(model, device_map)
         self.template_kwargs = dict(model.chat_template_kwargs)
         check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
@@ -103,7 +108,7 @@ class TransformersBackend:
     def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
         import torch
 
-        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs) for r in batch]
+        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs, self.layout) for r in batch]
         images = [list(r.images) for r in batch]
         inputs = self.processor(
             text=texts,

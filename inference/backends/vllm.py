@@ -2,9 +2,13 @@
 
 The prompt string comes from the checkpoint's chat template (as in the transformers backend) and
 the task's charts go in ``multi_modal_data``, matched to the template's image placeholders in order.
-A LoRA adapter is served unmerged through ``LoRARequest``; with ``merge_adapter`` it is folded
-into a merged copy of the checkpoint first (needed when it also touches the vision tower, which
-vLLM's LoRA does not cover). Written against vLLM 0.32 (CPU build) / 0.33 (CUDA).
+A run's adapter is merged into a copy of the checkpoint by default (``served_model``: a merged
+model runs at the base model's speed); with ``merge_adapter=false`` it is served through
+``LoRARequest`` with ``max_lora_rank`` the smallest rank vLLM offers that holds it (a larger one
+only pads). Memory is profiled for the prompts the task really sends: its image count at its
+image size, and no video (vLLM's default profiles 999 items at the processor's largest image,
+12.8 MP for Qwen2.5-VL, and takes that from the KV cache). Written against vLLM 0.32 (CPU build) /
+0.33 (CUDA).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from omegaconf import DictConfig
 
 from candlebench.errors import UserError
 from candlebench.io import fingerprint
-from inference.backends.base import Generation, GenerationSpec, PreparedRequest
+from inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
 from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
@@ -79,10 +83,31 @@ def check_attention_supported(checkpoint: Path, on_gpu: bool) -> None:
           "answers with backend=transformers)", file=sys.stderr)
 
 
+# vLLM's LoRAConfig.max_lora_rank choices (vllm/config/lora.py, MaxLoRARanks).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def lora_rank(adapter_rank: int) -> int:
+    """The smallest max_lora_rank vLLM accepts that holds the adapter."""
+    fits = [r for r in LORA_RANKS if r >= adapter_rank]
+    if not fits:
+        raise UserError(f"adapter rank {adapter_rank} exceeds vLLM's largest max_lora_rank {LORA_RANKS[-1]}; "
+                        "merge it (model.merge_adapter=true)")
+    return fits[0]
+
+
+def mm_limits(media: Media) -> dict[str, Any]:
+    """limit_mm_per_prompt: the task's images at their size, no video."""
+    image: Any = media.images
+    if media.size is not None:
+        image = {"count": media.images, "width": media.size[0], "height": media.size[1]}
+    return {"image": image, "video": 0}
+
+
 class VLLMBackend:
     name = "vllm"
 
-    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, images_per_prompt: int):
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media):
         import torch
 
         path = resolve_checkpoint(model.path, model.revision)
@@ -103,11 +128,11 @@ class VLLMBackend:
         elif model.adapter:
             adapter = resolve_checkpoint(model.adapter, what="adapter")
             rank = json.loads((adapter / "adapter_config.json").read_text())["r"]
-            lora_kwargs = {"enable_lora": True, "max_lora_rank": max(int(backend.max_lora_rank), rank), "max_loras": 1}
+            lora_kwargs = {"enable_lora": True, "max_lora_rank": lora_rank(int(rank)), "max_loras": 1}
             self.lora = LoRARequest(model.name, 1, str(adapter))
 
         self.processor = AutoProcessor.from_pretrained(path, local_files_only=True, trust_remote_code=model.trust_remote_code)
-        self.template_kwargs = dict(model.chat_template_kwargs)
+        self.template_kwargs, self.layout = dict(model.chat_template_kwargs), media.layout
         check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
         dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if torch.cuda.is_available() else "float32")
         self.llm = LLM(
@@ -115,7 +140,7 @@ class VLLMBackend:
             tokenizer=str(path),
             trust_remote_code=model.trust_remote_code,
             max_model_len=model.max_model_len,
-            limit_mm_per_prompt={"image": images_per_prompt},
+            limit_mm_per_prompt=mm_limits(media),
             mm_processor_kwargs=dict(model.processor_kwargs) or None,
             tensor_parallel_size=model.tensor_parallel_size,
             dtype=dtype,
@@ -139,7 +164,7 @@ class VLLMBackend:
         self.stop_ids = ids - {None}
 
     def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
-        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs) for r in batch]
+        texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs, self.layout) for r in batch]
         prompts = [{"prompt": t, "multi_modal_data": {"image": list(r.images)}} for t, r in zip(texts, batch)]
         outputs = self.llm.generate(
             prompts,

@@ -1,0 +1,59 @@
+"""What the backends are told ahead of the prompts: vLLM's memory profile of the task's real images
+(and no video), and the prompt layout, a protocol variant in the run key."""
+
+from __future__ import annotations
+
+import pytest
+
+import inference.tiny.builders as tm
+from candlebench.stages import compose_config
+from inference.backends.base import Media
+from inference.backends.vllm import mm_limits
+from inference.chat import chat_text
+from inference.infer_job import media
+from inference.settings import model_run_info, model_spec
+from rendering.model_input import fit_size
+from tasks import get_task
+
+from helpers import SLICE
+
+
+def config(*overrides: str):
+    return compose_config([f"data.path={SLICE}", "model=tiny_qwen2_5_vl", *overrides])
+
+
+def test_vllm_profiles_the_tasks_images_at_their_size_and_no_video():
+    forecast = media(config("task=forecast"), get_task("forecast"))
+    assert forecast == Media(2, (800, 600), "images_first")
+    assert mm_limits(forecast) == {"image": {"count": 2, "width": 800, "height": 600}, "video": 0}
+    budget = media(config("task=forecast", "infer.image.max_pixels=120000"), get_task("forecast"))
+    assert budget.size == fit_size((800, 600), 120_000) == (400, 300)
+    assert media(config("task=e2a", "render.width=1000"), get_task("e2a")).size == (1000, 600)
+    assert mm_limits(Media(1)) == {"image": 1, "video": 0}  # images a dataset brings: no size known ahead
+
+
+def test_text_first_puts_the_task_text_before_the_charts(tiny_root):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root))
+    first, after = (chat_text(processor, "Score this stock.", 2, None, layout) for layout in ("images_first", "text_first"))
+    assert first.count("<|image_pad|>") == after.count("<|image_pad|>") == 2
+    assert first.index("<|vision_start|>") < first.index("Score this stock.")
+    assert after.index("Score this stock.") < after.index("<|vision_start|>")
+    with pytest.raises(ValueError, match="infer.prompt_layout=sideways"):
+        chat_text(processor, "x", 1, None, "sideways")
+
+
+def test_the_layout_is_in_the_run_key_only_when_it_is_the_variant():
+    task = get_task("forecast")
+    keys = {}
+    for layout in ("images_first", "text_first"):
+        cfg = config("task=forecast", f"infer.prompt_layout={layout}")
+        info = model_run_info(cfg, task, model_spec(cfg))
+        keys[layout] = (info.run_key, info.identity.get("prompt_layout"))
+    assert keys["images_first"][1] is None and keys["text_first"][1] == "text_first"
+    assert keys["images_first"][0] != keys["text_first"][0]
+    from candlebench.validate import ConfigError, validate
+
+    with pytest.raises(ConfigError, match="infer.prompt_layout='sideways': must be images_first or text_first"):
+        validate(config("infer.prompt_layout=sideways"))
