@@ -1,140 +1,329 @@
-"""GPU throughput of the transformers backend's model call at real checkpoint sizes, no download.
+"""GPU throughput of the transformers backend at real checkpoint sizes, in one process, no download.
 
-    python bench/infer_gpu.py [--models 7b 3b] [--batch-sizes 1 4 16 32] [--new-tokens 8]
-    python bench/infer_gpu.py --models tiny --device cpu      # a smoke test of this script
+    python bench/infer_gpu.py                                   # 3B and 7B on the GPU, < 8 minutes on an H200
+    python bench/infer_gpu.py --models tiny --device cpu --batch-sizes 2 4 --serial 2 --runner-batch 2
 
-Builds Qwen2.5-VL-7B / -3B from their published configs with random bf16 weights (throughput does
-not depend on the weights' values), then times prefill-heavy requests shaped like the forecast
-task: two 800x600 charts (smart-resized to 812x588: 609 visual tokens each after the 2x2 merge)
-plus a ~450-token prompt, and a fixed output length (min = max new tokens, EOS ignored). Inputs
-are built directly as token ids and patch tensors, so no tokenizer or processor is needed.
-Prints samples/s per batch size and the fraction of the GPU's dense bf16 peak reached, counting
-2·params FLOPs per token through the language model and the vision tower's own per-patch cost.
+Qwen2.5-VL-3B / -7B are built from their published configs with random bf16 weights, directly on
+the device (throughput does not depend on the weights' values; building in place also computes
+the rotary ``inv_freq`` buffers, which a meta-device build + ``to_empty`` leaves as garbage). The
+requests are the forecast task's: its prompt through the checkpoint family's chat template, with
+two real 800x600 charts of the committed slice, through the real backend (processor inside
+``generate``, as in a run), a fixed answer length (min = max new tokens).
+
+Rows, each against the same requests:
+
+* (a) calibration: the bf16 matmul peak this GPU reaches (fp32 on CPU), and the datasheet's;
+* (b) one request at a time, the VLMEvalKit way;
+* (c) the batched backend at each batch size, the vision tower on transformers' own path;
+* (d) the same with ``model.vision_attention=varlen`` (one attention call per vision layer);
+* (e) (d) through the real runner at ``--runner-batch``: chart files decoded in the prefetch
+  threads, records written and fsynced per batch.
+
+Printed: samples/s, (c)/(b), (d)/(b), (e)/(d); model FLOP utilisation against (a) and against
+the datasheet; a vision / prefill / decode split of one batch (vision tower alone, the prefill
+forward pass, the rest of ``generate``), each with its own FLOPs over its own time; the attention
+implementation that ran and the vision attention calls per layer, counted. FLOPs: 2 x the
+non-embedding parameters per token through each tower, the LM head only where logits are taken
+(the last prompt position and each new token), attention's QK^T and AV over each token's keys
+(causal prefill, windowed / full vision layers), embedding lookups none. Prompt tokens are
+measured: the image tokens by the real image processor; the text tokens by the tokenizer given
+with ``--tokenizer`` (a local Qwen2.5-VL checkpoint directory), else by the tiny fixture's
+byte-level BPE, which over-counts English against Qwen's 151k vocabulary (the line says which).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 import time
+from collections import Counter
+from pathlib import Path
 
 import torch
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E402
+from inference.backends.hf import TransformersBackend  # noqa: E402
+from inference.chat import chat_text  # noqa: E402
+from inference.vision_attention import VARLEN, use_varlen  # noqa: E402
+
 # Published configs (config.json of Qwen/Qwen2.5-VL-{7B,3B}-Instruct), the parts that size compute.
+VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, fullatt_block_indexes=[7, 15, 23, 31],
+              window_size=112, patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
 CONFIGS = {
     "7b": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-               num_key_value_heads=4, vocab_size=152064, rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]},
-               vision=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584,
-                           fullatt_block_indexes=[7, 15, 23, 31], window_size=112, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2), tie=False),
+               num_key_value_heads=4, vocab_size=152064, vision=dict(VISION, out_hidden_size=3584), tie=False),
     "3b": dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
-               num_key_value_heads=2, vocab_size=151936, rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]},
-               vision=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=2048,
-                           fullatt_block_indexes=[7, 15, 23, 31], window_size=112, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2), tie=True),
-    # CPU smoke test of this script only.
+               num_key_value_heads=2, vocab_size=151936, vision=dict(VISION, out_hidden_size=2048), tie=True),
+    # CPU run of this script only: real-size images and prompt, a two-layer model.
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                 num_key_value_heads=1, vocab_size=152064, rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},
-                 vision=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=64,
-                             fullatt_block_indexes=[1], window_size=112, patch_size=14,
-                             spatial_merge_size=2, temporal_patch_size=2), tie=False),
+                 num_key_value_heads=1, vocab_size=152064,
+                 vision=dict(VISION, depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=64,
+                             fullatt_block_indexes=[1]), tie=False),
 }
-IMAGE_PAD, VISION_START, VISION_END = 151655, 151652, 151653
-GRID = (1, 42, 58)  # an 800x600 chart smart-resized to 588x812 (multiples of 28): 42x58 patches of 14
-PROMPT_TOKENS = 450
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+MROPE = {"type": "mrope", "mrope_section": [16, 24, 24]}
+# Qwen2.5-VL's processor defaults (preprocessor_config.json): an 800x600 chart becomes 812x588.
+IMAGE_PIXELS = {"shortest_edge": 3136, "longest_edge": 12845056}
+DATASHEET_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0}
 
 
-def build_model(name: str, device: str):
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn, device: str) -> tuple[object, float]:
+    sync(device)
+    start = time.perf_counter()
+    value = fn()
+    sync(device)
+    return value, time.perf_counter() - start
+
+
+def calibrate(device: str) -> float:
+    """TFLOPS of a large matmul in the dtype the models run in."""
+    n, dtype = (8192, torch.bfloat16) if device == "cuda" else (1024, torch.float32)
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    a @ b
+    reps = 20 if device == "cuda" else 5
+    _, seconds = timed(lambda: [a @ b for _ in range(reps)], device)
+    return 2 * n**3 * reps / seconds / 1e12
+
+
+def processor_and_ids(tokenizer_dir: str | None, work: Path):
+    """The Qwen2.5-VL processor at the checkpoint's image settings, and the tokenizer's name."""
+    from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessor
+
+    import inference.tiny.builders as tm
+
+    tiny = tm.build_tiny_qwen2_5_vl(work / "tiny-qwen")
+    processor = AutoProcessor.from_pretrained(tiny)
+    processor.image_processor = Qwen2VLImageProcessor(size=IMAGE_PIXELS, patch_size=14, merge_size=2,
+                                                      temporal_patch_size=2)
+    name = "the tiny fixture's BPE (over-counts against Qwen's vocabulary)"
+    if tokenizer_dir:
+        processor.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
+        processor.chat_template = processor.tokenizer.chat_template or processor.chat_template
+        name = tokenizer_dir
+    processor.tokenizer.padding_side = "left"
+    return processor, name
+
+
+def build_model(name: str, device: str, processor):
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     spec = dict(CONFIGS[name])
-    vision = spec.pop("vision")
-    tie = spec.pop("tie")
-    config = Qwen2_5_VLConfig(
-        text_config=dict(spec, max_position_embeddings=32768, rope_theta=1e6, tie_word_embeddings=tie),
-        vision_config=vision,
-        image_token_id=IMAGE_PAD, vision_start_token_id=VISION_START, vision_end_token_id=VISION_END,
-        tie_word_embeddings=tie,
-    )
+    vision, tie = spec.pop("vision"), spec.pop("tie")
+    tok = processor.tokenizer
+    ids = {k: tok.convert_tokens_to_ids(t) for k, t in
+           (("image_token_id", "<|image_pad|>"), ("vision_start_token_id", "<|vision_start|>"),
+            ("vision_end_token_id", "<|vision_end|>"), ("video_token_id", "<|video_pad|>"))}
+    rope = MROPE if name != "tiny" else {"type": "mrope", "mrope_section": [4, 6, 6]}
+    config = Qwen2_5_VLConfig(text_config=dict(spec, max_position_embeddings=32768, rope_theta=1e6, rope_scaling=rope,
+                                               tie_word_embeddings=tie),
+                              vision_config=vision, tie_word_embeddings=tie, **ids)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    with torch.device("meta"):
-        model = Qwen2_5_VLForConditionalGeneration(config)
-    model = model.to_empty(device=device).to(dtype)
-    generator = torch.Generator(device=device).manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.02, generator=generator)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype, attn_implementation="sdpa")
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
     return model.eval()
 
 
-def inputs_for(batch: int, device: str, patch_dim: int) -> dict:
-    t, h, w = GRID
-    visual = t * h * w // 4
-    row = [1] * PROMPT_TOKENS
-    for _ in range(2):
-        row += [VISION_START] + [IMAGE_PAD] * visual + [VISION_END]
-    row += [2] * 8
-    ids = torch.tensor([row] * batch, device=device)
-    n_patches = t * h * w
-    return {
-        "input_ids": ids,
-        "attention_mask": torch.ones_like(ids),
-        "pixel_values": torch.randn(2 * batch * n_patches, patch_dim, device=device),
-        "image_grid_thw": torch.tensor([GRID] * (2 * batch), device=device),
-    }
+def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
+    """n forecast requests over two real rendered charts, and the chart files for the runner."""
+    from candlebench.stages import compose_config
+    from rendering.chart import ChartSpec
+    from rendering.market import load_market
+    from rendering.model_input import prepare_image
+    from rendering.render_job import RenderSettings, collect_manifest, render_samples
+    from tasks.forecast.samples import SampleSpec, build_samples
+    from tasks.forecast.task import TASK
+
+    market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
+    samples = build_samples(market, SampleSpec(interval=200)).frame.head(1)
+    settings = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
+    render_samples(samples, market.bars, settings, work, workers=1)
+    manifest = collect_manifest(samples, settings, work)
+    files = [work / p for p in manifest.sort_values("freq")["path"]]
+    prompt = TASK.request(compose_config([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]),
+                          samples.iloc[0].to_dict(), {}).prompt
+    images = tuple(prepare_image(f, None) for f in files)
+    return [PreparedRequest(f"s{i:05d}", prompt, images) for i in range(n)], files, prompt
 
 
-def flops_per_sample(model, prompt_len: int, new_tokens: int) -> float:
-    lm = sum(p.numel() for n, p in model.named_parameters() if not n.startswith(("model.visual", "visual")))
-    vision = sum(p.numel() for n, p in model.named_parameters() if n.startswith(("model.visual", "visual")))
-    patches = 2 * GRID[0] * GRID[1] * GRID[2]
-    return 2.0 * lm * (prompt_len + new_tokens) + 2.0 * vision * patches
+class Flops:
+    """FLOPs of one sample's vision tower, prefill and decode (see the module docstring)."""
+
+    def __init__(self, model, grid: torch.Tensor, prompt_tokens: int, new_tokens: int):
+        text = model.config.text_config
+        params = dict(model.named_parameters())
+        vision = sum(p.numel() for n, p in params.items() if ".visual." in f".{n}")
+        embed = model.get_input_embeddings().weight.numel()
+        head = 0 if model.config.tie_word_embeddings else model.get_output_embeddings().weight.numel()
+        body = sum(p.numel() for p in params.values()) - vision - embed - head
+        d, layers, vocab = text.hidden_size, text.num_hidden_layers, text.vocab_size
+        v = model.config.vision_config
+        patches = [int(t * h * w) for t, h, w in grid.tolist()]
+        per_window = (v.window_size // v.patch_size) ** 2
+        vision_attn = sum(4 * v.hidden_size * (n * n * len(v.fullatt_block_indexes)
+                                               + n * min(n, per_window) * (v.depth - len(v.fullatt_block_indexes)))
+                          for n in patches)
+        self.vision = 2 * vision * sum(patches) + vision_attn
+        self.prefill = 2 * body * prompt_tokens + 2 * layers * d * prompt_tokens**2 + 2 * d * vocab
+        context = prompt_tokens + new_tokens / 2
+        self.decode = new_tokens * (2 * body + 2 * d * vocab + 4 * layers * d * context)
+
+    @property
+    def total(self) -> float:
+        return self.vision + self.prefill + self.decode
+
+
+def vision_calls(model, run) -> int:
+    """The most attention calls any vision layer made during ``run()``, counted at the interface."""
+    from transformers import AttentionInterface
+
+    layer = {id(b.attn): i for i, b in enumerate(model.model.visual.blocks)}
+    calls: Counter = Counter()
+    saved = {}
+    for name in ("sdpa", VARLEN):
+        if name not in AttentionInterface._global_mapping:
+            continue
+        saved[name] = original = AttentionInterface._global_mapping[name]
+
+        def counting(module, *a, _original=original, **k):
+            if id(module) in layer:
+                calls[layer[id(module)]] += 1
+            return _original(module, *a, **k)
+
+        AttentionInterface._global_mapping[name] = counting
+    try:
+        run()
+    finally:
+        AttentionInterface._global_mapping.update(saved)
+    return max(calls.values())
+
+
+class KeepOpen:
+    """The backend as the runner sees it, left loaded when the runner closes it."""
+
+    def __init__(self, backend):
+        self.backend, self.name = backend, backend.name
+
+    def generate(self, batch):
+        return self.backend.generate(batch)
+
+    def close(self) -> None:
+        pass
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=["7b", "3b"], choices=sorted(CONFIGS))
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 16, 32])
+    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(CONFIGS))
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[8, 32, 64, 128])
+    parser.add_argument("--serial", type=int, default=8, help="requests of the one-at-a-time row (b)")
+    parser.add_argument("--runner-batch", type=int, default=64, help="batch size of the runner row (e)")
     parser.add_argument("--new-tokens", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
 
-    gpu = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in gpu), None)
-    print(f"device: {gpu}; dense bf16 peak used: {peak or 'unknown'} TFLOPS; torch {torch.__version__}")
-    print(f"{'model':<6}{'batch':>6}{'samples/s':>12}{'tokens/s (prefill)':>20}{'TFLOPS':>10}{'of peak':>9}")
-    for name in args.models:
-        model = build_model(name, args.device)
-        vision_cfg = model.config.vision_config
-        patch_dim = 3 * vision_cfg.temporal_patch_size * vision_cfg.patch_size**2
-        for batch in args.batch_sizes:
-            inputs = inputs_for(batch, args.device, patch_dim)
-            prompt_len = inputs["input_ids"].shape[1]
-            kwargs = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False,
-                          pad_token_id=0, eos_token_id=None)
-            try:
-                with torch.inference_mode():
-                    model.generate(**inputs, **kwargs)  # warm-up: kernels, allocator
-                    if args.device == "cuda":
-                        torch.cuda.synchronize()
-                    start = time.perf_counter()
-                    for _ in range(args.repeats):
-                        model.generate(**inputs, **kwargs)
-                    if args.device == "cuda":
-                        torch.cuda.synchronize()
-            except torch.OutOfMemoryError:
-                print(f"{name:<6}{batch:>6}{'OOM':>12}")
+    from inference.records import RecordStore
+    from inference.runner import Request, RunSettings, Shard, run_requests
+    from rendering.model_input import ImagePolicy
+    from tasks.forecast.task import TASK
+
+    device = args.device
+    gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    sheet = next((v for k, v in DATASHEET_TFLOPS.items() if k in gpu), None)
+    peak = calibrate(device)
+    print(f"device {gpu}; torch {torch.__version__}; (a) matmul peak reached {peak:.1f} TFLOPS; "
+          f"datasheet dense bf16 {sheet or 'unknown'} TFLOPS")
+    generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
+    parse = TASK.parser(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        processor, tokenizer_name = processor_and_ids(args.tokenizer, work)
+        n_max = max(args.batch_sizes + [args.serial, 2 * args.runner_batch])
+        reqs, files, prompt = requests(n_max, work)
+        one = processor(text=[chat_text(processor, prompt, 2)], images=[list(reqs[0].images)], return_tensors="pt")
+        prompt_tokens = int(one["input_ids"].shape[1])
+        image_tokens = int((one["input_ids"] == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")).sum())
+        print(f"prompt: {prompt_tokens} tokens measured, {image_tokens} of them image tokens "
+              f"({one['image_grid_thw'].tolist()} patch grids); text counted by {tokenizer_name}; "
+              f"{args.new_tokens} new tokens")
+        header = f"{'model':<6}{'row':<34}{'batch':>6}{'samples/s':>11}{'ratio':>16}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}"
+        for name in args.models:
+            model = build_model(name, device, processor)
+            flops = Flops(model, one["image_grid_thw"], prompt_tokens, args.new_tokens)
+            backend = TransformersBackend.of_loaded(model, processor, generation)
+            print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
+                  f"{flops.total / 1e12:.2f} TFLOP per sample (vision {flops.vision / flops.total:.0%}, "
+                  f"prefill {flops.prefill / flops.total:.0%}, decode {flops.decode / flops.total:.0%})")
+            print(header)
+
+            def row(label: str, batch: int, rate: float, ratio: str = "") -> None:
+                achieved = flops.total * rate / 1e12
+                print(f"{name:<6}{label:<34}{batch:>6}{rate:>11.2f}{ratio:>16}{achieved:>9.2f}{achieved / peak:>9.1%}"
+                      + (f"{achieved / sheet:>10.1%}" if sheet and device == "cuda" else f"{'–':>10}"))
+
+            backend.generate(reqs[:1])  # warm-up: kernels, allocator
+            _, t = timed(lambda: [backend.generate([r]) for r in reqs[: args.serial]], device)
+            serial = args.serial / t
+            row("(b) one request at a time", 1, serial)
+            rates: dict[str, dict[int, float]] = {"c": {}, "d": {}}
+            for key, label in (("c", "(c) batched, transformers' vision"), ("d", "(d) batched, varlen vision")):
+                if key == "d":
+                    use_varlen(model)
+                for batch in args.batch_sizes:
+                    try:
+                        backend.generate(reqs[:batch])
+                        _, t = timed(lambda: backend.generate(reqs[:batch]), device)
+                    except torch.OutOfMemoryError:
+                        print(f"{name:<6}{label:<34}{batch:>6}{'OOM':>11}")
+                        torch.cuda.empty_cache()
+                        break
+                    rates[key][batch] = batch / t
+                    row(label, batch, batch / t, f"{batch / t / serial:.2f}x (b)")
+                impl = model.model.visual.config._attn_implementation
+                calls = vision_calls(model, lambda: backend.generate(reqs[:1]))
+                print(f"{'':<6}vision attention {impl}: {calls} calls per layer for one request (2 images); "
+                      f"language model {model.model.language_model.config._attn_implementation}")
+            batch = args.runner_batch
+            store = RecordStore(work / f"run-{name}")
+            runner_requests = [Request(f"r{i:05d}", prompt, tuple(files), None, ("daily", "weekly"))
+                               for i in range(2 * batch)]
+            settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
+            _, t = timed(lambda: run_requests(runner_requests, store, "bench", name, "transformers",
+                                              lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings, parse), device)
+            runner = len(runner_requests) / t
+            best_c = max(rates["c"].values(), default=float("nan"))
+            best_d = max(rates["d"].values(), default=float("nan"))
+            direct = rates["d"].get(batch, best_d)
+            row("(e) (d) through the runner", batch, runner, f"{runner / direct:.2f}x (d)")
+            print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
+                  f"(e)/(d) at batch {batch} {runner / direct:.2f}x")
+            split_batch = max(rates["d"], default=args.batch_sizes[0])
+            inputs = processor(text=[chat_text(processor, prompt, 2)] * split_batch,
+                               images=[list(r.images) for r in reqs[:split_batch]], padding=True,
+                               return_tensors="pt").to(model.device)
+            with torch.inference_mode():
+                _, t_vision = timed(lambda: model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]),
+                                    device)
+                _, t_prefill = timed(lambda: model(**inputs, logits_to_keep=1), device)
+            _, t_all = timed(lambda: backend.generate(reqs[:split_batch]), device)
+            parts = (("vision", flops.vision, t_vision), ("prefill", flops.prefill, t_prefill - t_vision),
+                     ("decode + processor", flops.decode, t_all - t_prefill))
+            print(f"{name:<6}split of one batch of {split_batch} (varlen vision): " + "; ".join(
+                f"{label} {t:.3f} s, {f * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
+                f"({f * split_batch / max(t, 1e-9) / 1e12 / peak:.1%} of (a))" for label, f, t in parts))
+            del backend, model
+            if device == "cuda":
                 torch.cuda.empty_cache()
-                break
-            seconds = (time.perf_counter() - start) / args.repeats
-            rate = batch / seconds
-            tflops = flops_per_sample(model, prompt_len, args.new_tokens) * rate / 1e12
-            share = f"{tflops / peak:.1%}" if peak else "–"
-            print(f"{name:<6}{batch:>6}{rate:>12.2f}{batch * prompt_len / seconds:>20.0f}{tflops:>10.1f}{share:>9}")
-        del model
-        if args.device == "cuda":
-            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

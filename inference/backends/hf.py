@@ -94,10 +94,22 @@ class TransformersBackend:
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = "auto",
                  layout: str = "images_first"):
+        loaded, processor = load_model(model, device_map)
+        check_thinking(processor, model.name, dict(model.chat_template_kwargs), generation.max_new_tokens)
+        self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout)
+
+    @classmethod
+    def of_loaded(cls, model: Any, processor: Any, generation: GenerationSpec, layout: str = "images_first"
+                  ) -> "TransformersBackend":
+        """A backend over a model already in memory (bench/infer_gpu.py's random-weight real-size
+        models, which are never written to disk)."""
+        backend = cls.__new__(cls)
+        backend._serve(model, processor, generation, {}, layout)
+        return backend
+
+    def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str) -> None:
         self.generation, self.layout = generation, layout
-        self.model, self.processor = load_model(model, device_map)
-        self.template_kwargs = dict(model.chat_template_kwargs)
-        check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
+        self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         tokenizer = self.processor.tokenizer
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
