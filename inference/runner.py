@@ -14,8 +14,9 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -107,11 +108,6 @@ def _empty_device_cache() -> None:
         torch.cuda.empty_cache()
 
 
-def _batches(items: Sequence[Request], size: int) -> Iterator[list[Request]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
-
-
 def run_requests(
     requests: Sequence[Request],
     store: RecordStore,
@@ -133,55 +129,98 @@ def run_requests(
 
     backend = make_backend()  # only now: a finished shard never loads a model
     device = device_name()
-    processed = errors = 0
     # The error rate is over the whole run (this shard): answers kept from earlier attempts count.
     answered_before = len(mine) - len(todo)
+    counts = {"processed": 0, "errors": 0}
     try:
         with (
             store.writer(f"shard{shard.index}of{shard.count}") as writer,
             ThreadPoolExecutor(settings.loader_threads) as loader,
             tqdm(total=len(todo), unit="sample", desc=f"{model} shard {shard.index}/{shard.count}") as bar,
         ):
-            batches = _batches(todo, settings.batch_size)
-            pending: deque[tuple[list[Request], list[Future]]] = deque()
-
-            def submit_next() -> None:
-                batch = next(batches, None)
-                if batch is not None:
-                    pending.append((batch, [loader.submit(_prepare, r, policy) for r in batch]))
-
-            for _ in range(settings.prefetch_batches + 1):
-                submit_next()
-            while pending:
-                batch, futures = pending.popleft()
-                submit_next()  # decode the next batch's charts while this one generates
-                prepared = [f.result() for f in futures]
-                ready = [p for p in prepared if isinstance(p, PreparedRequest)]
-                started = time.perf_counter()
-                outputs = iter(generate_isolating_failures(backend, ready) if ready else [])
-                per_sample = (time.perf_counter() - started) / len(batch)
+            def write(done: list[tuple[Request, Generation | Exception, float]]) -> None:
+                """Records of (request, result, latency) on disk (fsynced), then the error-rate check."""
                 records = [
-                    _record(
-                        run_key, request, model, backend_name,
-                        next(outputs) if isinstance(prep, PreparedRequest) else prep, parse,
-                        latency_s=per_sample, inputs=request.inputs, prompt=request.prompt,
-                        charts=request.charts, device=device,
-                    )
-                    for request, prep in zip(batch, prepared)
+                    _record(run_key, request, model, backend_name, result, parse, latency_s=latency,
+                            inputs=request.inputs, prompt=request.prompt, charts=request.charts, device=device)
+                    for request, result, latency in done
                 ]
                 writer.write(records)
-                processed += len(records)
-                errors += sum(r.error is not None for r in records)
+                counts["processed"] += len(records)
+                counts["errors"] += sum(r.error is not None for r in records)
                 bar.update(len(records))
-                seen = answered_before + processed
+                seen, errors = answered_before + counts["processed"], counts["errors"]
                 if seen >= settings.min_samples_for_error_rate and errors / seen > settings.max_error_rate:
                     raise RunAborted(
                         f"{errors} of {seen} samples failed (> max_error_rate={settings.max_error_rate}); "
                         f"their errors are in {writer.path}; fix the cause and re-run: failed samples are retried"
                     )
+
+            prepared = _prefetched(todo, loader, policy, settings.batch_size * (settings.prefetch_batches + 1))
+            if getattr(backend, "continuous", False):
+                _stream(backend, prepared, write)
+            else:
+                _in_batches(backend, prepared, settings.batch_size, write)
     finally:
         backend.close()
-    return RunStats(total=len(mine), skipped=len(mine) - len(todo), generated=processed, errors=errors)
+    return RunStats(total=len(mine), skipped=len(mine) - len(todo), generated=counts["processed"],
+                    errors=counts["errors"])
+
+
+Prepared = Iterator[tuple[Request, "PreparedRequest | Exception"]]
+
+
+def _prefetched(todo: Sequence[Request], loader: ThreadPoolExecutor, policy: ImagePolicy, ahead: int) -> Prepared:
+    """Each request with its decoded charts (or the error decoding them), in order, the loader
+    threads working ``ahead`` requests in advance while the model generates."""
+    window: deque[tuple[Request, Future]] = deque()
+    requests = iter(todo)
+    for request in requests:
+        window.append((request, loader.submit(_prepare, request, policy)))
+        if len(window) >= ahead:
+            break
+    while window:
+        request, future = window.popleft()
+        following = next(requests, None)
+        if following is not None:
+            window.append((following, loader.submit(_prepare, following, policy)))
+        yield request, future.result()
+
+
+def _in_batches(backend: Backend, prepared: Prepared, size: int, write: Callable) -> None:
+    """Batches of ``size``, each generated (failures isolated) and written before the next."""
+    while batch := list(islice(prepared, size)):
+        ready = [p for _, p in batch if isinstance(p, PreparedRequest)]
+        started = time.perf_counter()
+        outputs = iter(generate_isolating_failures(backend, ready) if ready else [])
+        per_sample = (time.perf_counter() - started) / len(batch)
+        write([(r, next(outputs) if isinstance(p, PreparedRequest) else p, per_sample) for r, p in batch])
+
+
+def _stream(backend: Any, prepared: Prepared, write: Callable) -> None:
+    """The backend fed continuously (``stream``): each answer written (fsynced) as it finishes.
+    Its latency is the time since the previous record, so latencies still add up to wall time."""
+    by_id: dict[str, Request] = {}
+    refused: list[tuple[Request, Exception]] = []
+
+    def feed() -> Iterator[PreparedRequest]:
+        for request, prep in prepared:
+            if isinstance(prep, PreparedRequest):
+                by_id[request.sample_id] = request
+                yield prep
+            else:
+                refused.append((request, prep))
+
+    last = time.perf_counter()
+    for sample_id, result in backend.stream(feed()):
+        now = time.perf_counter()
+        done = [(by_id.pop(sample_id), result, now - last)]
+        done += [(request, err, 0.0) for request, err in refused]
+        refused.clear()
+        last = now
+        write(done)
+    if refused:  # charts that failed after the last answer
+        write([(request, err, 0.0) for request, err in refused])
 
 
 def device_name() -> str:
