@@ -50,7 +50,7 @@ def _date_or_null(v: Any) -> bool:
 
 
 RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("infer.batch_size", *_int(1)),
+    ("infer.batch_size", *_optional_int(1)),
     ("infer.prefetch_batches", *_int(0)),
     ("infer.loader_threads", *_int(1)),
     ("infer.max_error_rate", *_share(True)),

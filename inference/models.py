@@ -42,6 +42,7 @@ class ModelSpec:
     random_weights: bool = False  # a pipeline check, not a model: reports say so
     # The budget infer.generation.max_new_tokens defaults to (thousands for reasoning models).
     max_new_tokens: int = 32
+    gpu_batch_size: int = 8  # transformers backend on a GPU, when infer.batch_size is null (not in the run key)
     # transformers backend: "varlen" = one attention call per vision layer where the model type has
     # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
     vision_attention: str = "varlen"

@@ -83,14 +83,16 @@ def _is_out_of_memory(err: Exception) -> bool:
     return "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
 
 
-def generate_isolating_failures(backend: Backend, batch: list[PreparedRequest]) -> list[Generation | Exception]:
+def generate_isolating_failures(backend: Backend, batch: list[PreparedRequest], encoded: Any = None
+                                ) -> list[Generation | Exception]:
     """Generate a batch; on failure split it in halves until the failing samples stand alone.
 
     Out-of-memory on a large batch thus becomes smaller batches, and one poisonous sample costs
     only its own record. Valid because outputs do not depend on the batch they ran in.
+    ``encoded``: the backend's inputs for this whole batch, prepared ahead (halves encode anew).
     """
     try:
-        return list(backend.generate(batch))
+        return list(backend.generate(batch) if encoded is None else backend.generate(batch, encoded))
     except Exception as err:
         if _is_out_of_memory(err):
             gc.collect()
@@ -188,13 +190,32 @@ def _prefetched(todo: Sequence[Request], loader: ThreadPoolExecutor, policy: Ima
 
 
 def _in_batches(backend: Backend, prepared: Prepared, size: int, write: Callable) -> None:
-    """Batches of ``size``, each generated (failures isolated) and written before the next."""
-    while batch := list(islice(prepared, size)):
-        ready = [p for _, p in batch if isinstance(p, PreparedRequest)]
-        started = time.perf_counter()
-        outputs = iter(generate_isolating_failures(backend, ready) if ready else [])
-        per_sample = (time.perf_counter() - started) / len(batch)
-        write([(r, next(outputs) if isinstance(p, PreparedRequest) else p, per_sample) for r, p in batch])
+    """Batches of ``size``, each generated (failures isolated) and written before the next. A
+    backend with ``encode`` (the transformers processor) gets the next batch encoded in a thread
+    while the current one generates."""
+    encode = getattr(backend, "encode", None)
+
+    def ready(batch: list) -> list[PreparedRequest]:
+        return [p for _, p in batch if isinstance(p, PreparedRequest)]
+
+    with ThreadPoolExecutor(1) as ahead:
+        def start(batch: list) -> Future | None:
+            return ahead.submit(encode, ready(batch)) if encode is not None and ready(batch) else None
+
+        batch = list(islice(prepared, size))
+        encoding = start(batch)
+        while batch:
+            following = list(islice(prepared, size))
+            encoding_next = start(following)
+            started = time.perf_counter()
+            try:
+                encoded = encoding.result() if encoding is not None else None
+            except Exception:  # a sample the processor rejects: generate isolates it
+                encoded = None
+            outputs = iter(generate_isolating_failures(backend, ready(batch), encoded) if ready(batch) else [])
+            per_sample = (time.perf_counter() - started) / len(batch)
+            write([(r, next(outputs) if isinstance(p, PreparedRequest) else p, per_sample) for r, p in batch])
+            batch, encoding = following, encoding_next
 
 
 def _stream(backend: Any, prepared: Prepared, write: Callable) -> None:

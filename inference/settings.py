@@ -26,10 +26,20 @@ def image_policy(cfg: DictConfig) -> ImagePolicy:
     return ImagePolicy(**OmegaConf.to_container(cfg.infer.image, resolve=True))
 
 
+def batch_size(cfg: DictConfig) -> int:
+    """infer.batch_size, or when null the model's GPU batch on a GPU and 8 on CPU: a GPU left at 8
+    idles between Python steps; a CPU gains nothing from larger batches."""
+    if cfg.infer.batch_size is not None:
+        return int(cfg.infer.batch_size)
+    import torch
+
+    return int(cfg.model.get("gpu_batch_size") or 8) if torch.cuda.is_available() else 8
+
+
 def run_settings(cfg: DictConfig) -> RunSettings:
     i = cfg.infer
     return RunSettings(
-        batch_size=int(i.batch_size),
+        batch_size=batch_size(cfg),
         prefetch_batches=int(i.prefetch_batches),
         loader_threads=int(i.loader_threads),
         max_error_rate=float(i.max_error_rate),

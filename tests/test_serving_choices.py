@@ -57,3 +57,32 @@ def test_the_layout_is_in_the_run_key_only_when_it_is_the_variant():
 
     with pytest.raises(ConfigError, match="infer.prompt_layout='sideways': must be images_first or text_first"):
         validate(config("infer.prompt_layout=sideways"))
+
+
+def test_the_transformers_batch_is_the_models_on_a_gpu_and_8_on_cpu():
+    import torch
+
+    from inference.settings import batch_size
+
+    seven = config("model=qwen2_5_vl_7b")
+    assert seven.infer.batch_size is None and seven.model.gpu_batch_size == 32
+    assert batch_size(seven) == (32 if torch.cuda.is_available() else 8)
+    assert batch_size(config("model=qwen2_5_vl_3b", "backend=vllm")) == 256  # vLLM's own chunk
+    assert batch_size(config("model=qwen2_5_vl_3b", "infer.batch_size=3")) == 3
+
+
+def test_a_model_that_would_run_partly_on_cpu_is_refused_unless_asked(tiny_root, capsys):
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from inference.backends.hf import DoesNotFit, check_placement, placement
+
+    path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
+    # What a GPU run finds after an offload: the weights on the CPU (load_model checks on GPUs only).
+    model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
+    with pytest.raises(DoesNotFit, match=r"would run partly on \['cpu'\]; .*backend.device_map=auto"):
+        check_placement(model, path, None)
+    check_placement(model, path, "auto")
+    assert "parts of the model run on ['cpu'] (backend.device_map=auto)" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert placement(path, None) is None and placement(path, "auto") is None
