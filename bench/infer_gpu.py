@@ -112,8 +112,9 @@ def processor_and_ids(tokenizer_dir: str | None, work: Path):
     return processor, name
 
 
-def build_model(name: str, device: str, processor):
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+def model_config(name: str, processor):
+    """The published config of ``name``, its special-token ids those of ``processor``'s tokenizer."""
+    from transformers import Qwen2_5_VLConfig
 
     spec = dict(CONFIGS[name])
     vision, tie = spec.pop("vision"), spec.pop("tie")
@@ -122,15 +123,21 @@ def build_model(name: str, device: str, processor):
            (("image_token_id", "<|image_pad|>"), ("vision_start_token_id", "<|vision_start|>"),
             ("vision_end_token_id", "<|vision_end|>"), ("video_token_id", "<|video_pad|>"))}
     rope = MROPE if name != "tiny" else {"type": "mrope", "mrope_section": [4, 6, 6]}
-    config = Qwen2_5_VLConfig(text_config=dict(spec, max_position_embeddings=32768, rope_theta=1e6, rope_scaling=rope,
-                                               tie_word_embeddings=tie),
-                              vision_config=vision, tie_word_embeddings=tie, **ids)
+    return Qwen2_5_VLConfig(text_config=dict(spec, max_position_embeddings=32768, rope_theta=1e6, rope_scaling=rope,
+                                             tie_word_embeddings=tie),
+                            vision_config=vision, tie_word_embeddings=tie, **ids)
+
+
+def build_model(name: str, device: str, processor):
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    config = model_config(name, processor)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     torch.manual_seed(0)
     with torch.device(device):
         model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype, attn_implementation="sdpa")
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = processor.tokenizer.eos_token_id
+    model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
     return model.eval()
 
 
@@ -209,13 +216,14 @@ def vision_calls(model, run) -> int:
 
 
 class KeepOpen:
-    """The backend as the runner sees it, left loaded when the runner closes it."""
+    """The backend as the runner sees it (generate, encode, stream: all its own), left loaded
+    when the runner closes it."""
 
     def __init__(self, backend):
-        self.backend, self.name = backend, backend.name
+        self.backend = backend
 
-    def generate(self, batch):
-        return self.backend.generate(batch)
+    def __getattr__(self, name: str):
+        return getattr(self.backend, name)
 
     def close(self) -> None:
         pass

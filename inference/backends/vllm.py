@@ -149,6 +149,8 @@ class VLLMBackend:
             dtype=dtype,
             seed=generation.seed,
             enforce_eager=bool(backend.enforce_eager),
+            # bench/infer_vllm.py only: random ("dummy") weights at a real checkpoint's size.
+            **({"load_format": str(backend.load_format)} if backend.get("load_format") else {}),
             **({"gpu_memory_utilization": float(backend.gpu_memory_utilization)} if torch.cuda.is_available() else {}),
             **lora_kwargs,
         )

@@ -1,0 +1,116 @@
+"""bench/infer_gpu.py's twin for machines with vLLM: the same models, requests and ratios through
+the vLLM backend, its weights random (``load_format="dummy"``) at the published sizes.
+
+    python bench/infer_vllm.py                                  # 3B and 7B on the GPU
+    python bench/infer_vllm.py --models tiny --batch-sizes 4 --serial 2 --requests 8     # vLLM's CPU build
+
+A checkpoint directory is written per model with the published config and the tiny fixture's
+tokenizer and chat template beside Qwen2.5-VL's image settings (no weights: vLLM draws them), then
+served by ``VLLMBackend`` as a run would. Rows: (a) the calibrated matmul peak; (b) one request
+at a time; (c) ``LLM.generate`` over chunks of each batch size; (d) continuous feeding
+(``backend.feed=continuous``) of ``--requests``; (e) (d) through the real runner (chart files
+decoded in the prefetch threads, each record fsynced). Printed: samples/s, (c)/(b), (d)/(c),
+(e)/(d), and model FLOP utilisation against (a) and the datasheet, FLOPs counted as in
+bench/infer_gpu.py. Everything vLLM runs sits under ``main()``: its workers may re-import this
+module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def main() -> None:
+    import torch
+    from omegaconf import OmegaConf
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    import infer_gpu as g
+    from inference.backends.base import GenerationSpec, Media
+    from inference.backends.vllm import VLLMBackend
+    from inference.chat import chat_text
+    from inference.models import ModelSpec
+    from inference.records import RecordStore
+    from inference.runner import Request, RunSettings, Shard, run_requests
+    from rendering.model_input import ImagePolicy
+    from tasks.forecast.task import TASK
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(g.CONFIGS))
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 128, 256])
+    parser.add_argument("--serial", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=512, help="requests of rows (d) and (e)")
+    parser.add_argument("--new-tokens", type=int, default=8)
+    args = parser.parse_args()
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    sheet = next((v for k, v in g.DATASHEET_TFLOPS.items() if k in gpu), None)
+    peak = g.calibrate(device)
+    print(f"device {gpu}; (a) matmul peak reached {peak:.1f} TFLOPS; datasheet dense bf16 {sheet or 'unknown'} TFLOPS")
+    generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        processor, tokenizer_name = g.processor_and_ids(None, work)
+        reqs, files, prompt = g.requests(max(args.batch_sizes + [args.serial, args.requests]), work)
+        one = processor(text=[chat_text(processor, prompt, 2)], images=[list(reqs[0].images)], return_tensors="pt")
+        prompt_tokens = int(one["input_ids"].shape[1])
+        print(f"prompt: {prompt_tokens} tokens measured (text by {tokenizer_name}); {args.new_tokens} new tokens")
+        for name in args.models:
+            config = g.model_config(name, processor)
+            with torch.device("meta"):  # parameter counts for the FLOPs, no memory
+                shape = Qwen2_5_VLForConditionalGeneration(config)
+            flops = g.Flops(shape, one["image_grid_thw"], prompt_tokens, args.new_tokens)
+            folder = work / f"qwen2_5_vl-{name}"
+            config.architectures = ["Qwen2_5_VLForConditionalGeneration"]  # how vLLM picks its model class
+            config.save_pretrained(folder)
+            processor.save_pretrained(folder)
+            shape.generation_config.eos_token_id = processor.tokenizer.eos_token_id
+            shape.generation_config.save_pretrained(folder)
+            cfg = OmegaConf.create({"feed": "continuous", "in_flight": max(args.batch_sizes), "enforce_eager": device != "cuda",
+                                    "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 4,
+                                    "merged_dir": str(work / "merged"), "load_format": "dummy"})
+            backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, cfg,
+                                  Media(2, (800, 600)))
+            print(f"\n{name}: {flops.total / 1e12:.2f} TFLOP per sample")
+            print(f"{'model':<6}{'row':<30}{'batch':>6}{'samples/s':>11}{'ratio':>14}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}")
+
+            def row(label: str, batch: int, rate: float, ratio: str = "") -> None:
+                achieved = flops.total * rate / 1e12
+                print(f"{name:<6}{label:<30}{batch:>6}{rate:>11.2f}{ratio:>14}{achieved:>9.2f}{achieved / peak:>9.1%}"
+                      + (f"{achieved / sheet:>10.1%}" if sheet and device == "cuda" else f"{'–':>10}"))
+
+            backend.generate(reqs[:1])
+            _, t = g.timed(lambda: [backend.generate([r]) for r in reqs[: args.serial]], device)
+            serial = args.serial / t
+            row("(b) one request at a time", 1, serial)
+            chunked = {}
+            for batch in args.batch_sizes:
+                _, t = g.timed(lambda: backend.generate(reqs[:batch]), device)
+                chunked[batch] = batch / t
+                row("(c) LLM.generate chunks", batch, batch / t, f"{batch / t / serial:.2f}x (b)")
+            best = max(chunked.values())
+            _, t = g.timed(lambda: list(backend.stream(iter(reqs[: args.requests]))), device)
+            fed = args.requests / t
+            row("(d) continuous feeding", backend.in_flight, fed, f"{fed / best:.2f}x (c)")
+            runner_requests = [Request(f"r{i:05d}", prompt, tuple(files), None, ("daily", "weekly"))
+                               for i in range(args.requests)]
+            settings = RunSettings(batch_size=max(args.batch_sizes), prefetch_batches=2, loader_threads=4)
+            _, t = g.timed(lambda: run_requests(runner_requests, RecordStore(work / f"run-{name}"), "bench", name, "vllm",
+                                                lambda: g.KeepOpen(backend), ImagePolicy(), Shard(), settings,
+                                                TASK.parser(None)), device)
+            runner = args.requests / t
+            row("(e) (d) through the runner", backend.in_flight, runner, f"{runner / fed:.2f}x (d)")
+            print(f"{name:<6}best (c)/(b) {best / serial:.2f}x, (d)/(c) {fed / best:.2f}x, (e)/(d) {runner / fed:.2f}x")
+            backend.close()
+
+
+if __name__ == "__main__":
+    main()
