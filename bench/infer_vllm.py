@@ -97,7 +97,7 @@ def main() -> None:
                 chunked[batch] = batch / t
                 row("(c) LLM.generate chunks", batch, batch / t, f"{batch / t / serial:.2f}x (b)")
             best = max(chunked.values())
-            _, t = g.timed(lambda: list(backend.stream(iter(reqs[: args.requests]))), device)
+            _, t = g.timed(lambda: [a for step in backend.stream(iter(reqs[: args.requests])) for a in step], device)
             fed = args.requests / t
             row("(d) continuous feeding", backend.in_flight, fed, f"{fed / best:.2f}x (c)")
             runner_requests = [Request(f"r{i:05d}", prompt, tuple(files), None, ("daily", "weekly"))

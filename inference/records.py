@@ -46,7 +46,9 @@ class ResponseRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     token_ids: tuple[int, ...] = ()
-    latency_s: float = 0.0  # wall time of the batch this sample ran in, divided by its size
+    # Wall time of the batch this sample ran in divided by its size (continuous feeding: the time
+    # since the previous write, shared by the answers it wrote); summed, a run's wall time.
+    latency_s: float = 0.0
     inputs: str | None = None  # fingerprint of the input files' sha256 (None: baselines, imports)
     # What the model was given, for the report's sample browser: the prompt as sent and the time
     # frames of the charts that went with it (the sample's chart files). None / (): not recorded.

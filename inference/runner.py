@@ -219,8 +219,9 @@ def _in_batches(backend: Backend, prepared: Prepared, size: int, write: Callable
 
 
 def _stream(backend: Any, prepared: Prepared, write: Callable) -> None:
-    """The backend fed continuously (``stream``): each answer written (fsynced) as it finishes.
-    Its latency is the time since the previous record, so latencies still add up to wall time."""
+    """The backend fed continuously (``stream``): the answers of each engine step written (one
+    fsync) as they finish. Their latency shares the time since the previous write, so latencies
+    still add up to wall time. An id the backend did not get, or gives twice, is skipped."""
     by_id: dict[str, Request] = {}
     refused: list[tuple[Request, Exception]] = []
 
@@ -233,13 +234,16 @@ def _stream(backend: Any, prepared: Prepared, write: Callable) -> None:
                 refused.append((request, prep))
 
     last = time.perf_counter()
-    for sample_id, result in backend.stream(feed()):
+    for finished in backend.stream(feed()):
         now = time.perf_counter()
-        done = [(by_id.pop(sample_id), result, now - last)]
+        requests = [(by_id.pop(sample_id, None), result) for sample_id, result in finished]
+        requests = [(r, result) for r, result in requests if r is not None]
+        done = [(r, result, (now - last) / max(1, len(requests))) for r, result in requests]
         done += [(request, err, 0.0) for request, err in refused]
         refused.clear()
         last = now
-        write(done)
+        if done:
+            write(done)
     if refused:  # charts that failed after the last answer
         write([(request, err, 0.0) for request, err in refused])
 

@@ -87,6 +87,8 @@
     if (p === "failed" && !R.failed[i]) return false;
     if (p.startsWith("tier:") && R.tier[i] !== p.slice(5)) return false;
     if (p.startsWith("reason:") && R.reason[i] !== p.slice(7)) return false;
+    // The failure view's link: failed with exactly this reason ("" = none given); a parsed answer's flag is not one.
+    if (p.startsWith("failed:") && (!R.failed[i] || (R.reason[i] || "") !== p.slice(7))) return false;
     if (state.outcome === "none" ? R.outcome[i] !== null : state.outcome && R.outcome[i] !== state.outcome) return false;
     return true;
   }
@@ -121,7 +123,9 @@
   function pre(cls, text) { return h("pre", { class: cls }, text === null || text === undefined ? "–" : text); }
 
   function images(i) {
-    if (X.prompt[i] === null) return h("p", { class: "cb-note" }, "No model input recorded (a baseline or an import).");
+    if (X.prompt[i] === null) {
+      return h("p", { class: "cb-note" }, "No model input recorded (a baseline, an import, or a run recorded before prompts were kept).");
+    }
     if (!X.images[i].length) return h("p", { class: "cb-note" }, "No image: the prompt alone.");
     return h("div", { class: "cb-images" }, X.images[i].map((k) => {
       const [src, w, hgt, error] = D.images[k];
@@ -192,8 +196,14 @@
         const [run, reason] = key.split("\u0000");
         return h("tr", {}, h("td", {}, runName(Number(run))), h("td", {}, reason || "(none given)"), h("td", {}, n),
           h("td", {}, h("button", { class: "cb-show-failures", on: { click: () => {
-            Object.assign(state, { run, parse: reason ? "reason:" + reason : "failed", page: 0 });
-            controls.run.value = run; controls.parse.value = state.parse; render();
+            // Exactly the samples counted here: every other filter cleared.
+            for (const [key, node] of Object.entries(controls)) { state[key] = ""; node.value = ""; }
+            Object.assign(state, { run, parse: "failed:" + reason, page: 0 });
+            controls.run.value = run;
+            if (![...controls.parse.options].some((o) => o.value === state.parse)) {
+              controls.parse.append(h("option", { value: state.parse }, "failed: " + clip(reason || "(none given)", 48)));
+            }
+            controls.parse.value = state.parse; render();
             body.scrollIntoView({ block: "start" });
           } } }, "show")));
       }));

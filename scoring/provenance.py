@@ -70,6 +70,8 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
     if run.responses.exists():
         for line in run.responses.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
+            if row.get("run_key") != info["run_key"]:  # answers of an earlier key the run was redone under
+                continue
             records += 1
             wall += float(row.get("latency_s") or 0.0)
             devices.add(row.get("device"))

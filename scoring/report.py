@@ -94,7 +94,9 @@ def figure(draw: Callable[[plt.Axes], None], size=(8, 4)) -> bytes:
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:
-    cells = frame.astype(object).where(frame.notna(), "–").astype(str)
+    # One row per line: a raw text's newlines and pipes would split it.
+    cells = frame.astype(object).where(frame.notna(), "–").astype(str).map(
+        lambda v: v.replace("\n", " ").replace("|", "\\|"))
     head = "| " + " | ".join(cells.columns) + " |"
     rule = "|" + "|".join("---" for _ in cells.columns) + "|"
     body = ["| " + " | ".join(row) + " |" for row in cells.to_numpy()]

@@ -60,3 +60,19 @@ def test_parse_failures_are_counted_by_reason_with_a_raw_text():
     assert failure_section("e2a", {"clean": parsed.iloc[:1]}) is None
     (baseline,) = failure_section("forecast", {"xgboost": parsed.drop(columns="error").iloc[3:]}).tables
     assert baseline.frame["First raw text"].tolist() == ["(no text)"]  # no answer written, nothing failed
+
+
+def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
+    """responses.jsonl keeps the answers of every key a run was redone under; provenance is of the current one."""
+    from candlebench.layout import Layout
+    from scoring.provenance import run_provenance
+
+    paths = Layout(tmp_path).task("forecast")
+    run = paths.run("m")
+    run.root.mkdir(parents=True)
+    run.info.write_text(json.dumps({"kind": "model", "model_name": "m", "run_key": "new",
+                                    "identity": {"model": {"path": "/x"}, "backend": "transformers"}}))
+    rows = [{"run_key": "old", "latency_s": 5.0, "device": "cpu"}] * 3 + [{"run_key": "new", "latency_s": 0.5, "device": "NVIDIA H200"}] * 4
+    run.responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    found = run_provenance(paths, "m")
+    assert (found["records"], found["wall_s"], found["samples_per_s"], found["device"]) == (4, 2.0, 2.0, "NVIDIA H200")

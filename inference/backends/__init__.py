@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from inference.backends.base import Backend, GenerationSpec, Media
 from inference.models import ModelSpec, ensure_built, resolve_checkpoint
+from inference.vision_attention import VISION_CONFIG
 
 # (model, generation, backend config, what each prompt carries) -> backend
 Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, Media], Backend]
@@ -62,7 +63,8 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
     that also changes the vision tower is merged for vLLM all the same: vLLM 0.32's LoRA covers
     the tower and connector only with the experimental ``enable_tower_connector_lora`` (Qwen VL
     models), which we have not verified against transformers; a notice says so."""
-    if backend == "vllm":  # its own attention kernels: the transformers-only switch means nothing there
+    if backend == "vllm" or spec.family not in VISION_CONFIG:
+        # vLLM has its own kernels, other families no such path: the switch changes nothing there.
         spec = replace(spec, vision_attention="default")
     if spec.merge_adapter is None:
         spec = replace(spec, merge_adapter=backend == "vllm" and spec.adapter is not None)

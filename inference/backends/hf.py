@@ -49,7 +49,7 @@ def check_placement(model: Any, path: Path, device_map: str | None) -> None:
     """On a GPU machine: refuse weights left on the CPU (or on disk, as meta tensors) unless a
     device_map was asked for, which gets a warning."""
     offloaded = sorted({p.device.type for p in model.parameters()} & {"cpu", "meta"})
-    if not offloaded:
+    if not offloaded or device_map == "cpu":  # asked for (the merge of an adapter for vLLM)
         return
     if device_map is None:
         raise DoesNotFit(f"{path}: the model does not fit this node's GPUs and would run partly on {offloaded}; "
