@@ -134,7 +134,7 @@ def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("infer.batch_size=-1", "infer.batch_size=-1: must be an integer >= 1"),
+        ("infer.batch_size=-1", "infer.batch_size=-1: must be null or an integer >= 1"),
         ("infer.prefetch_batches=-2", "infer.prefetch_batches=-2: must be an integer >= 0"),
         ("infer.shard.index=2", "infer.shard.index=2: must be < infer.shard.count=1"),
         ("samples.interval=0", "samples.interval=0: must be an integer >= 1"),
