@@ -7,7 +7,7 @@ VLLM_VENV ?= .venv-vllm
 BIN := $(VENV)/bin
 VLLM_BIN := $(VLLM_VENV)/bin
 
-.PHONY: demo test
+.PHONY: demo test check
 
 $(BIN)/candlebench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,15 @@ $(VLLM_BIN)/candlebench: pyproject.toml tests/fixtures/torchvision_glue.py
 demo: $(BIN)/candlebench
 	$(BIN)/candlebench run
 
+# The unit tier: the libraries on their own, no subprocess, model, root or service (about half a minute).
+check: $(BIN)/candlebench
+	$(BIN)/python -m pytest -q -m unit
+
 # The SLURM tests run against a real one-node cluster on localhost, the report's browser tests in
 # Debian's headless chromium (Debian packages, root).
 test: $(BIN)/candlebench $(VLLM_BIN)/candlebench
 	slurm/install.sh
 	slurm/cluster.sh start
 	tests/install_browser.sh
-	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n auto -m "not vllm"
-	$(VLLM_BIN)/python -m pytest -m vllm
+	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n auto -m "not vllm" --durations=15
+	$(VLLM_BIN)/python -m pytest -m vllm --durations=15

@@ -58,3 +58,13 @@ def workspace(tmp_path_factory, env) -> Path:
     cli("render", *common, "render.workers=1", env=env)
     assert len(pd.read_parquet(out / "forecast" / "samples.parquet")) == 27
     return out
+
+
+TIERS = ("unit", "stages", "cluster", "browser", "vllm")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is in one tier (pyproject's markers); one that names none is a stage test."""
+    for item in items:
+        if not any(item.get_closest_marker(t) for t in TIERS):
+            item.add_marker(pytest.mark.stages)

@@ -9,6 +9,8 @@ import pytest
 
 from rendering.bars import chart_bars, history_before, weekly
 
+pytestmark = pytest.mark.unit
+
 
 def hand_week(rows, code, first, last):
     """Aggregate the slice's rows of ``code`` dated in [first, last] with plain Python."""

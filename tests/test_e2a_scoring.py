@@ -18,6 +18,8 @@ from tasks.e2a.metrics import e2a_metrics
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
 
+pytestmark = pytest.mark.unit
+
 # --- parser ----------------------------------------------------------------------------------------
 
 PARSES = [  # text, action, confidence, tier, reason part

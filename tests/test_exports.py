@@ -12,6 +12,8 @@ import pytest
 from helpers import SLICE, cli
 from rendering.market import MarketDataError, load_market
 
+pytestmark = pytest.mark.unit
+
 CODES = ["AC", "SM", "TEL"]
 
 

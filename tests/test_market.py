@@ -10,6 +10,8 @@ import pytest
 from helpers import write_csv
 from rendering.market import MarketDataError, OnDefect, load_market
 
+pytestmark = pytest.mark.unit
+
 HEADER = ["code", "date", "open", "high", "low", "close", "volume"]
 GOOD = [
     ["AAA", "2024-01-02", 10, 11, 9, 10.5, 1000],

@@ -10,6 +10,8 @@ from PIL import Image
 from rendering.chart import ChartSpec, render_chart
 from rendering.model_input import ImagePolicy, fit_size, prepare_image
 
+pytestmark = pytest.mark.unit
+
 
 def png_bytes(img: Image.Image) -> bytes:
     buf = io.BytesIO()

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from tasks.forecast.parse import TIERS, ParsedScore, parse_score
 
+pytestmark = pytest.mark.unit
+
 # (id, model output, expected value, expected tier, expected reason substring or None for "no reason")
 CASES: list[tuple[str, str | None, float | None, str, str | None]] = [
     # --- tier 1: clean and near-clean tags --------------------------------------------------

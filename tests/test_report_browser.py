@@ -35,7 +35,7 @@ if _PROBLEM is None:
         _PROBLEM = "selenium is not installed (pip install -e '.[test]')"
 if _PROBLEM and os.environ.get("CANDLEBENCH_REQUIRE_BROWSER") == "1":
     raise RuntimeError(f"CANDLEBENCH_REQUIRE_BROWSER=1 but the browser tests cannot run: {_PROBLEM}")
-pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))]
 
 
 @pytest.fixture(scope="module")

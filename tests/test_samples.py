@@ -15,6 +15,8 @@ from rendering.bars import chart_bars, history_before
 from rendering.market import Market
 from tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
 
+pytestmark = pytest.mark.unit
+
 SPEC = SampleSpec()
 
 

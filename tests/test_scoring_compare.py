@@ -13,6 +13,8 @@ from scipy import stats
 
 from tasks.forecast.compare import compare_runs, mcnemar
 
+pytestmark = pytest.mark.unit
+
 NAN = float("nan")
 
 

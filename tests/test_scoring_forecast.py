@@ -19,6 +19,8 @@ from scipy import stats
 
 from tasks.forecast.metrics import bias_grade, compute_metrics, ic_series
 
+pytestmark = pytest.mark.unit
+
 D1, D2, D3, D4, D5, D6, D7 = (
     "2024-01-05", "2024-02-05", "2024-03-05", "2024-04-05", "2024-05-05", "2024-06-05", "2024-07-05",
 )

@@ -22,6 +22,8 @@ import pytest
 
 from slurm_support import _run, needs_cluster
 
+pytestmark = pytest.mark.cluster
+
 REPO = Path(__file__).resolve().parents[1]
 CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
 TIMEOUT = 45.0

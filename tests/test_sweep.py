@@ -14,7 +14,7 @@ import pytest
 from helpers import cli, records
 from slurm_support import _run, needs_cluster
 
-pytestmark = needs_cluster
+pytestmark = [needs_cluster, pytest.mark.cluster]
 
 MODELS = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
 RUNS = ["tiny_qwen2_5_vl-transformers", "tiny_qwen2_5_vl_lora-transformers", "xgboost", "momentum", "constant", "random"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from rendering.bars import chart_bars, history_before
 from rendering.text import bars_block, sample_text
+
+pytestmark = pytest.mark.unit
 
 
 def test_block_format_is_exact():
