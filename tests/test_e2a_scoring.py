@@ -29,11 +29,12 @@ PARSES = [  # text, action, confidence, tier, reason part
     ('{"Action": "Buy", "Rationale": "up", "Confidence": 85}', "BUY", 0.85, "json", None),
     ('{"分析": "均线多头", "理由": "看涨", "操作": "买入", "置信度": 0.9}', "BUY", 0.9, "json", None),
     ('{"action": "卖出", "rationale": "看跌", "confidence": "high"}', "SELL", 0.8, "json", None),
-    ('{"action": "观望", "rationale": "不明朗", "confidence": "低"}', "UNCERTAIN", 0.2, "json", None),
+    ('{"action": "观望", "rationale": "不明朗", "confidence": "低"}', "HOLD", 0.2, "json", None),
     ('{"action": "BUY", "rationale": "x"}', "BUY", None, "json", "no confidence"),
     ('{"action": "BUY", "rationale": "x", "confidence": 3.5e2}', "BUY", None, "json", "confidence out of range"),
     ('{"action": "STRONG BUY", "rationale": "x", "confidence": 0.9}', "BUY", 0.9, "json", None),
-    ('{"action": "accumulate", "rationale": "x", "confidence": 0.9}', None, None, "none", "unknown action"),
+    ('{"action": "accumulate", "rationale": "x", "confidence": 0.9}', "BUY", 0.9, "json", None),
+    ('{"action": "frobnicate", "rationale": "x", "confidence": 0.9}', None, None, "none", "unknown action"),
     ('{"analysis": "only analysis", "confidence": 0.5}', None, None, "none", "no action found"),
     ('{"action": "BUY", "rationale": "x", "confidence": 0.7', "BUY", 0.7, "fields", None),
     ("Analysis: golden cross.\nRationale: bullish.\nAction: BUY\nConfidence: 0.75", "BUY", 0.75, "fields", None),
@@ -84,16 +85,19 @@ def fake(labels: dict[str, str], **values: float) -> Anchors:
     base = {"ma_position": "mixed", "ma_cross": "none", "trend": "flat", "momentum_5d": "flat",
             "range_position": "middle", "breakout": "none", "volume_change": "normal", "price_volume": "neutral",
             "volatility": "normal", "last_candle": "ordinary"}
-    numbers = {"ma_position": 0.01, "ma_position_short": -0.01}
+    numbers = {"ma_position": 0.01, "ma_position_mid": 0.0, "ma_position_short": -0.01, "ma_cross": 0.0,
+               "golden_cross_bars": np.nan, "death_cross_bars": np.nan}
     return Anchors({**base, **labels}, {**numbers, **values}, ())
 
 
 UP = fake({"ma_cross": "golden", "trend": "up", "momentum_5d": "up", "range_position": "top", "breakout": "up",
            "volume_change": "surge", "price_volume": "rise_on_volume", "volatility": "high",
-           "last_candle": "long_bullish", "ma_position": "above_both"}, ma_position=0.05, ma_position_short=0.02)
+           "last_candle": "long_bullish", "ma_position": "above_both"}, ma_position=0.05, ma_position_short=0.02,
+          ma_position_mid=0.03, ma_cross=0.01, golden_cross_bars=2.0)
 DOWN = fake({"ma_cross": "death", "trend": "down", "momentum_5d": "down", "range_position": "bottom",
              "breakout": "down", "volume_change": "shrink", "price_volume": "fall_on_low_volume", "volatility": "low",
-             "last_candle": "doji", "ma_position": "below_both"}, ma_position=-0.05, ma_position_short=-0.02)
+             "last_candle": "doji", "ma_position": "below_both"}, ma_position=-0.05, ma_position_short=-0.02,
+            ma_position_mid=-0.03, ma_cross=-0.01, death_cross_bars=2.0)
 
 SENTENCES = [  # sentence, anchors, expected (anchor, verdict) claims
     ("A golden cross just formed.", UP, [("ma_cross", "supported")]),
@@ -130,16 +134,17 @@ SENTENCES = [  # sentence, anchors, expected (anchor, verdict) claims
     ("There is a volume surge.", UP, [("volume_change", "supported")]),
     ("Volume is shrinking: light volume all week.", DOWN, [("volume_change", "supported")]),
     ("成交量萎缩。", UP, [("volume_change", "contradicted")]),
-    ("放量上涨。", UP, [("volume_change", "supported"), ("price_volume", "supported")]),
-    ("缩量下跌。", DOWN, [("volume_change", "supported"), ("price_volume", "supported")]),
-    ("The stock rallied on heavy volume.", DOWN, [("volume_change", "contradicted"), ("price_volume", "contradicted")]),
-    ("A volume breakout confirms it.", UP, [("breakout", "supported"), ("volume_change", "supported")]),
+    # A price-volume phrase is that one claim (tests/gold/e2a/README.md); "volume breakout" is volume.
+    ("放量上涨。", UP, [("price_volume", "supported")]),
+    ("缩量下跌。", DOWN, [("price_volume", "supported")]),
+    ("The stock rallied on heavy volume.", DOWN, [("price_volume", "contradicted")]),
+    ("A volume breakout confirms it.", UP, [("volume_change", "supported")]),
     ("High volatility makes it risky.", UP, [("volatility", "supported")]),
     ("波动较小。", DOWN, [("volatility", "supported")]),
     ("The last bar is a long bullish candle.", UP, [("last_candle", "supported")]),
     ("收出一根大阴线。", UP, [("last_candle", "contradicted")]),
     ("A doji signals indecision.", DOWN, [("last_candle", "supported")]),
-    ("RSI is overbought and MACD turned up.", UP, [(None, "unverifiable")]),
+    ("RSI is overbought and MACD turned up.", UP, [(None, "unverifiable"), (None, "unverifiable")]),
     ("A head and shoulders pattern is forming.", DOWN, [(None, "unverifiable")]),
     ("形成头肩顶形态。", DOWN, [(None, "unverifiable")]),
     ("The company has strong fundamentals.", UP, []),
@@ -180,19 +185,32 @@ def test_metrics_on_a_hand_built_set():
     )
     m = e2a_metrics(frame)["all"]
     assert m["n"] == 5 and m["n_directional"] == 3
-    assert m["ucr_all"] == pytest.approx(3 / 6) and m["ucr_dir"] == pytest.approx(1 / 4)
+    # Response-level UCR (1/3, 0, 1, 0, 0), averaged over all and over the three directional (§3.3).
+    assert m["ucr_all"] == pytest.approx((1 / 3 + 1) / 5) and m["ucr_dir"] == pytest.approx(1 / 9)
     assert m["rci"] == pytest.approx(1 / 3) and m["eci"] == pytest.approx(1 / 3)
     assert m["coverage"] == pytest.approx(3 / 5)
-    assert m["ndr"] == pytest.approx(3 / 5 * 3 / 4 * 2 / 3 * 2 / 3)
+    assert m["ndr"] == pytest.approx(3 / 5 * 8 / 9 * 2 / 3 * 2 / 3)
     assert m["buy_sell_ratio"] == 2 and m["no_claim_share"] == pytest.approx(1 / 3)
     assert m["joint_pass_rate"] == 0  # the grounded BUY is overconfident, the SELL inconsistent
     assert m["parse_failure_rate"] == pytest.approx(1 / 5)
-    # tau: among windows with >= 2 strong signals, 2 of 3 responses act (SELL, chart BUY)
-    assert m["coverage_tau2"] == pytest.approx(2 / 3) and m["coverage_tau3"] == 1.0
+    # Cov_tau: directional with S >= tau over all responses, so it only falls as tau rises; NDR_tau's
+    # diagnostics come from D_tau (tau 2: the SELL, inconsistent, and the chart BUY).
+    assert m["coverage_tau1"] == pytest.approx(3 / 5)
+    assert m["coverage_tau2"] == pytest.approx(2 / 5) and m["coverage_tau3"] == pytest.approx(1 / 5)
+    assert m["ndr_tau2"] == pytest.approx(2 / 5 * 1 * 1 / 2 * 1) and m["ndr_tau3"] == 0.0
     blocks = e2a_metrics(frame)["modalities"]
     assert set(blocks) == {"text", "chart", "both"} and blocks["text"]["n"] == 2
     assert blocks["both"]["ndr"] == 0 and blocks["both"]["rci"] is None  # nothing directional there
     assert set(blocks["text"]) == set(m)
+
+
+def test_a_missing_confidence_is_missing_not_zero():
+    frame = rows(("text", "BUY", None, "bullish", 0, 1, 0), ("text", "SELL", 0.9, "bearish", 0, 1, 0),
+                 ("text", "BUY", 0.5, "bullish", 0, 1, 0))
+    m = e2a_metrics(frame)["all"]
+    assert m["eci"] == pytest.approx(1 / 2)  # of the two that state one, the 0.9 on a weak window
+    assert m["no_confidence_share"] == pytest.approx(1 / 3)
+    assert m["ndr"] == pytest.approx(1 * 1 * 1 * 1 / 2)
 
 
 def test_no_directional_response_and_an_empty_modality():
@@ -237,6 +255,10 @@ def test_reference_responders_give_their_known_values(windows):
     contrarian = score("contrarian", windows)
     assert contrarian["rci"] == 1 and contrarian["ndr"] == 0 and contrarian["coverage"] == oracle["coverage"]
     assert np.isclose(contrarian["buy_sell_ratio"], 1 / oracle["buy_sell_ratio"])
+    # Stating the opposite of every fact and acting on it is not rewarded (it once scored a perfect NDR).
+    liar = score("liar", windows)
+    assert liar["coverage"] == 1 and liar["ucr_dir"] == 1 and liar["ucr_all"] == 1 and liar["ndr"] == 0
+    assert liar["no_claim_share"] == 0
 
 
 def test_stock_bootstrap_and_paired_comparison():
@@ -282,19 +304,27 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     labels = {"ma_position": "above_both", "ma_cross": "none", "trend": "up", "momentum_5d": "flat",
               "range_position": "middle", "breakout": "none", "volume_change": "normal", "price_volume": "neutral",
               "volatility": "normal", "last_candle": "ordinary"}
-    anchors = Anchors(labels, {"ma_position": 0.02, "ma_position_short": 0.01}, ("ma_position",))
+    anchors = Anchors(labels, {"ma_position": 0.02, "ma_position_mid": 0.015, "ma_position_short": 0.01, "ma_cross": 0.01,
+                               "golden_cross_bars": np.nan, "death_cross_bars": np.nan}, ("ma_position",))
     said = {"analysis": "A golden cross formed. RSI is overbought. The close is above both moving averages.",
             "rationale": "The uptrend holds.", "action": "BUY", "confidence": 0.8}
     prompt = verify_prompt(words.prompt, words, "PROMPT", Earlier("first", json.dumps(said), said, None), anchors)
     assert prompt.startswith("PROMPT\n\nYour earlier answer was:\n" + json.dumps(said))
-    assert '- "A golden cross formed" (golden cross): contradicted by the data (ma_cross: none)' in prompt
-    assert '- "RSI is overbought": not checkable against these facts' in prompt
-    assert '- "The close is above both moving averages" (close above both averages): supported by the data (ma_position: above_both)' in prompt
+    assert '- "A golden cross formed" (golden cross): contradicted by the data (golden cross: none in the window)' in prompt
+    assert '- "RSI is overbought" (rsi): not checkable against these facts' in prompt
+    assert ('- "The close is above both moving averages" (close above all mas): supported by the data '
+            '(close vs MA5 +1.00%, close vs MA10 +1.50%, close vs MA20 +2.00%)') in prompt
     assert '- "The uptrend holds" (uptrend): supported by the data (trend: up)' in prompt
     assert all(f"- {a}: {label}" in prompt for a, label in labels.items())
+    assert "- MA5/MA20 crossings: golden cross: none in the window; death cross: none in the window" in prompt
+    # Each claim once, with one verdict, however often the answer repeats it.
+    twice = {**said, "rationale": "A golden cross formed. The uptrend holds."}
+    again = verify_prompt(words.prompt, words, "P", Earlier("first", json.dumps(twice), twice, None), anchors)
+    assert again.count("(golden cross)") == 1 and again.count("(uptrend)") == 1
     # An answer that was not parsed: its claims are read from what it wrote.
     raw = verify_prompt(words.prompt, words, "P", Earlier("first", "Death cross!! sell", None, "no JSON object"), anchors)
-    assert "Death cross!! sell" in raw and '- "Death cross" (death cross): contradicted by the data (ma_cross: none)' in raw
+    assert "Death cross!! sell" in raw
+    assert '- "Death cross" (death cross): contradicted by the data (death cross: none in the window)' in raw
     # No text at all (generation failed): says so, with no claim to check.
     none = verify_prompt(words.prompt, words, "P", Earlier("first", None, None, "CUDA out of memory"), anchors)
     assert "(no readable answer: CUDA out of memory)" in none and "(no claim that these facts can check)" in none

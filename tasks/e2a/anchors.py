@@ -27,6 +27,14 @@ window; ``MAk`` = mean of the last ``k`` closes of the history (all of them when
     |                | the window's mean range                                   | long_bullish (body >= 0.6, range >= | long_bearish      |
     |                |                                                           | 1.2x mean) / long_bearish / ordinary|                   |
 
+Values beyond the labels, for claims the labels cannot check: ``ma_position_short`` /
+``ma_position_mid`` / ``ma_position`` are c[-1] / MA5, MA10, MA20 - 1 (the chart draws all three);
+``ma_cross`` is MA5 - MA20 on the last bar (which average is on top); ``golden_cross_bars`` and
+``death_cross_bars`` are the bars since the latest such crossing anywhere in the window, between two
+bars the chart shows (NaN when none). A claim "a golden cross formed" is about what the chart shows,
+so it is checked against the whole window, while the ``ma_cross`` label (a *recent* cross, a strong
+signal) keeps its 5-bar look-back.
+
 Short windows: momentum and price_volume compare with the first bar when there are fewer than 6;
 breakout needs 2 bars (1: none); volatility needs 3 (fewer: low). A gap in the stock's bars
 (a suspension) is simply not a bar: the window is its last ``window`` bars. Every label is
@@ -60,6 +68,7 @@ STRONG: Mapping[str, frozenset[str]] = MappingProxyType({
 class AnchorSettings:
     window: int = 30
     ma_short: int = 5
+    ma_mid: int = 10
     ma_long: int = 20
     cross_bars: int = 5
     trend_move: float = 0.05
@@ -118,6 +127,7 @@ def compute_anchors(history: Mapping[str, np.ndarray], s: AnchorSettings = Ancho
                              "below_both" if c[-1] < ma_s and c[-1] < ma_l else "mixed")
     values["ma_position"] = c[-1] / ma_l - 1  # the close against MA20 (claims about one average)
     values["ma_position_short"] = c[-1] / ma_s - 1
+    values["ma_position_mid"] = c[-1] / _ma(closes_all, s.ma_mid, last) - 1
 
     diff = [_ma(closes_all, s.ma_short, t) - _ma(closes_all, s.ma_long, t)
             for t in range(max(0, last - s.cross_bars), last + 1)]
@@ -129,6 +139,12 @@ def compute_anchors(history: Mapping[str, np.ndarray], s: AnchorSettings = Ancho
             cross = "death"
     labels["ma_cross"] = cross
     values["ma_cross"] = diff[-1]
+    shown = [_ma(closes_all, s.ma_short, t) - _ma(closes_all, s.ma_long, t) for t in range(last - n + 1, last + 1)]
+    values["golden_cross_bars"] = values["death_cross_bars"] = float("nan")
+    for ago, (before, after) in enumerate(zip(shown[-2::-1], shown[::-1])):
+        key = "golden_cross_bars" if before <= 0 < after else "death_cross_bars" if before >= 0 > after else None
+        if key and np.isnan(values[key]):
+            values[key] = float(ago)
 
     x = np.arange(n, dtype=float)
     slope = float(np.polyfit(x, c, 1)[0]) if n >= 2 else 0.0

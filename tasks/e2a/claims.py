@@ -1,96 +1,282 @@
 """Claims of an E2A-style answer, verified against the window's anchors; and its rationale's polarity.
 
-A sentence (split at . ! ? ; 。！？；and line breaks) holds a claim when one of :data:`RULES`
-matches it: a pattern (English or Chinese) naming an anchor fact. Its verdict is ``supported``
-when the fact holds in the window, ``contradicted`` when it does not. A negation in the same
-sentence before the match ("no golden cross", "has not broken out", "未出现金叉") turns the claim
-into its negation. Technical statements no anchor can check (RSI, MACD, head and shoulders,
-Fibonacci levels, ...) are ``unverifiable``: counted, never scored. Ours, as E2A-Bench never
-published its matcher; every rule is one line of :data:`RULES`.
+E2A-Bench never published its claim matcher; this one is ours, measured on the hand-labelled gold
+set in ``tests/gold/e2a/`` (its README defines every claim; ``bench/e2a.py`` prints the accuracy).
+A claim is one of :data:`CLAIMS` (e.g. ``close_above_ma20``), asserted or negated; its verdict is
+``supported`` when what the answer asserts holds in the window, else ``contradicted``. Technical
+statements no anchor checks (RSI, MACD, KDJ, MA60/120/250, chart patterns, ...) are
+``unverifiable``: counted, never scored.
+
+How a text is read, in order:
+
+1. **Normalise**: NFKC, lower case, Chinese numerals before 日; every moving-average mention becomes
+   a token: ``‹m5›`` (MA5, MA 5, MA(5), SMA5, 5-day EMA, 5-day line, 5日均线, 5日线, 五日线, ...),
+   lists ``‹m5+10+20›`` ("5-, 10- and 20-day averages", "MA5、MA10和MA20", "5日和10日均线"), and
+   ``‹mall›`` for the averages unnamed ("the moving averages", "均线").
+2. **Clauses**: sentences split at . ! ? ; 。！？； and line breaks, clauses at commas, colons and
+   but / while / whereas / although / 但 / 而 / 虽然 / 尽管. A question (ending in ?) holds no claim.
+3. **Frames**: one combined pattern finds every frame in one pass: close vs averages (relation
+   before or after the token: "above ‹m20›", "站上‹m5+10›", "‹m20›之上"), average vs average
+   ("‹m5› above ‹m20›" is ma5_above_ma20, "‹m5›上穿‹m20›" a golden cross), and the fixed phrases
+   of the other anchors. A frame whose clause names MACD, KDJ, RSI, ... is about that indicator
+   ("MACD golden cross"): unverifiable, not an anchor claim.
+4. **Modality and negation**, both in the clause before the frame: a hedge or condition (could,
+   might, would, if, likely to, 有望, 若, 一旦, 或将, 可能, ...) leaves no claim; a negation (not,
+   no, no longer, never, has yet to, 未, 没有, 并未, 尚未, 不再, 未能) negates it, but "no doubt",
+   "not only", "未来" (future), "无疑", "毫无" do not, and two negations cancel.
+5. **A set**: each (claim, negated) counts once per answer, however often it is repeated (free text
+   is both the analysis and the rationale).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from tasks.e2a.anchors import Anchors
+from tasks.e2a.parse import stated_action
 
 Verdict = Literal["supported", "contradicted", "unverifiable"]
-Check = Callable[[Anchors], bool]
-
-_MA5 = r"(?:5[- ]?(?:day|日)\s*(?:moving average|ma|均线|线)|ma\s?5\b|5日线)"
-_MA20 = r"(?:20[- ]?(?:day|日)\s*(?:moving average|ma|均线|线)|ma\s?20\b|20日线)"
-_MAS = r"(?:(?:both|all|the short- and long-term|key) moving averages|(?<![\d日])均线(?:系统)?)"
-_ABOVE = r"(?:above|over|stands above|holds above|trades above|broke above|站上|站稳|位于|运行于|在)"
-_BELOW = r"(?:below|under|beneath|fell below|broke below|falls below|跌破|位于|运行于|在)"
 
 
-def _label(anchor: str, *labels: str) -> Check:
-    return lambda a: a.labels[anchor] in labels
+def _values_all(sign: int) -> Callable[[Anchors], bool]:
+    keys = ("ma_position_short", "ma_position_mid", "ma_position")
+    return lambda a: all(a.values[k] * sign > 0 for k in keys)
 
 
-def _value(key: str, sign: int) -> Check:
-    return lambda a: a.values[key] * sign > 0
+def _label(anchor: str, label: str) -> Callable[[Anchors], bool]:
+    return lambda a: a.labels[anchor] == label
 
 
-# "MA5 crossed under MA20" is about the two averages, not the close: no position claim.
-_CROSSING = re.compile(r"cross|穿", re.I)
+def _crossed(key: str) -> Callable[[Anchors], bool]:
+    return lambda a: a.values[key] == a.values[key]  # not NaN: such a crossing in the window
 
 
-@dataclass(frozen=True)
-class Rule:
-    anchor: str
-    claim: str  # what the sentence says, e.g. "close above MA20"
-    pattern: re.Pattern[str]
-    holds: Check
-    unless: re.Pattern[str] | None = None  # a sentence matching this holds no such claim
+_MA_VALUE: Final = {5: "ma_position_short", 10: "ma_position_mid", 20: "ma_position"}
+
+# claim -> (anchor it is checked against, holds)
+CLAIMS: Final[dict[str, tuple[str, Callable[[Anchors], bool]]]] = {
+    **{f"close_{side}_ma{k}": ("ma_position", (lambda key, s: lambda a: a.values[key] * s > 0)(key, sign))
+       for k, key in _MA_VALUE.items() for side, sign in (("above", 1), ("below", -1))},
+    "close_above_all_mas": ("ma_position", _values_all(1)),
+    "close_below_all_mas": ("ma_position", _values_all(-1)),
+    "ma5_above_ma20": ("ma_cross", lambda a: a.values["ma_cross"] > 0),
+    "ma5_below_ma20": ("ma_cross", lambda a: a.values["ma_cross"] < 0),
+    "golden_cross": ("ma_cross", _crossed("golden_cross_bars")),
+    "death_cross": ("ma_cross", _crossed("death_cross_bars")),
+    "uptrend": ("trend", _label("trend", "up")),
+    "downtrend": ("trend", _label("trend", "down")),
+    "sideways": ("trend", _label("trend", "flat")),
+    "momentum_up": ("momentum_5d", _label("momentum_5d", "up")),
+    "momentum_down": ("momentum_5d", _label("momentum_5d", "down")),
+    "near_range_top": ("range_position", _label("range_position", "top")),
+    "near_range_bottom": ("range_position", _label("range_position", "bottom")),
+    "breakout_up": ("breakout", _label("breakout", "up")),
+    "breakout_down": ("breakout", _label("breakout", "down")),
+    "volume_surge": ("volume_change", _label("volume_change", "surge")),
+    "volume_shrink": ("volume_change", _label("volume_change", "shrink")),
+    **{pv: ("price_volume", _label("price_volume", pv))
+       for pv in ("rise_on_volume", "fall_on_volume", "rise_on_low_volume", "fall_on_low_volume")},
+    "volatility_high": ("volatility", _label("volatility", "high")),
+    "volatility_low": ("volatility", _label("volatility", "low")),
+    "long_bullish_candle": ("last_candle", _label("last_candle", "long_bullish")),
+    "long_bearish_candle": ("last_candle", _label("last_candle", "long_bearish")),
+    "doji": ("last_candle", _label("last_candle", "doji")),
+}
+
+# --- 1. normalisation --------------------------------------------------------------------------------
+
+_CN_NUMBERS: Final = (("二百五十", "250"), ("一百二十", "120"), ("六十", "60"), ("三十", "30"), ("二十", "20"),
+                      ("十", "10"), ("五", "5"))
+_CN_NUMBER: Final = re.compile("(" + "|".join(cn for cn, _ in _CN_NUMBERS) + r")(?=\s*日)")
+_DAY: Final = r"(?:\s*-?\s*(?:days?|d|period|sessions?)\b|\s*日)"
+_MA_NOUN: Final = (r"(?:(?:simple|exponential|weighted)\s+)?(?:moving[- ]averages?|mas?\b|smas?\b|emas?\b|lines?\b|averages?\b)"
+                   r"|(?:移动)?(?:平均线|均线)|线|ema|sma|ma")
+_LIST_SEP: Final = r"\s*(?:,\s*(?:and|&)?|、|/|\band\b|&|\bor\b|和|与|及|以及|或)\s*(?:the\s+)?"
+# "5-, 10- and 20-day moving averages", "5日和10日均线", "20-day SMA", "5日线"
+_PERIOD_LIST: Final = re.compile(
+    r"(?<![\d.])(\d{1,3})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
+    + r"\s*(?:" + _MA_NOUN + r")")
+# "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
+_MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*\(?\s*(\d{1,3})\s*\)?(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_ALL: Final = re.compile(
+    r"(?:every|each)\s+(?:moving\s+)?average\b|"
+    r"(?:(?:all|both|each|every|key|the|its|major)\s+(?:of\s+(?:its|the|their)\s+)?(?:(?:short|long|medium)[- ]term\s+|three\s+|key\s+|major\s+)?)?"
+    r"(?:moving[- ]averages|mas\b|averages\b)|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
+# "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
+_SHORT_LONG: Final = re.compile(r"(?:the\s+)?(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
+                                r"|(短期|长期)均线")
+# "the short-term average (MA5)": the average named in brackets.
+_NAMED_AVERAGE: Final = re.compile(r"(?:the\s+)?[\w-]*\s*(?:moving\s+)?(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
+# "the 5-day is above the 20-day": a bare period next to another, in a comparison.
+_BARE_DAYS: Final = re.compile(r"(?<=the )(\d{1,2})-day(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
+                               r"|(?<=the )(\d{1,2})-day\b(?=[\s.,;]*$|[.,;])")
+# A list ends before a verb: in "above MA20 and MA5 remains above MA20" the second MA is a subject.
+_TOKEN_LIST: Final = re.compile(r"‹m([\d+]+)›(?:" + _LIST_SEP + r"‹m([\d+]+)›(?!\s*(?:is|are|was|were|remains?|has|have|had|"
+                                r"stays?|moved|crossed|sits?|trades?|dropped|fell|rose|turned|line|also|still|now)\b))+")
 
 
-def _rule(anchor: str, claim: str, pattern: str, holds: Check) -> Rule:
-    return Rule(anchor, claim, re.compile(pattern, re.I), holds, _CROSSING if anchor == "ma_position" else None)
+def _period_token(m: re.Match[str]) -> str:
+    return " ‹m" + "+".join(re.findall(r"(?<![\d.])\d{1,3}(?![\d.])", m.group(0))) + "› "
 
 
-RULES: Final[tuple[Rule, ...]] = (
-    _rule("ma_cross", "golden cross", r"golden[- ]cross|金叉", _label("ma_cross", "golden")),
-    _rule("ma_cross", "death cross", r"death[- ]cross|死叉", _label("ma_cross", "death")),
-    _rule("ma_position", "close above MA20", _ABOVE + r"\s*(?:(?:the|its)\s*)?" + _MA20 + r"(?!\s*(?:之下|下方))|" + _MA20 + r"(?:之上|上方)", _value("ma_position", 1)),
-    _rule("ma_position", "close below MA20", _BELOW + r"\s*(?:(?:the|its)\s*)?" + _MA20 + r"(?!\s*(?:之上|上方))|" + _MA20 + r"(?:之下|下方)", _value("ma_position", -1)),
-    _rule("ma_position", "close above MA5", _ABOVE + r"\s*(?:(?:the|its)\s*)?" + _MA5 + r"(?!\s*(?:之下|下方))|" + _MA5 + r"(?:之上|上方)", _value("ma_position_short", 1)),
-    _rule("ma_position", "close below MA5", _BELOW + r"\s*(?:(?:the|its)\s*)?" + _MA5 + r"(?!\s*(?:之上|上方))|" + _MA5 + r"(?:之下|下方)", _value("ma_position_short", -1)),
-    _rule("ma_position", "close above both averages", r"above " + _MAS + r"|" + _MAS + r"(?:之上|上方)", _label("ma_position", "above_both")),
-    _rule("ma_position", "close below both averages", r"below " + _MAS + r"|" + _MAS + r"(?:之下|下方)", _label("ma_position", "below_both")),
-    _rule("trend", "uptrend", r"\bup-?trend|upward trend|rising trend|上升趋势|上涨趋势", _label("trend", "up")),
-    _rule("trend", "downtrend", r"\bdown-?trend|downward trend|falling trend|下降趋势|下跌趋势", _label("trend", "down")),
-    _rule("trend", "sideways", r"sideways|range-?bound|consolidat|横盘|震荡整理", _label("trend", "flat")),
-    _rule("momentum_5d", "positive momentum", r"(?:strong|positive|upward|bullish) (?:short-term )?momentum|动能增强|上涨动能", _label("momentum_5d", "up")),
-    _rule("momentum_5d", "negative momentum", r"(?:weak|negative|downward|bearish) (?:short-term )?momentum|动能减弱|下跌动能", _label("momentum_5d", "down")),
-    _rule("range_position", "near the range top", r"(?:near|at) (?:the )?(?:top|upper end|high end) of (?:its|the) (?:recent )?range|near (?:its|the) (?:recent )?highs?\b|接近.{0,4}高点|区间上沿", _label("range_position", "top")),
-    _rule("range_position", "near the range bottom", r"(?:near|at) (?:the )?(?:bottom|lower end|low end) of (?:its|the) (?:recent )?range|near (?:its|the) (?:recent )?lows?\b|接近.{0,4}低点|区间下沿", _label("range_position", "bottom")),
-    _rule("breakout", "upward breakout", r"break-?out|broke out|breaks? (?:out|above (?:the )?resistance)|向上突破|突破(?!失败)", _label("breakout", "up")),
-    _rule("breakout", "downward breakdown", r"break-?down|broke down|breaks? (?:down|below (?:the )?support)|跌破支撑|向下破位|破位", _label("breakout", "down")),
-    _rule("volume_change", "volume surge", r"volume (?:surge|spike|expansion|breakout|increase|jump)|(?:heavy|rising|surging|expanding) volume|放量|成交量(?:放大|增加|激增)", _label("volume_change", "surge")),
-    _rule("volume_change", "volume shrink", r"volume (?:shrink|contraction|decline|dries up|dried up)|(?:light|shrinking|declining|thin) volume|缩量|成交量(?:萎缩|减少)", _label("volume_change", "shrink")),
-    _rule("price_volume", "rise on volume", r"放量上涨|放量上攻|(?:ris(?:e|es|ing)|rall(?:y|ies|ied)|gain(?:s|ed)?) on (?:heavy|high|strong|rising) volume", _label("price_volume", "rise_on_volume")),
-    _rule("price_volume", "fall on volume", r"放量下跌|(?:fall(?:s|ing)?|drop(?:s|ped)?|sell-?off|declin(?:e|es|ing)) on (?:heavy|high|strong|rising) volume", _label("price_volume", "fall_on_volume")),
-    _rule("price_volume", "rise on low volume", r"缩量上涨|(?:ris(?:e|es|ing)|rall(?:y|ies|ied)) on (?:light|low|thin) volume", _label("price_volume", "rise_on_low_volume")),
-    _rule("price_volume", "fall on low volume", r"缩量下跌|(?:fall(?:s|ing)?|drop(?:s|ped)?|declin(?:e|es|ing)) on (?:light|low|thin) volume", _label("price_volume", "fall_on_low_volume")),
-    _rule("volatility", "high volatility", r"high volatility|highly volatile|sharp swings|剧烈波动|波动(?:较大|加剧)", _label("volatility", "high")),
-    _rule("volatility", "low volatility", r"low volatility|calm trading|波动(?:较小|收窄)", _label("volatility", "low")),
-    _rule("last_candle", "long bullish candle", r"(?:long|big|large|strong) (?:bullish|white|green|up) (?:candle|bar)|bullish marubozu|大阳线|长阳", _label("last_candle", "long_bullish")),
-    _rule("last_candle", "long bearish candle", r"(?:long|big|large|strong) (?:bearish|black|red|down) (?:candle|bar)|bearish marubozu|大阴线|长阴", _label("last_candle", "long_bearish")),
-    _rule("last_candle", "doji", r"\bdoji|十字星", _label("last_candle", "doji")),
-)
+def _merge_list(m: re.Match[str]) -> str:
+    return " ‹m" + "+".join(re.findall(r"‹m([\d+]+)›", m.group(0))) + "› "
 
+
+def normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    if "日" in text:
+        text = _CN_NUMBER.sub(lambda m: dict(_CN_NUMBERS)[m.group(1)], text)
+    if "年线" in text:
+        text = text.replace("半年线", "‹m120›").replace("年线", "‹m250›")
+    text = _PERIOD_LIST.sub(_period_token, text)
+    if "ma" in text:
+        text = _MA_PREFIXED.sub(lambda m: f" ‹m{m.group(1)}› ", text)
+    if "short" in text or "long" in text or "期均线" in text:
+        text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group(1) in ("short", "短期") else " ‹m20› ", text)
+    if "‹" in text:
+        text = _NAMED_AVERAGE.sub(r" \1 ", text)
+    if "-day" in text:
+        text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
+    if text.count("‹") > 1:
+        text = _TOKEN_LIST.sub(_merge_list, text)
+    return _MA_ALL.sub(" ‹mall› ", text) if "average" in text or "均线" in text or "mas" in text else text
+
+
+# --- 2. clauses ------------------------------------------------------------------------------------
+
+_SENTENCE_END: Final = re.compile(r"[.!?;。！？；\n]+(?!\d)")
+_CLAUSE_CUT: Final = re.compile(
+    r"[,:，：]|\b(?:but|while|whereas|although|though|however|despite|even though)\b|但是?|而且?|虽然|尽管|不过|然而")
+
+# --- 3. frames ------------------------------------------------------------------------------------
+
+_TOK: Final = r"‹m[\d+]+›|‹mall›"
+_ABOVE_PRE: Final = (r"(?:above|over|atop|higher than|on top of|reclaim\w*|regain\w*|recaptur\w*|back above|站上|站稳|站在|重回|收复|突破|高于|位于|处于|运行于|运行在|在|守住)")
+_BELOW_PRE: Final = (r"(?:below|under|beneath|lower than|los(?:t|es|ing)|跌破|跌穿|击穿|失守|跌落|低于|位于|处于|运行于|运行在|在)")
+_ABOVE_POST: Final = r"(?:之上|上方|上面|以上)"
+_BELOW_POST: Final = r"(?:之下|下方|下面|以下)"
+_NEAR: Final = r"(?:附近|一线|周围)"
+
+# name -> pattern; names "pos_*" and "ma_*" are read by _frame_claims, the rest name a claim.
+_FRAMES: Final[dict[str, str]] = {
+    "ma_pair_cn": r"(?P<a1>‹m[\d+]+›)\s*(?:已经?|开始|向上|向下|也|仍|继续)?\s*(?P<rel1>上穿|下穿|金叉|死叉|位于|处于|在|高于|低于|运行于)\s*(?P<b1>‹m[\d+]+›)\s*(?P<post1>之上|上方|之下|下方)?",
+    "ma_pair_en": r"(?P<a2>‹m[\d+]+›)\s+(?:(?:line|has|had|have|is|are|was|remains?|remained|stays?|stayed|just|now|recently|already|moved|moving|trades?|trading|sits?|still|been|firmly|comfortably|clearly|well|not|yet|dropped|fell|slipped|rose|climbed|turned|back)\s+){0,4}(?P<rel2>crossed above|crossed over|crosses above|crossed up (?:through|over|above)|crossed below|crossed under|crosses below|crossed down (?:through|below)|above|over|below|under|beneath|<|>)\s+(?:the\s+)?(?P<b2>‹m[\d+]+›)",
+    "pos_pre": r"(?P<rel3>" + _ABOVE_PRE + "|" + _BELOW_PRE + r")\s*(?:(?:the|its|their|both|all)\s+)*(?P<t3>" + _TOK + r")\s*(?P<post3>" + _ABOVE_POST + "|" + _BELOW_POST + "|" + _NEAR + r")?",
+    "pos_post": r"(?P<t4>" + _TOK + r")\s*(?P<post4>" + _ABOVE_POST + "|" + _BELOW_POST + r")",
+    "golden_cross": r"golden[- ]?cross|金叉|上穿",
+    "death_cross": r"death[- ]?cross|死叉|下穿",
+    "ma5_above_ma20": r"多头排列|bullish(?:ly)? (?:aligned|alignment|stack)",
+    "ma5_below_ma20": r"空头排列|bearish(?:ly)? (?:aligned|alignment|stack)",
+    "uptrend": r"\bup-?trend|upward trend|rising trend|trend(?:ing)? (?:is )?(?:up|higher|upward)\b|trend[^.;:]{0,25}:\s*up\b|上升趋势|上涨趋势|上行趋势|趋势向上|多头趋势|上升通道|持续上涨|持续走高",
+    "downtrend": r"\bdown-?trend|downward trend|falling trend|declining trend|trend(?:ing)? (?:is )?(?:down|lower|downward)\b|trend[^.;:]{0,25}:\s*down\b|下降趋势|下跌趋势|下行趋势|趋势向下|空头趋势|下降通道|下跌通道|持续下跌|持续走低",
+    "sideways": r"sideways|range-?bound|consolidat\w*|trendless|横盘|震荡整理|区间震荡|盘整",
+    "momentum_up": r"(?:strong|positive|upward|bullish|improving|rising|accelerating) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:positive|strong|bullish|upward)|动能增强|上涨动能|多头动能|动能(?:较强|强劲|向上)",
+    "momentum_down": r"(?:weak|negative|downward|bearish|weakening|fading|slowing|declining|waning) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:negative|weak|bearish|downward|weakening|fading|waning)|动能减弱|下跌动能|空头动能|动能(?:较弱|不足|衰减|转弱)",
+    "near_range_top": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:top|upper end|upper part|high end|upper bound|upper boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?highs?\b|接近.{0,4}高点|接近前高|近期高位|区间上沿|区间顶部|高位运行|处于高位",
+    "near_range_bottom": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:bottom|lower end|lower part|low end|lower bound|lower boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?lows?\b|接近.{0,4}低点|接近前低|近期低位|区间下沿|区间底部|低位运行|处于低位",
+    "breakout_up": r"(?<!volume )break-?out(?! of the chart)|broke out|breaking out|breaks? out|(?:broke|breaks?|breaking|pushed|surged) (?:above|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:resistance|highs?|range)|new (?:20-day |30-day |recent |short-term )?highs?|向上突破|突破(?:前高|压力|阻力|平台|区间上沿)|创(?:出)?(?:阶段)?新高",
+    "breakout_down": r"break-?down(?! of)|broke down|breaking down|breaks? down(?! of)|(?:broke|breaks?|breaking|fell|falls|falling|dropped|slipped) (?:below|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:support|lows?|range)|new (?:20-day |30-day |recent |short-term )?lows?|向下突破|跌破(?:支撑|前低|平台|区间下沿)|破位|创(?:出)?(?:阶段)?新低",
+    "rise_on_volume": r"(?:放量(?:上涨|上攻|拉升|大涨|反弹))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^.,;]{0,20}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|breakout|up-?move|(?:price|stock|shares?) (?:rose|rallied|climbed|advanced))|(?:heavy|high|strong|rising) volume on the (?:rally|bounce|advance|rise|way up)",
+    "fall_on_volume": r"(?:放量(?:下跌|下挫|杀跌|大跌|回落))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|sell-?off|sold off|declin(?:e|es|ed|ing)|slid|slump(?:ed)?|down) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^.,;]{0,20}?(?:on|as|during|into|with) (?:the )?(?:drop|decline|sell-?off|fall|selling|slide|(?:price|stock|shares?) (?:dropped|fell|declined|slid)|sellers)|(?:heavy|high|strong|rising) volume on the (?:decline|drop|sell-?off|way down|slide)",
+    "rise_on_low_volume": r"(?:缩量(?:上涨|上攻|反弹|回升))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|up-?move)|(?:light|low|thin)[- ]volume (?:rally|bounce|advance|rise)",
+    "fall_on_low_volume": r"(?:缩量(?:下跌|回调|回落|调整|下行))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|declin(?:e|es|ed|ing)|pull(?:ed)?back|slid|down) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:decline|drop|pullback|dip|slide|sell-?off)|(?:light|low|thin)[- ]volume (?:pullback|decline|dip|drift|sell-?off|slide)|(?:drift\w*|edg\w*|mov\w*) lower on (?:light|low|thin) volume",
+    "volume_surge": r"volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surge|spike|expansion|breakout|increase|jump|pick(?:ed|s)? up|rose|has risen|is rising|expanded|surged|spiked|increased|jumped|is (?:heavy|high|elevated|expanding|increasing|surging))|(?:heavy|rising|surging|expanding|increasing|elevated|high|strong|above-average) (?:trading )?volume|放量|成交量.{0,6}?(?:放大|增加|激增|攀升|上升)|量能(?:明显)?(?:放大|增加)",
+    "volume_shrink": r"volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:shrink\w*|contract\w*|declin\w*|dr(?:ies|ied|ying) up|is drying up|fell|fades|faded|fading|decreas\w*|is (?:light|low|thin|subdued|weak))|(?:light|shrinking|declining|thin|low|subdued|weak|fading|below-average|contracting|decreasing) (?:trading )?volume|缩量|成交量.{0,6}?(?:萎缩|减少|下降|缩小)|量能(?:明显)?(?:萎缩|不足|减少)",
+    "volatility_high": r"(?:high|elevated|increased|rising|heavy) volatility|highly volatile|volatility (?:is |remains |has been )?(?:very |quite |relatively |fairly )?(?:high|elevated|rising)|波动率(?:很|较|偏|非常)?高|sharp swings|剧烈波动|波动(?:剧烈|较大|加剧|明显加大|放大)|振幅(?:较大|加大)",
+    "volatility_low": r"(?:low|subdued|muted|declining|compressed) volatility|volatility (?:is |remains |has been )?(?:very |quite |relatively |fairly )?(?:low|subdued|muted|compressed)|波动率(?:很|较|偏|非常)?低|波动很小|calm trading|波动(?:较小|收窄|减小|平缓|不大)|振幅(?:较小|收窄)",
+    "long_bullish_candle": r"(?:long|big|large|strong|tall) (?:bullish|white|green|up|positive) (?:candle|candlestick|bar)|bullish marubozu|大阳线|长阳线?|中大阳",
+    "long_bearish_candle": r"(?:long|big|large|strong|tall) (?:bearish|black|red|down|negative) (?:candle|candlestick|bar)|bearish marubozu|大阴线|长阴线?|中大阴",
+    "doji": r"\bdoji|十字星|十字线",
+}
+# Words one of which a text must hold for a frame to match at all: the combined pattern is built from
+# the frames a text can hold (cached per set), which keeps one pass over the text cheap.
+_TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
+    ("ma_pair_cn", "ma_pair_en", "pos_pre", "pos_post"): ("‹m",),
+    ("golden_cross", "death_cross"): ("cross", "叉", "穿"),
+    ("ma5_above_ma20", "ma5_below_ma20"): ("排列", "align", "stack"),
+    ("uptrend", "downtrend"): ("trend", "趋势"),
+    ("sideways",): ("sideways", "range", "consolidat", "trendless", "横盘", "震荡", "盘整"),
+    ("momentum_up", "momentum_down"): ("momentum", "动能"),
+    ("near_range_top", "near_range_bottom"): ("high", "low", "range", "高", "低", "区间"),
+    ("breakout_up", "breakout_down"): ("break", "broke", "new ", "support", "resist", "high", "low", "range", "突破",
+                                       "跌破", "破位", "新高", "新低"),
+    ("rise_on_volume", "fall_on_volume", "rise_on_low_volume", "fall_on_low_volume", "volume_surge",
+     "volume_shrink"): ("volume", "量"),
+    ("volatility_high", "volatility_low"): ("volatil", "swings", "calm", "波动", "振幅"),
+    ("long_bullish_candle", "long_bearish_candle", "doji"): ("candle", "bar", "marubozu", "阳", "阴", "doji", "十字"),
+}
+assert sorted(n for names in _TRIGGERS for n in names) == sorted(_FRAMES)
+
+
+_FRAME_PATTERNS: Final = {name: re.compile(f"(?P<{name}>{pattern})") for name, pattern in _FRAMES.items()}
+_ORDER: Final = {name: i for i, name in enumerate(_FRAMES)}
+
+
+def _frame_matches(norm: str) -> list[re.Match[str]]:
+    """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
+    them (leftmost first, the earlier frame on a tie, no overlaps), but each frame scanned on its
+    own and only where a trigger word is present: one big alternation tries every frame at every
+    character, which cost ~0.5 ms an answer."""
+    found = sorted((m for names, words in _TRIGGERS.items() if any(w in norm for w in words)
+                    for name in names for m in _FRAME_PATTERNS[name].finditer(norm)),
+                   key=lambda m: (m.start(), _ORDER[m.lastgroup]))
+    kept, until = [], 0
+    for m in found:
+        if m.start() >= until:
+            kept.append(m)
+            until = m.end()
+    return kept
+
+
+_OTHER_INDICATOR: Final = re.compile(
+    r"(?<![a-z])(?:rsi|macd|kdj|stoch\w*|cci|obv|adx|dmi|atr|vwap|williams|boll|dif|dea)(?![a-z])|bollinger|布林|ichimoku|随机指标")
 UNVERIFIABLE: Final = re.compile(
-    r"\bRSI\b|\bMACD\b|\bKDJ\b|bollinger|fibonacci|head[- ]and[- ]shoulders|double (?:top|bottom)|"
-    r"elliott|ichimoku|cup[- ]and[- ]handle|头肩|双顶|双底|布林|斐波那契|艾略特", re.I)
+    r"(?<![a-z])(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
+    r"double (?:top|bottom)|双顶|双底|w底|m头|elliott|艾略特|ichimoku|cup[- ]and[- ]handle|hammer|engulfing|shooting star|"
+    r"锤子线|吞没|射击之星|flag pattern|wedge|triangle|三角形|楔形|‹m(?:\d+\+)*(?:30|60|90|100|120|150|200|250)(?:\+\d+)*›")
+
+# --- 4. modality and negation -----------------------------------------------------------------------
+
+_HEDGE: Final = re.compile(
+    r"\b(?:could|might|may|would|if|unless|whether|should it|once|potential(?:ly)?|possible|possibly|likely to|expected to|"
+    r"about to|on the verge of|poised to|set to|chance of|risk of|watch for|look for|wait for|waiting for|until|will|"
+    r"going to|needs? to|tries to|trying to|attempt\w*|fails? to confirm)\b|有望|若|如果|一旦|或将|可能|预计|假如|倘若|"
+    r"如若|是否|将会|即将|等待|关注|需要|能否|有待|若能|可望|或许|也许|估计|将")
+# A modal after the claim's noun, then a verb of coming into being: "a golden cross could form soon".
+_HEDGE_AFTER: Final = re.compile(
+    r"\s*(?:(?:is|are|has|have|may|might|could|would|will|likely|soon|now|also|still|not yet)\s+){0,3}?"
+    r"(?:could|might|may|would|will|is likely to|are likely to|is about to|is expected to|looks set to|is set to)\s+"
+    r"(?:soon\s+|still\s+|be\s+)?(?:form\w*|appear\w*|develop\w*|emerg\w*|occur\w*|happen\w*|materiali[sz]e|confirm\w*|trigger\w*)"
+    r"|\s*.{0,3}?(?:有望|可能|或将|即将|将会?|或)(?:会)?(?:形成|出现|确认|发生|走出)")
 _NEGATION: Final = re.compile(
-    r"\b(?:no|not|never|without|neither|nor|lack(?:s|ing)?|absence of|yet to|fails? to|failed to)\b|n't|"
-    r"未|没有|并未|尚未|无|不是|不存在", re.I)
-_SENTENCE: Final = re.compile(r"[.!?;。！？；\n]+")
+    r"\b(?:no|not|never|without|neither|nor|lacks?|lacking|absence of|yet to|has yet|have yet|fails? to|failed to|"
+    r"no longer|none)\b|n't|未能|未|没有|没|并无|无|不再|不是|不存在|并非|尚未|不")
+# Words that hold a negation character or word but negate nothing.
+_NOT_NEGATION: Final = re.compile(
+    r"no doubt|not only|nothing but|not just|未来|无疑|毫无疑问|无论|不仅|不只|不断|不少|不错|不过|不久|不远|不足|"
+    r"不宜|不建议|不排除|不变|不大|\bno (?:sign|signs) of (?:weakness|strength) (?:but|and)\b")
+
+
+_COORDINATION: Final = re.compile(r"\b(?:and|or)\b|(?=\bnor\b)|和|与|并且|以及|且")
+
+
+def _scope(norm: str, start: int, at: int) -> int:
+    """Where a negation of the frame at ``at`` can start: after the last "and" / "or" of its clause
+    ("no breakout and no breakdown" negates each once), and the frame's own words count too
+    ("volume is not heavy", "MA5 is not yet above MA20")."""
+    return max((m.end() for m in _COORDINATION.finditer(norm, start, at)), default=start)
+
+
+def _negations(before: str) -> int:
+    if not _NEGATION.search(before):
+        return 0
+    return len(_NEGATION.findall(_NOT_NEGATION.sub(" ", before)))
 
 
 @dataclass(frozen=True)
@@ -102,32 +288,145 @@ class Claim:
     verdict: Verdict
 
 
-def _clause_before(sentence: str, start: int) -> str:
-    """The words before a match, back to the last comma or conjunction: a negation there is about it."""
-    before = sentence[:start]
-    cut = max((m.end() for m in re.finditer(r"[,，、]|\bbut\b|\band\b|\bwhile\b|但|而", before, re.I)), default=0)
-    return before[cut:]
+def _pair(a: str, b: str) -> tuple[int, int] | None:
+    first, second = a[2:-1].split("+"), b[2:-1].split("+")
+    if first == ["5"] and second == ["20"]:
+        return 1, 1
+    if first == ["20"] and second == ["5"]:
+        return 1, -1
+    return None
+
+
+def _position(token: str, sign: int) -> list[str]:
+    """The claims 'close above/below ‹token›' and the unverifiable averages it names."""
+    side = "above" if sign > 0 else "below"
+    if token == "‹mall›":
+        return [f"close_{side}_all_mas"]
+    return [f"close_{side}_ma{k}" if int(k) in _MA_VALUE else f"?MA{k}" for k in token[2:-1].split("+")]
+
+
+def _frame_claims(m: re.Match[str]) -> list[str]:
+    """The claim names one frame match makes ("?X": an unverifiable statement about X)."""
+    name = m.lastgroup
+    if name in ("ma_pair_cn", "ma_pair_en"):
+        i = "1" if name == "ma_pair_cn" else "2"
+        rel = m.group(f"rel{i}")
+        pair = _pair(m.group(f"a{i}"), m.group(f"b{i}"))
+        if pair is None:
+            return ["?MA pair"]
+        post = m.group("post1") if i == "1" else None
+        up = (rel in ("上穿", "金叉", "高于", "above", "over", ">") or rel.startswith(("crossed above", "crossed over",
+              "crosses above", "crossed up")) or (post in ("之上", "上方")))
+        down = (rel in ("下穿", "死叉", "低于", "below", "under", "beneath", "<") or rel.startswith((
+                "crossed below", "crossed under", "crosses below", "crossed down")) or (post in ("之下", "下方")))
+        if up == down:
+            return []
+        up = up if pair[1] > 0 else not up
+        if "穿" in rel or "叉" in rel or "cross" in rel:
+            return ["golden_cross" if up else "death_cross"]
+        return ["ma5_above_ma20" if up else "ma5_below_ma20"]
+    if name in ("pos_pre", "pos_post"):
+        i = "3" if name == "pos_pre" else "4"
+        post = m.group(f"post{i}")
+        rel = m.group("rel3") if i == "3" else ""
+        if post and re.fullmatch(_NEAR, post):
+            return []
+        if post:
+            sign = 1 if re.fullmatch(_ABOVE_POST, post) else -1
+        elif re.fullmatch(_ABOVE_PRE, rel) and not re.fullmatch(_BELOW_PRE, rel):
+            sign = 1
+        elif re.fullmatch(_BELOW_PRE, rel) and not re.fullmatch(_ABOVE_PRE, rel):
+            sign = -1
+        else:
+            return []  # "位于‹m20›" with no side
+        return _position(m.group(f"t{i}"), sign)
+    return [name]
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each clause of the normalised text."""
+    bounds = [0]
+    for m in _SENTENCE_END.finditer(text):
+        bounds += [m.start(), m.end()]
+    bounds.append(len(text))
+    spans = []
+    for s, e in zip(bounds[::2], bounds[1::2]):
+        start = s
+        for cut in _CLAUSE_CUT.finditer(text, s, e):
+            spans.append((start, cut.start()))
+            start = cut.end()
+        spans.append((start, e))
+    return spans
+
+
+_CROSS_WORD: Final = re.compile(r"cross|叉|穿")
+# Frames that name what another indicator does ("MACD golden cross", "RSI momentum").
+_INDICATOR_WORDS: Final = frozenset({"golden_cross", "death_cross", "ma_pair_cn", "momentum_up", "momentum_down",
+                                     "breakout_up", "breakout_down"})
+
+
+def fact_of(claim: str, anchors: Anchors) -> str:
+    """The anchor fact a claim was checked against, in words."""
+    v = anchors.values
+    if claim.startswith("close_") and claim.endswith("_mas"):
+        return ", ".join(f"close vs MA{k} {v[key]:+.2%}" for k, key in _MA_VALUE.items())
+    if claim.startswith("close_"):
+        k = int(claim.rsplit("ma", 1)[1])
+        return f"close vs MA{k} {v[_MA_VALUE[k]]:+.2%}"
+    if claim.startswith("ma5_"):
+        return f"MA5 {'above' if v['ma_cross'] > 0 else 'below' if v['ma_cross'] < 0 else 'equal to'} MA20"
+    if claim in ("golden_cross", "death_cross"):
+        ago = v[f"{claim}_bars"]
+        return f"{claim.replace('_', ' ')}: " + ("none in the window" if ago != ago else f"{int(ago)} bars ago")
+    anchor = CLAIMS[claim][0]
+    return f"{anchor}: {anchors.labels[anchor]}"
+
+
+def _original_sentences(text: str) -> list[str]:
+    return _SENTENCE_END.split(unicodedata.normalize("NFKC", text))
 
 
 def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
-    claims: list[Claim] = []
-    for sentence in (s.strip() for s in _SENTENCE.split(text or "")):
-        if not sentence:
+    """Every claim of ``text`` once (a set of (claim, negated)), in order of first mention, each
+    with the sentence it was read from as written."""
+    norm = normalise(text or "")
+    spans = _clauses(norm)
+    originals = _original_sentences(text or "")
+    normalised = _SENTENCE_END.split(norm)
+    said = originals if len(originals) == len(normalised) else normalised
+    ends = [m.start() for m in _SENTENCE_END.finditer(norm)]
+
+    def sentence(at: int) -> str:
+        return said[bisect.bisect_right(ends, at)].strip()
+
+    starts = [s for s, _ in spans]
+    sentence_ends = {m.start() for m in _SENTENCE_END.finditer(norm)}
+    found: dict[tuple[str, bool], Claim] = {}
+    for m in _frame_matches(norm):
+        s, e = spans[bisect.bisect_right(starts, m.start()) - 1]
+        clause = norm[s:e]
+        end_mark = norm[e:e + 1] if e in sentence_ends else ""
+        if end_mark in ("?", "？"):
             continue
-        found = False
-        for rule in RULES:
-            if rule.unless is not None and rule.unless.search(sentence):
+        before = norm[s:m.start()]
+        if _HEDGE.search(before) or _HEDGE_AFTER.match(norm, m.end(), e):
+            continue
+        negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
+        for name in _frame_claims(m):
+            if name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair") and _CROSS_WORD.search(clause):
+                continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
+            if _OTHER_INDICATOR.search(clause) and m.lastgroup in _INDICATOR_WORDS:
+                continue  # "MACD golden cross": the indicator itself is counted unverifiable below
+            if name.startswith("?"):
+                found.setdefault((name, False), Claim(sentence(m.start()), None, name[1:], False, "unverifiable"))
                 continue
-            for m in rule.pattern.finditer(sentence):
-                negated = _NEGATION.search(_clause_before(sentence, m.start())) is not None
-                holds = rule.holds(anchors)
-                verdict: Verdict = "supported" if holds != negated else "contradicted"
-                claims.append(Claim(sentence, rule.anchor, rule.claim, negated, verdict))
-                found = True
-                break  # one claim per rule and sentence
-        if not found and UNVERIFIABLE.search(sentence):
-            claims.append(Claim(sentence, None, UNVERIFIABLE.search(sentence).group(0), False, "unverifiable"))
-    return claims
+            anchor, holds = CLAIMS[name]
+            verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
+            found.setdefault((name, negated), Claim(sentence(m.start()), anchor, name, negated, verdict))
+    for m in UNVERIFIABLE.finditer(norm):
+        key = ("?" + m.group(0).strip("‹›"), False)
+        found.setdefault(key, Claim(sentence(m.start()), None, key[0][1:], False, "unverifiable"))
+    return list(found.values())
 
 
 def judge(analysis: str | None, rationale: str | None, anchors: Anchors) -> dict[str, object]:
@@ -139,17 +438,81 @@ def judge(analysis: str | None, rationale: str | None, anchors: Anchors) -> dict
             "contradicted": verdicts.count("contradicted"), "unverifiable": verdicts.count("unverifiable")}
 
 
-_BULLISH: Final = re.compile(r"bullish|upside|upward|uptrend|rally|rebound|strength|positive|看涨|看多|上涨|利好|反弹|走强|买入", re.I)
-_BEARISH: Final = re.compile(r"bearish|downside|downward|downtrend|decline|weakness|negative|sell-?off|看跌|看空|下跌|利空|走弱|卖出", re.I)
+# --- polarity ----------------------------------------------------------------------------------------
+
+_BULLISH: Final = re.compile(
+    r"bullish|upside|upward|uptrend|rally|rebound|bounce|strength|positive|recover\w*|go(?:ing)? higher|move higher|"
+    r"rise further|continuation higher|higher|golden cross|break-?outs?|accumulation|advance|follow through|legs|"
+    r"constructive|strong|"
+    r"看涨|看多|上涨|利好|反弹|走强|买入|增持|加仓|上行|向上|回升|偏多|多头|上攻|走高|乐观|强势|金叉|突破|向好|升势|见底|齐升")
+_BEARISH: Final = re.compile(
+    r"bearish|downside|downward|downtrend|decline|weakness|weak|negative|sell-?off|correction|pullback|go(?:ing)? lower|"
+    r"move lower|fall further|drop further|lower|deteriorat\w*|death cross|breakdown|exhaust\w*|distribution|"
+    r"看跌|看空|下跌|利空|走弱|卖出|减持|减仓|回调|下行|向下|回落|偏空|空头|下探|走低|悲观|弱势|风险较大|承压|死叉|破位|转弱|压制|见顶")
+# A view said outright: decisive even beside a HOLD ("短期不宜看多，建议观望" is bearish).
+_VIEW: Final = re.compile(
+    r"(?P<up>bullish|buyers (?:are |remain |clearly )*(?:in control|control)|buying opportunity|long bias|stay long|"
+    r"odds (?:higher|up)|看多|看涨|偏多|买点|买入机会|多头格局|重拾升势)"
+    r"|(?P<down>bearish|sellers (?:are |remain |clearly )*(?:in control|control)|short bias|odds lower|path of least resistance "
+    r"(?:remains |is )?lower|看空|看跌|偏空|卖点)")
+_CONCESSIVE: Final = re.compile(r"\b(?:despite|although|though|even though|while|whereas|notwithstanding|in spite of)\b|尽管|虽然|虽|即使|即便")
+_TURN: Final = re.compile(r"\b(?:but|however|yet|nevertheless|still|so|therefore|thus|hence|overall|in summary|on balance)\b|但是?|然而|不过|因此|所以|综上|总体|整体|总的来看|故")
+
+
+_STANCE_POLARITY: Final = {"BUY": "bullish", "SELL": "bearish", "HOLD": "neutral", "UNCERTAIN": "neutral"}
+
+
+def _views(clauses: list[tuple[str, float]]) -> float:
+    score = 0.0
+    for clause, weight in clauses:
+        for m in _VIEW.finditer(clause):
+            before = clause[max(0, m.start() - 16):m.start()]
+            negated = _negations(before) % 2 == 1 or _DISCOURAGED.search(before)
+            score += weight * (1 if (m.lastgroup == "up") != bool(negated) else -1)
+    return score
+
+
+_DISCOURAGED: Final = re.compile(r"不宜|不建议|避免|avoid|don't|do not")
+
+
+def _weighted_clauses(norm: str) -> list[tuple[str, float]]:
+    """The clauses that carry the text's stance, with their weight: a concessive clause ("despite the
+    rally", "虽然反弹") none, one after so / therefore / but / 因此 / 但 double."""
+    out = []
+    for sentence in _SENTENCE_END.split(norm):
+        spans = [0, *(m.start() for m in _CLAUSE_CUT.finditer(sentence)), len(sentence)]
+        for s, e in zip(spans, spans[1:]):
+            clause = sentence[s:e]
+            if _CONCESSIVE.match(clause.lstrip(" ,，:：")) or _CONCESSIVE.search(clause[:6]):
+                continue
+            out.append((clause, 2.0 if _TURN.search(clause[:12]) else 1.0))
+    return out
 
 
 def polarity(text: str | None) -> Literal["bullish", "bearish", "neutral"]:
-    """Bullish minus bearish cue words of the rationale; a negated cue ("not bullish") counts for
-    the other side."""
-    score = 0
-    for sentence in _SENTENCE.split(text or ""):
+    """The rationale's stance. A view said outright ("bearish", "不宜看多", "a buying opportunity")
+    decides beside a HOLD; an action the text says it takes is its stance ("…, so I would sell" is
+    bearish, "hold rather than add" neutral; the last one not negated); otherwise bullish minus
+    bearish cue words. A negated cue ("not bullish", "不宜看多") counts for the other side; a cue
+    in a concessive clause ("despite the rally", "虽然反弹") for nothing; one in a conclusion (after
+    so / therefore / but / 因此 / 但) double."""
+    norm = unicodedata.normalize("NFKC", text or "").lower()
+    clauses = _weighted_clauses(norm)
+    stance = stated_action(norm)
+    if stance in ("BUY", "SELL"):
+        return _STANCE_POLARITY[stance]  # type: ignore[return-value]
+    view = _views(clauses)
+    if view or stance is not None:
+        return "bullish" if view > 0 else "bearish" if view < 0 else "neutral"
+    score = 0.0
+    for clause, weight in clauses:
         for pattern, sign in ((_BULLISH, 1), (_BEARISH, -1)):
-            for m in pattern.finditer(sentence):
-                negated = _NEGATION.search(_clause_before(sentence, m.start())[-20:]) is not None
-                score += -sign if negated else sign
+            for m in pattern.finditer(clause):
+                before = clause[max(0, m.start() - 16):m.start()]
+                negated = _negations(before) % 2 == 1 or _DISCOURAGED.search(before) or _LACKING.search(clause, m.end(), m.end() + 8)
+                score += weight * (-sign if negated else sign)
     return "bullish" if score > 0 else "bearish" if score < 0 else "neutral"
+
+
+# A cue undone by what follows it: "反弹缺乏持续性", "上涨难以持续", "rally lacks conviction".
+_LACKING: Final = re.compile(r"\s*(?:缺乏|难以|乏力|无力|lacks?|is fading|fails)")

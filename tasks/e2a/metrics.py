@@ -1,25 +1,35 @@
 """E2A-style metrics over scored responses, per modality and overall.
 
-One row per response: ``modality``, ``action`` (None = unparseable), ``confidence``, ``polarity``
-of its rationale, ``strong_signals`` of its window, and the counts of its ``supported`` and
-``contradicted`` claims (unverifiable ones are counted apart, never scored). Directional = BUY or
-SELL. Definitions (every threshold a parameter)::
+One row per response: ``modality``, ``action`` (None = unparseable), ``confidence`` (None =
+not stated), ``polarity`` of its rationale, ``strong_signals`` S of its window, and the counts of
+its ``supported`` and ``contradicted`` claims (unverifiable ones are counted apart, never scored).
+Directional = BUY or SELL. The definitions are the seed paper's (§3.3), every threshold a parameter::
 
-    ucr_all / ucr_dir   contradicted / verifiable claims, over all / directional responses
+    ucr (per response)  contradicted / verifiable claims of the response; 0 when it has none (the
+                        paper's convention: such answers are handled by coverage, not rewarded)
+    ucr_all / ucr_dir   the mean response-level UCR over all / over directional responses (the paper:
+                        "averaging response-level UCR over directional responses"), so a long
+                        answer weighs as much as a short one
     rci                 directional responses whose action goes against the rationale's polarity
                         (BUY with a bearish rationale, SELL with a bullish one), over directional
-    eci                 directional with confidence >= eci_confidence and strong_signals <= eci_signals
+    eci                 directional with confidence >= eci_confidence and S <= eci_signals, over the
+                        directional responses that state a confidence: a missing confidence is
+                        missing, not 0 (no_confidence_share counts them; the report says so)
     coverage            directional share of all responses (unparseable ones count as not acting)
-    coverage_tau        the same among responses whose window has strong_signals >= tau
-    ndr                 coverage x (1 - ucr_dir) x (1 - rci) x (1 - eci); ndr_tau on the tau subset
+    coverage_tau        responses that are directional *and* have S >= tau, over all responses: it
+                        only restricts coverage as tau rises (the paper's Cov_tau)
+    ndr / ndr_tau       coverage_tau x (1 - ucr_dir) x (1 - rci) x (1 - eci), the three diagnostics
+                        over the directional responses with S >= tau (D_tau); tau = 0 is ndr
     buy_sell_ratio      BUY / SELL counts (None without a SELL)
     joint_pass_rate     directional, grounded (>= 1 supported and no contradicted claim), consistent
-                        and calibrated at once, over directional
-    no_claim_share      directional responses without any verifiable claim: reported, never clean
+                        and not overconfident at once, over directional
+    no_claim_share      directional responses without any verifiable claim: their UCR is 0 by
+                        convention, so a high share means ndr rests on answers the judge could not check
+    judge audit         claims_per_answer (verifiable), answers_without_claim (all responses),
+                        unverifiable_share (of all claims stated); point estimates only
 
-With no directional response at all, ndr is 0 and the diagnostics are None ("not applicable");
-a directional set without verifiable claims has ucr_dir None and enters ndr as 1 - 0 (its
-no_claim_share says so).
+With no directional response at all (in D_tau), ndr (ndr_tau) is 0 and the diagnostics are None
+("not applicable").
 """
 
 from __future__ import annotations
@@ -45,33 +55,38 @@ def indicators(rows: pd.DataFrame, eci_confidence: float = 0.7, eci_signals: int
     estimates and the bootstrap replicates add up the same columns."""
     directional = rows["action"].isin(DIRECTIONAL)
     verifiable = rows["supported"] + rows["contradicted"]
+    ucr = (rows["contradicted"] / verifiable.where(verifiable > 0)).fillna(0.0)
     inconsistent = directional & (((rows["action"] == "BUY") & (rows["polarity"] == "bearish"))
                                   | ((rows["action"] == "SELL") & (rows["polarity"] == "bullish")))
-    overconfident = directional & (rows["confidence"].fillna(0.0) >= eci_confidence) & (rows["strong_signals"] <= eci_signals)
+    confidence = pd.to_numeric(rows["confidence"], errors="coerce")
+    stated = directional & confidence.notna()
+    overconfident = stated & (confidence >= eci_confidence) & (rows["strong_signals"] <= eci_signals)
     grounded = (rows["supported"] > 0) & (rows["contradicted"] == 0)
     return pd.DataFrame({
         "n": 1,
         "directional": directional.astype(int),
         "buy": (rows["action"] == "BUY").astype(int),
         "sell": (rows["action"] == "SELL").astype(int),
-        "contradicted": rows["contradicted"],
-        "verifiable": verifiable,
-        "contradicted_dir": rows["contradicted"].where(directional, 0),
-        "verifiable_dir": verifiable.where(directional, 0),
+        "ucr": ucr,
+        "ucr_dir": ucr.where(directional, 0.0),
         "inconsistent": inconsistent.astype(int),
+        "stated": stated.astype(int),
         "overconfident": overconfident.astype(int),
+        "no_confidence": (directional & ~stated).astype(int),
         "joint": (directional & grounded & ~inconsistent & ~overconfident).astype(int),
         "no_claim": (directional & (verifiable == 0)).astype(int),
+        "verifiable": verifiable,
         "failed": rows["action"].isna().astype(int),
     }, index=rows.index)
 
 
 # metric -> (numerator, denominator) column of indicators()
 RATIOS = {
-    "ucr_all": ("contradicted", "verifiable"), "ucr_dir": ("contradicted_dir", "verifiable_dir"),
-    "rci": ("inconsistent", "directional"), "eci": ("overconfident", "directional"),
+    "ucr_all": ("ucr", "n"), "ucr_dir": ("ucr_dir", "directional"),
+    "rci": ("inconsistent", "directional"), "eci": ("overconfident", "stated"),
     "coverage": ("directional", "n"), "joint_pass_rate": ("joint", "directional"),
-    "no_claim_share": ("no_claim", "directional"), "parse_failure_rate": ("failed", "n"),
+    "no_claim_share": ("no_claim", "directional"), "no_confidence_share": ("no_confidence", "directional"),
+    "parse_failure_rate": ("failed", "n"),
 }
 
 
@@ -84,9 +99,14 @@ def block(rows: pd.DataFrame, eci_confidence: float, eci_signals: int) -> dict[s
     sums = indicators(rows, eci_confidence, eci_signals).sum()
     out: dict[str, Any] = {"n": int(sums["n"]), "n_directional": int(sums["directional"])}
     out.update({name: _share(float(sums[num]), float(sums[den])) for name, (num, den) in RATIOS.items()})
-    out["ndr"] = 0.0 if not out["n_directional"] else ndr(out["coverage"], out["ucr_dir"] or 0.0, out["rci"], out["eci"])
+    out["ndr"] = 0.0 if not out["n_directional"] else ndr(out["coverage"], out["ucr_dir"], out["rci"], out["eci"] or 0.0)
     out["buy_sell_ratio"] = _share(float(sums["buy"]), float(sums["sell"]))
+    # The judge audit (the report shows it next to NDR): how much of each answer the judge could check.
     out["n_unverifiable"] = int(rows["unverifiable"].sum()) if "unverifiable" in rows else 0
+    stated = float(sums["verifiable"]) + out["n_unverifiable"]
+    out["claims_per_answer"] = _share(float(sums["verifiable"]), float(sums["n"]))
+    out["answers_without_claim"] = _share(float((rows["supported"] + rows["contradicted"] == 0).sum()), float(sums["n"]))
+    out["unverifiable_share"] = _share(out["n_unverifiable"], stated)
     return out
 
 
@@ -109,7 +129,7 @@ def replicates(terms: pd.DataFrame, weights: np.ndarray) -> dict[str, np.ndarray
     out = {name: weighted_ratio(weights, terms[num].to_numpy(float), terms[den].to_numpy(float))
            for name, (num, den) in RATIOS.items()}
     acted = (weights @ terms["directional"].to_numpy(float)) > 0
-    out["ndr"] = np.where(acted, ndr(out["coverage"], np.nan_to_num(out["ucr_dir"]), out["rci"], out["eci"]), 0.0)
+    out["ndr"] = np.where(acted, ndr(out["coverage"], out["ucr_dir"], out["rci"], np.nan_to_num(out["eci"])), 0.0)
     return out
 
 
@@ -125,10 +145,10 @@ def e2a_metrics(rows: pd.DataFrame, eci_confidence: float = 0.7, eci_signals: in
         if n_boot > 0 and "code" in part:
             out["ci"] = stock_bootstrap(part, n_boot, seed, eci_confidence, eci_signals) if len(part) else None
         for tau in taus:
-            strong = part[part["strong_signals"] >= tau]
-            sub = block(strong, eci_confidence, eci_signals)
-            out[f"coverage_tau{tau}"] = sub["coverage"]
-            out[f"ndr_tau{tau}"] = sub["ndr"] if len(strong) else None
+            d_tau = block(part[part["strong_signals"] >= tau], eci_confidence, eci_signals)
+            out[f"coverage_tau{tau}"] = _share(d_tau["n_directional"], out["n"])
+            out[f"ndr_tau{tau}"] = 0.0 if not d_tau["n_directional"] else ndr(
+                out[f"coverage_tau{tau}"], d_tau["ucr_dir"], d_tau["rci"], d_tau["eci"] or 0.0)
         return out
 
     names = list(dict.fromkeys([*modalities, *map(str, rows["modality"].unique())]))

@@ -21,6 +21,11 @@ def _blocks(r: ScoredRun) -> list[tuple[str, dict]]:
     return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
 
 
+# NDR is marked when most directional answers hold no verifiable claim: their UCR is 0 by the
+# paper's convention, so the number says little about grounding.
+UNCHECKED = 0.5
+
+
 def leaderboard(runs: list[ScoredRun]) -> Table:
     rows = []
     for r in runs:
@@ -29,12 +34,35 @@ def leaderboard(runs: list[ScoredRun]) -> Table:
             for key, title in COLUMNS:
                 ci = (b.get("ci") or {}).get(key)
                 row[title] = fmt(b.get(key), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
+            if (b.get("no_claim_share") or 0) > UNCHECKED:
+                row["NDR"] += " †"
             row["BUY:SELL"] = fmt(b.get("buy_sell_ratio"), 2)
             rows.append(row)
     return Table("E2A-style leaderboard (model x modality)", pd.DataFrame(rows),
-                 "UCR: contradicted share of verifiable claims; RCI: actions against the rationale; ECI: confident "
-                 "directional answers on weak evidence; NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI). "
+                 "UCR: mean response-level share of contradicted verifiable claims (0 for an answer without one); "
+                 "RCI: actions against the rationale; ECI: confident directional answers on weak evidence, among "
+                 "those that state a confidence; NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI) (seed paper §3.3). "
+                 f"†: over {UNCHECKED:.0%} of the directional answers hold no verifiable claim, so NDR rests on "
+                 "answers the judge could not check (see the judge audit). "
                  "Brackets: 95% intervals over stocks. '–': not applicable (no directional answer).")
+
+
+def judge_audit(runs: list[ScoredRun]) -> Table:
+    """How much of each run's answers the claim matcher could check, per modality."""
+    rows = []
+    for r in runs:
+        for modality, b in _blocks(r):
+            rows.append({"Model": r.label, "Modality": modality, "n": b.get("n"),
+                         "Verifiable claims / answer": fmt(b.get("claims_per_answer"), 2),
+                         "Answers without a verifiable claim": fmt(b.get("answers_without_claim"), 3),
+                         "Directional without one": fmt(b.get("no_claim_share"), 3),
+                         "Unverifiable share of claims": fmt(b.get("unverifiable_share"), 3),
+                         "Directional without confidence": fmt(b.get("no_confidence_share"), 3)})
+    return Table("E2A-style judge audit (model x modality)", pd.DataFrame(rows),
+                 "What the judge could check: verifiable claims per answer; answers (all, and directional) with "
+                 "none, whose UCR is 0 by convention; claims no anchor checks (RSI, MACD, MA60, patterns ...), "
+                 "never scored; directional answers that state no confidence, left out of ECI. The judge's own "
+                 "accuracy on the hand-labelled gold set: bench/e2a.py.")
 
 
 def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = "") -> Table:
@@ -95,7 +123,7 @@ def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> byt
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
     verified = {k: c for k, c in comparisons.items() if _is_revision(k, runs)}
     paired = {k: c for k, c in comparisons.items() if k not in verified}
-    tables = [leaderboard(runs)]
+    tables = [leaderboard(runs), judge_audit(runs)]
     if verified:
         tables.append(comparison_table(
             "Oracle-aided verification (direct → verify, same samples)", verified,

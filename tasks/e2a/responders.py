@@ -7,6 +7,9 @@ claim matcher and the scorer end to end (and floor a leaderboard).
   with 3 or more): UCR 0, RCI 0, ECI 0.
 * ``always_hold``: the same analysis, always HOLD: coverage 0, NDR 0.
 * ``contrarian``: the oracle's analysis and rationale, the opposite action: RCI 1 wherever it acts.
+* ``liar``: states the opposite of every fact in plain sentences ("The close is above the 20-day
+  moving average." when it is below) and acts on what it said: UCR 1 and NDR 0, the judge's check
+  that a model stating false facts is not rewarded.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from tasks.e2a.anchors import Anchors
 
 # anchor -> label -> (sentence, +1 bullish / -1 bearish / 0)
 STATEMENTS: Final[Mapping[str, Mapping[str, tuple[str, int]]]] = {
-    "ma_position": {"above_both": ("The close is above both moving averages", 1),
-                    "below_both": ("The close is below both moving averages", -1),
+    "ma_position": {"above_both": ("The close is above the 5-day and the 20-day moving average", 1),
+                    "below_both": ("The close is below the 5-day and the 20-day moving average", -1),
                     "mixed": ("The close sits between the 5-day and the 20-day moving average", 0)},
     "ma_cross": {"golden": ("A golden cross of MA5 over MA20 formed", 1),
                  "death": ("A death cross of MA5 under MA20 formed", -1),
-                 "none": ("There is no golden cross and no death cross", 0)},
+                 "none": ("", 0)},  # said by _no_recent_cross: what the window shows
     "trend": {"up": ("The window is in an uptrend", 1), "down": ("The window is in a downtrend", -1),
               "flat": ("Prices move sideways", 0)},
     "momentum_5d": {"up": ("The stock shows positive short-term momentum", 1), "down": ("The stock shows negative short-term momentum", -1),
@@ -50,11 +53,21 @@ STATEMENTS: Final[Mapping[str, Mapping[str, tuple[str, int]]]] = {
 }
 
 
+def _no_recent_cross(anchors: Anchors) -> str:
+    """No cross in the last bars: the averages' order, and any older cross the chart shows."""
+    v = anchors.values
+    said = "MA5 is above MA20" if v["ma_cross"] > 0 else "MA5 is below MA20" if v["ma_cross"] < 0 else ""
+    older = [name for name in ("golden", "death") if v[f"{name}_cross_bars"] == v[f"{name}_cross_bars"]]
+    crosses = (". " + " and ".join(f"a {n} cross" for n in older).capitalize() + " formed earlier in the window"
+               if older else ". There is no golden cross and no death cross in the window")
+    return (said + crosses).lstrip(". ")
+
+
 def _truthful(anchors: Anchors) -> tuple[str, int]:
     sentences, lean = [], 0
     for anchor, label in anchors.labels.items():
         sentence, sign = STATEMENTS[anchor][label]
-        sentences.append(sentence + ".")
+        sentences.append((sentence or _no_recent_cross(anchors)) + ".")
         lean += sign
     return " ".join(sentences), lean
 
@@ -88,6 +101,37 @@ def contrarian(anchors: Anchors) -> str:
     return _answer(analysis, rationale, opposite, confidence)
 
 
+def _lies(anchors: Anchors) -> tuple[list[str], int]:
+    """One false sentence per fact, and the lean (+1 bullish / -1 bearish) of what they say."""
+    v, labels = anchors.values, anchors.labels
+    said: list[tuple[str, int]] = []
+    for k, key in (("5", "ma_position_short"), ("20", "ma_position")):
+        above = v[key] <= 0
+        said.append((f"The close is {'above' if above else 'below'} the {k}-day moving average", 1 if above else -1))
+    golden = v["golden_cross_bars"] == v["golden_cross_bars"]
+    said.append(("There is no golden cross in the window", -1) if golden else ("A golden cross of MA5 over MA20 formed", 1))
+    said.append(("The window is in a downtrend", -1) if labels["trend"] == "up" else ("The window is in an uptrend", 1))
+    said.append(("The stock shows negative short-term momentum", -1) if labels["momentum_5d"] == "up"
+                else ("The stock shows positive short-term momentum", 1))
+    said.append(("The close is near the bottom of its range", -1) if labels["range_position"] == "top"
+                else ("The close is near the top of its range", 1))
+    said.append(("There is no breakout", -1) if labels["breakout"] == "up"
+                else ("The close made a breakout above the prior highs", 1))
+    said.append(("There is a volume contraction", 0) if labels["volume_change"] == "surge" else ("There is a volume surge", 0))
+    said.append(("The window shows low volatility", 0) if labels["volatility"] == "high"
+                else ("The window shows high volatility", 0))
+    said.append(("The last bar is a long bearish candle", -1) if labels["last_candle"] == "long_bullish"
+                else ("The last bar is a long bullish candle", 1))
+    return [sentence + "." for sentence, _ in said], sum(sign for _, sign in said)
+
+
+def liar(anchors: Anchors) -> str:
+    sentences, lean = _lies(anchors)
+    action = "BUY" if lean >= 0 else "SELL"
+    rationale = "The facts are bullish on balance." if action == "BUY" else "The facts are bearish on balance."
+    return _answer(" ".join(sentences), rationale, action, 0.6)
+
+
 RESPONDERS: Final[Mapping[str, Callable[[Anchors], str]]] = {
-    "anchor_oracle": anchor_oracle, "always_hold": always_hold, "contrarian": contrarian,
+    "anchor_oracle": anchor_oracle, "always_hold": always_hold, "contrarian": contrarian, "liar": liar,
 }

@@ -50,18 +50,28 @@ def _responder(name: str) -> Callable[..., Mapping[str, str | None]]:
     return answers
 
 
+def _said(row: Mapping[str, Any]) -> tuple[dict, str | None, str | None]:
+    """The parsed answer, and the analysis and rationale its claims and polarity are read from: the
+    raw text when nothing parsed (a response that states claims without an action still states them;
+    UCR_all counts it)."""
+    answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
+    if answer:
+        return answer, answer.get("analysis"), answer.get("rationale")
+    text = row.get("text") if isinstance(row.get("text"), str) else None
+    return {}, text, text
+
+
 def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
     """Per parsed response: its action, confidence, rationale polarity and claim verdicts against
     its window's anchors (the input of :func:`tasks.e2a.metrics.e2a_metrics`)."""
     rows = []
-    for _, row in parsed.iterrows():
-        answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
-        answer = answer or {}
+    for row in parsed.to_dict("records"):
+        answer, analysis, rationale = _said(row)
         rows.append({
             "sample_id": row["sample_id"], "code": row["code"], "modality": row["modality"],
             "action": answer.get("action"), "confidence": answer.get("confidence"),
             "strong_signals": int(row["strong_signals"]),
-            **judge(answer.get("analysis"), answer.get("rationale"), anchors_of(row)),
+            **judge(analysis, rationale, anchors_of(row)),
         })
     return pd.DataFrame(rows, columns=["sample_id", "code", "modality", "action", "confidence", "polarity",
                                        "strong_signals", "supported", "contradicted", "unverifiable"])
@@ -145,8 +155,8 @@ class E2ATask(Task):
         rows = []
         for row in run.parsed.to_dict("records"):
             anchors = anchors_of(row)
-            answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else {}
-            claims = extract_claims(f"{answer.get('analysis') or ''}\n{answer.get('rationale') or ''}", anchors) if answer else []
+            _, analysis, rationale = _said(row)
+            claims = extract_claims(f"{analysis or ''}\n{rationale or ''}", anchors)
             verdicts = [c.verdict for c in claims]
             outcome = "wrong" if "contradicted" in verdicts else "right" if "supported" in verdicts else None
             rows.append({

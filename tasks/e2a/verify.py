@@ -16,7 +16,7 @@ from typing import Mapping
 
 from tasks.base import Earlier
 from tasks.e2a.anchors import Anchors
-from tasks.e2a.claims import extract_claims
+from tasks.e2a.claims import extract_claims, fact_of
 
 
 def _said(earlier: Earlier) -> str:
@@ -29,17 +29,21 @@ def _said(earlier: Earlier) -> str:
 
 
 def claim_lines(earlier: Earlier, anchors: Anchors, words: Mapping[str, str]) -> str:
+    """Each claim once (claims are a set per answer), with the one verdict and the fact behind it."""
     lines = []
     for c in extract_claims(_said(earlier), anchors):
         if c.anchor is None:
-            lines.append(f'- "{c.sentence}": {words["unverifiable"]}')
+            lines.append(f'- "{c.sentence}" ({c.claim}): {words["unverifiable"]}')
         else:
-            lines.append(f'- "{c.sentence}" ({c.claim}): {words[c.verdict]} ({c.anchor}: {anchors.labels[c.anchor]})')
+            said = ("not " if c.negated else "") + c.claim.replace("_", " ")
+            lines.append(f'- "{c.sentence}" ({said}): {words[c.verdict]} ({fact_of(c.claim, anchors)})')
     return "\n".join(lines) or words["no_claims"]
 
 
 def fact_lines(anchors: Anchors) -> str:
-    return "\n".join(f"- {name}: {label}" for name, label in anchors.labels.items())
+    crosses = "; ".join(fact_of(c, anchors) for c in ("golden_cross", "death_cross"))
+    return "\n".join([*(f"- {name}: {label}" for name, label in anchors.labels.items()),
+                      f"- {fact_of('close_above_all_mas', anchors)}", f"- MA5/MA20 crossings: {crosses}"])
 
 
 def verify_prompt(template: str, words: Mapping[str, str], request: str, earlier: Earlier, anchors: Anchors) -> str:
