@@ -19,10 +19,9 @@ pytestmark = pytest.mark.unit
 
 ITEMS = [item for _, _, item in answers()]
 
-# What the judge reaches today where it is still short of the floors (accuracy.FLOORS: 0.95
-# for claims and polarity): a regression floor, raised as the judge improves, never lowered.
-REACHED = {"en": {"claim_precision": 0.96, "claim_recall": 0.90, "polarity": 0.90},
-           "zh": {"claim_precision": 0.96, "claim_recall": 0.93}}
+# What the judge reaches today where it is still short of the floors (accuracy.FLOORS): a
+# regression floor, raised as the judge improves, never lowered.
+REACHED = {"en": {"polarity": 0.90}, "zh": {}}
 
 
 def test_the_gold_set_is_large_bilingual_and_labelled_from_the_facts():

@@ -106,7 +106,7 @@ _MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*\(?\s*(\d{1,3})\s*\)?(?:
 _MA_ALL: Final = re.compile(
     r"(?:every|each)\s+(?:moving\s+)?average\b|"
     r"(?:(?:all|both|each|every|key|the|its|major)\s+(?:of\s+(?:its|the|their)\s+)?(?:(?:short|long|medium)[- ]term\s+|three\s+|key\s+|major\s+)?)?"
-    r"(?:moving[- ]averages|mas\b|averages\b)|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
+    r"(?:moving[- ]averages|mas\b|averages\b)|(?:all|both) (?:three |two )?(?:lines|averages)\b|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
 _SHORT_LONG: Final = re.compile(r"(?:the\s+)?(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
                                 r"|(短期|长期)均线")
@@ -117,7 +117,8 @@ _BARE_DAYS: Final = re.compile(r"(?<=the )(\d{1,2})-day(?= (?:is|has|was|stays|r
                                r"|(?<=the )(\d{1,2})-day\b(?=[\s.,;]*$|[.,;])")
 # A list ends before a verb: in "above MA20 and MA5 remains above MA20" the second MA is a subject.
 _TOKEN_LIST: Final = re.compile(r"‹m([\d+]+)›(?:" + _LIST_SEP + r"‹m([\d+]+)›(?!\s*(?:is|are|was|were|remains?|has|have|had|"
-                                r"stays?|moved|crossed|sits?|trades?|dropped|fell|rose|turned|line|also|still|now)\b))+")
+                                r"stays?|moved|crossed|sits?|trades?|dropped|fell|rose|turned|line|also|still|now)\b|\s*(?:位于|处于|运行|仍|已|也|上穿|下穿|"
+                                r"高于|低于|在|向上|向下|拐头)))+")
 
 
 def _period_token(m: re.Match[str]) -> str:
@@ -166,28 +167,29 @@ _NEAR: Final = r"(?:附近|一线|周围)"
 # name -> pattern; names "pos_*" and "ma_*" are read by _frame_claims, the rest name a claim.
 _FRAMES: Final[dict[str, str]] = {
     "ma_pair_cn": r"(?P<a1>‹m[\d+]+›)\s*(?:已经?|开始|向上|向下|也|仍|继续)?\s*(?P<rel1>上穿|下穿|金叉|死叉|位于|处于|在|高于|低于|运行于)\s*(?P<b1>‹m[\d+]+›)\s*(?P<post1>之上|上方|之下|下方)?",
-    "ma_pair_en": r"(?P<a2>‹m[\d+]+›)\s+(?:(?:line|has|had|have|is|are|was|remains?|remained|stays?|stayed|just|now|recently|already|moved|moving|trades?|trading|sits?|still|been|firmly|comfortably|clearly|well|not|yet|dropped|fell|slipped|rose|climbed|turned|back)\s+){0,4}(?P<rel2>crossed above|crossed over|crosses above|crossed up (?:through|over|above)|crossed below|crossed under|crosses below|crossed down (?:through|below)|above|over|below|under|beneath|<|>)\s+(?:the\s+)?(?P<b2>‹m[\d+]+›)",
+    "ma_pair_en": r"(?P<a2>‹m[\d+]+›)\s+(?:(?:line|has|had|have|is|are|was|remains?|remained|stays?|stayed|just|now|recently|already|moved|moving|trades?|trading|sits?|still|been|firmly|comfortably|clearly|well|not|yet|dropped|dropping|fell|falling|slipped|slipping|sliding|rose|rising|climbed|climbing|turned|back)\s+){0,4}(?P<rel2>cross(?:ed|es)? (?:back )?(?:above|over|up (?:through|over|above))|cross(?:ed|es)? (?:back )?(?:below|under|down (?:through|below|under))|above|over|below|under|beneath|<|>)\s+(?:the\s+)?(?P<b2>‹m[\d+]+›)",
     "pos_pre": r"(?P<rel3>" + _ABOVE_PRE + "|" + _BELOW_PRE + r")\s*(?:(?:the|its|their|both|all)\s+)*(?P<t3>" + _TOK + r")\s*(?P<post3>" + _ABOVE_POST + "|" + _BELOW_POST + "|" + _NEAR + r")?",
     "pos_post": r"(?P<t4>" + _TOK + r")\s*(?P<post4>" + _ABOVE_POST + "|" + _BELOW_POST + r")",
-    "golden_cross": r"golden[- ]?cross|金叉|上穿",
+    "any_cross": r"(?:no|neither|without)\s+(?:a\s+)?(?:golden (?:or|nor) death|death (?:or|nor) golden|ma|moving[- ]average)?\s*cross(?:es|overs?)?\b",
+    "golden_cross": r"golden[- ]?cross|golden(?= or death[- ]cross)|金叉|上穿",
     "death_cross": r"death[- ]?cross|死叉|下穿",
     "ma5_above_ma20": r"多头排列|bullish(?:ly)? (?:aligned|alignment|stack)",
     "ma5_below_ma20": r"空头排列|bearish(?:ly)? (?:aligned|alignment|stack)",
-    "uptrend": r"\bup-?trend|upward trend|rising trend|trend(?:ing)? (?:is )?(?:up|higher|upward)\b|trend[^.;:]{0,25}:\s*up\b|上升趋势|上涨趋势|上行趋势|趋势向上|多头趋势|上升通道|持续上涨|持续走高",
-    "downtrend": r"\bdown-?trend|downward trend|falling trend|declining trend|trend(?:ing)? (?:is )?(?:down|lower|downward)\b|trend[^.;:]{0,25}:\s*down\b|下降趋势|下跌趋势|下行趋势|趋势向下|空头趋势|下降通道|下跌通道|持续下跌|持续走低",
-    "sideways": r"sideways|range-?bound|consolidat\w*|trendless|横盘|震荡整理|区间震荡|盘整",
-    "momentum_up": r"(?:strong|positive|upward|bullish|improving|rising|accelerating) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:positive|strong|bullish|upward)|动能增强|上涨动能|多头动能|动能(?:较强|强劲|向上)",
-    "momentum_down": r"(?:weak|negative|downward|bearish|weakening|fading|slowing|declining|waning) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:negative|weak|bearish|downward|weakening|fading|waning)|动能减弱|下跌动能|空头动能|动能(?:较弱|不足|衰减|转弱)",
-    "near_range_top": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:top|upper end|upper part|high end|upper bound|upper boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?highs?\b|接近.{0,4}高点|接近前高|近期高位|区间上沿|区间顶部|高位运行|处于高位",
-    "near_range_bottom": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:bottom|lower end|lower part|low end|lower bound|lower boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?lows?\b|接近.{0,4}低点|接近前低|近期低位|区间下沿|区间底部|低位运行|处于低位",
-    "breakout_up": r"(?<!volume )break-?out(?! of the chart)|broke out|breaking out|breaks? out|(?:broke|breaks?|breaking|pushed|surged) (?:above|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:resistance|highs?|range)|new (?:20-day |30-day |recent |short-term )?highs?|向上突破|突破(?:前高|压力|阻力|平台|区间上沿)|创(?:出)?(?:阶段)?新高",
-    "breakout_down": r"break-?down(?! of)|broke down|breaking down|breaks? down(?! of)|(?:broke|breaks?|breaking|fell|falls|falling|dropped|slipped) (?:below|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:support|lows?|range)|new (?:20-day |30-day |recent |short-term )?lows?|向下突破|跌破(?:支撑|前低|平台|区间下沿)|破位|创(?:出)?(?:阶段)?新低",
-    "rise_on_volume": r"(?:放量(?:上涨|上攻|拉升|大涨|反弹))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^.,;]{0,20}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|breakout|up-?move|(?:price|stock|shares?) (?:rose|rallied|climbed|advanced))|(?:heavy|high|strong|rising) volume on the (?:rally|bounce|advance|rise|way up)",
-    "fall_on_volume": r"(?:放量(?:下跌|下挫|杀跌|大跌|回落))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|sell-?off|sold off|declin(?:e|es|ed|ing)|slid|slump(?:ed)?|down) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^.,;]{0,20}?(?:on|as|during|into|with) (?:the )?(?:drop|decline|sell-?off|fall|selling|slide|(?:price|stock|shares?) (?:dropped|fell|declined|slid)|sellers)|(?:heavy|high|strong|rising) volume on the (?:decline|drop|sell-?off|way down|slide)",
-    "rise_on_low_volume": r"(?:缩量(?:上涨|上攻|反弹|回升))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|up-?move)|(?:light|low|thin)[- ]volume (?:rally|bounce|advance|rise)",
-    "fall_on_low_volume": r"(?:缩量(?:下跌|回调|回落|调整|下行))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|declin(?:e|es|ed|ing)|pull(?:ed)?back|slid|down) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:decline|drop|pullback|dip|slide|sell-?off)|(?:light|low|thin)[- ]volume (?:pullback|decline|dip|drift|sell-?off|slide)|(?:drift\w*|edg\w*|mov\w*) lower on (?:light|low|thin) volume",
-    "volume_surge": r"volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surge|spike|expansion|breakout|increase|jump|pick(?:ed|s)? up|rose|has risen|is rising|expanded|surged|spiked|increased|jumped|is (?:heavy|high|elevated|expanding|increasing|surging))|(?:heavy|rising|surging|expanding|increasing|elevated|high|strong|above-average) (?:trading )?volume|放量|成交量.{0,6}?(?:放大|增加|激增|攀升|上升)|量能(?:明显)?(?:放大|增加)",
-    "volume_shrink": r"volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:shrink\w*|contract\w*|declin\w*|dr(?:ies|ied|ying) up|is drying up|fell|fades|faded|fading|decreas\w*|is (?:light|low|thin|subdued|weak))|(?:light|shrinking|declining|thin|low|subdued|weak|fading|below-average|contracting|decreasing) (?:trading )?volume|缩量|成交量.{0,6}?(?:萎缩|减少|下降|缩小)|量能(?:明显)?(?:萎缩|不足|减少)",
+    "uptrend": r"\bup-?trend|upward trend|rising trend|trend(?:ing)? (?:is )?(?:up|higher|upward)\b|trend[^.;:]{0,25}:\s*up\b|上升趋势|上涨趋势|上行趋势|趋势向上|多头趋势|上升通道|持续上涨|持续走高|trend(?:ed|ing)?\b[^.;]{0,25}?(?::|\bis\b|\bwas\b|\bhas been\b)\s*(?:clearly |firmly )?(?:up|upward|higher|rising)\b|trended (?:higher|up)",
+    "downtrend": r"\bdown-?trend|downward trend|falling trend|declining trend|trend(?:ing)? (?:is )?(?:down|lower|downward)\b|trend[^.;:]{0,25}:\s*down\b|下降趋势|下跌趋势|下行趋势|趋势向下|空头趋势|下降通道|下跌通道|持续下跌|持续走低|trend(?:ed|ing)?\b[^.;]{0,25}?(?::|\bis\b|\bwas\b|\bhas been\b)\s*(?:clearly |firmly )?(?:down|downward|lower|falling)\b|trended (?:lower|down)",
+    "sideways": r"sideways|range-?bound|consolidat\w*|trendless|横盘|震荡整理|区间震荡|盘整|trend\b[^.;]{0,25}?(?::|\bis\b|\bwas\b|\bhas been\b)\s*(?:basically |largely |mostly )?(?:flat|sideways)\b",
+    "momentum_up": r"(?:strong|positive|upward|bullish|improving|rising|accelerating) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:now |clearly |still |turning )?(?:positive|strong|bullish|upward)|gaining momentum|动能增强|上涨动能|多头动能|动能(?:较强|强劲|向上)|momentum\s*:\s*(?:positive|strong|up)",
+    "momentum_down": r"(?:weak|negative|downward|bearish|weakening|fading|slowing|declining|waning) (?:short-term |near-term |price )?momentum|momentum (?:is |remains |stays |turned |has turned )?(?:now |clearly |still |turning )?(?:negative|weak|bearish|downward|weakening|fading|waning)|(?:lost|losing) momentum|动能减弱|下跌动能|空头动能|动能(?:较弱|不足|衰减|转弱)|momentum\s*:\s*(?:negative|weak|down)",
+    "near_range_top": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:top|upper end|upper part|high end|upper bound|upper boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?highs?\b|接近.{0,4}高点|接近前高|近期高位|区间上沿|区间顶部|高位运行|处于.{0,8}高位|在高位|高位徘徊|最高区域|顶部区域",
+    "near_range_bottom": r"(?:near|at|close to|around|toward|testing) (?:the )?(?:bottom|lower end|lower part|low end|lower bound|lower boundary) of (?:its|the|this) (?:recent |30-day |trading )?range|(?:near|at|close to|testing) (?:its |the )?(?:recent |30-day |period |window )?lows?\b|接近.{0,4}低点|接近前低|近期低位|区间下沿|区间底部|低位运行|处于.{0,8}低位|在低位|低位徘徊|最低区域|底部区域",
+    "breakout_up": r"(?<!volume )break-?out(?! of the chart)|broke out|breaking out|breaks? out|(?:broke|broken|breaks?|breaking|pushed|surged) (?:above|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:\d+-day |30-day )?(?:resistance|highs?|range)|new (?:20-day |30-day |recent |short-term )?highs?|向上突破|突破(?:前高|压力|阻力|平台|区间上沿)|创(?:出)?(?:阶段)?新高",
+    "breakout_down": r"break-?down(?! of)|broke down|breaking down|breaks? down(?! of)|(?:broke|broken|breaks?|breaking|fell|falls|falling|dropped|slipped) (?:below|through) (?:the |its |a )?(?:key |recent |prior |previous )?(?:\d+-day |30-day )?(?:support|lows?|range)|new (?:20-day |30-day |recent |short-term )?lows?|向下突破|跌破(?:支撑|前低|平台|区间下沿)|破位|创(?:出)?(?:阶段)?新低",
+    "rise_on_volume": r"(?:放量(?:上涨|上攻|拉升|大涨|反弹))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^;]{0,30}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|breakout|up-?move|(?:price|stock|shares?) (?:rose|rallied|climbed|advanced))|(?:heavy|high|strong|rising) volume on the (?:rally|bounce|advance|rise|way up)|(?:rally|bounce|uptick|rebound|advance|rise|gains?|breakout)\s+(?:is |was |has been )?(?:happening |came |come |coming |occurred |took place )?(?:on|with|amid) (?:a |an )?(?:(?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:surge|spike|expansion))",
+    "fall_on_volume": r"(?:放量(?:下跌|下挫|杀跌|大跌|回落))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|sell-?off|sold off|declin(?:e|es|ed|ing)|slid|slump(?:ed)?|down) (?:on|with|amid|accompanied by) (?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:surg\w*|spik\w*|jump\w*|expand\w*|increas\w*|rose|ris\w*)[^;]{0,30}?(?:on|as|during|into|with) (?:the )?(?:drop|decline|sell-?off|fall|selling|slide|(?:price|stock|shares?) (?:dropped|fell|declined|slid)|sellers)|(?:heavy|high|strong|rising) volume on the (?:decline|drop|sell-?off|way down|slide)|(?:pullback|decline|dip|drop|slide|sell-?off|fall|breakdown)\s+(?:is |was |has been )?(?:happening |came |come |coming |occurred |took place )?(?:on|with|amid) (?:a |an )?(?:(?:heavy|high|strong|rising|increasing|expanding|surging|above-average|large) volume|volume (?:surge|spike|expansion))",
+    "rise_on_low_volume": r"(?:缩量(?:上涨|上攻|反弹|回升))|(?:ris(?:e|es|ing)|rose|rall(?:y|ies|ied|ying)|gain(?:s|ed|ing)?|advanc(?:e|ed|es|ing)|climb(?:s|ed|ing)?|up) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:rally|bounce|advance|rise|up-?move)|(?:light|low|thin)[- ]volume (?:rally|bounce|advance|rise)|(?:rally|bounce|uptick|rebound|advance|rise|gains?)\s+(?:is |was |has been )?(?:happening |came |come |coming |occurred |took place )?(?:on|with|amid) (?:a |an )?(?:light|low|thin|shrinking|declining|fading|weak|below-average|subdued) volume",
+    "fall_on_low_volume": r"(?:缩量(?:下跌|回调|回落|调整|下行))|(?:fall(?:s|ing)?|fell|drop(?:s|ped|ping)?|declin(?:e|es|ed|ing)|pull(?:ed)?back|slid|down) (?:on|with|amid) (?:light|low|thin|declining|shrinking|weak|below-average) volume|volume (?:has |have |had |is |was |has been |have been |had been )?(?:\w+ly )?(?:dr(?:ies|ied|ying) up|shrink\w*|fad\w*|declin\w*|contract\w*)[^.,;]{0,12}?(?:on|as|during|into|with) (?:the )?(?:decline|drop|pullback|dip|slide|sell-?off)|(?:light|low|thin)[- ]volume (?:pullback|decline|dip|drift|sell-?off|slide)|(?:drift\w*|edg\w*|mov\w*) lower on (?:light|low|thin) volume|(?:pullback|decline|dip|drop|slide|sell-?off|fall)\s+(?:is |was |has been )?(?:happening |came |come |coming |occurred |took place )?(?:on|with|amid) (?:a |an )?(?:light|low|thin|shrinking|declining|fading|weak|below-average|subdued) volume",
+    "volume_surge": r"volume:? (?:has |have |had |is |was |were |are |has been |have been |had been )?(?:not |n\'t )?(?:\w+ly )?(?:heavy|high|elevated|strong|above[- ]average|surge|spike|expansion|breakout|increase|jump|pick(?:ed|s)? up|rose|has risen|is rising|expanded|surged|spiked|increased|jumped|is (?:heavy|high|elevated|expanding|increasing|surging))|(?:heavy|rising|surging|expanding|increasing|elevated|high|strong|above-average) (?:trading )?volume|放量|成交量.{0,6}?(?:放大|增加|激增|攀升|上升)|量能.{0,6}?(?:放大|增加)",
+    "volume_shrink": r"volume:? (?:has |have |had |is |was |were |are |has been |have been |had been )?(?:not |n\'t )?(?:\w+ly )?(?:light|low|thin|subdued|below[- ]average|shrink\w*|contract\w*|declin\w*|dr(?:ies|ied|ying) up|is drying up|fell|fades|faded|fading|decreas\w*|is (?:light|low|thin|subdued|weak))|(?:light|shrinking|declining|thin|low|subdued|weak|fading|below-average|contracting|decreasing) (?:trading )?volume|缩量|成交量.{0,6}?(?:萎缩|减少|下降|缩小)|量能.{0,6}?(?:萎缩|不足|减少)",
     "volatility_high": r"(?:high|elevated|increased|rising|heavy) volatility|highly volatile|volatility (?:is |remains |has been )?(?:very |quite |relatively |fairly )?(?:high|elevated|rising)|波动率(?:很|较|偏|非常)?高|sharp swings|剧烈波动|波动(?:剧烈|较大|加剧|明显加大|放大)|振幅(?:较大|加大)",
     "volatility_low": r"(?:low|subdued|muted|declining|compressed) volatility|volatility (?:is |remains |has been )?(?:very |quite |relatively |fairly )?(?:low|subdued|muted|compressed)|波动率(?:很|较|偏|非常)?低|波动很小|calm trading|波动(?:较小|收窄|减小|平缓|不大)|振幅(?:较小|收窄)",
     "long_bullish_candle": r"(?:long|big|large|strong|tall) (?:bullish|white|green|up|positive) (?:candle|candlestick|bar)|bullish marubozu|大阳线|长阳线?|中大阳",
@@ -198,7 +200,7 @@ _FRAMES: Final[dict[str, str]] = {
 # the frames a text can hold (cached per set), which keeps one pass over the text cheap.
 _TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("ma_pair_cn", "ma_pair_en", "pos_pre", "pos_post"): ("‹m",),
-    ("golden_cross", "death_cross"): ("cross", "叉", "穿"),
+    ("any_cross", "golden_cross", "death_cross"): ("cross", "叉", "穿"),
     ("ma5_above_ma20", "ma5_below_ma20"): ("排列", "align", "stack"),
     ("uptrend", "downtrend"): ("trend", "趋势"),
     ("sideways",): ("sideways", "range", "consolidat", "trendless", "横盘", "震荡", "盘整"),
@@ -315,10 +317,10 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
         if pair is None:
             return ["?MA pair"]
         post = m.group("post1") if i == "1" else None
-        up = (rel in ("上穿", "金叉", "高于", "above", "over", ">") or rel.startswith(("crossed above", "crossed over",
-              "crosses above", "crossed up")) or (post in ("之上", "上方")))
-        down = (rel in ("下穿", "死叉", "低于", "below", "under", "beneath", "<") or rel.startswith((
-                "crossed below", "crossed under", "crosses below", "crossed down")) or (post in ("之下", "下方")))
+        up = rel in ("上穿", "金叉", "高于", "above", "over", ">") or post in ("之上", "上方") or (
+            "cross" in rel and rel.rsplit(" ", 1)[-1] in ("above", "over", "through") and " down " not in rel)
+        down = rel in ("下穿", "死叉", "低于", "below", "under", "beneath", "<") or post in ("之下", "下方") or (
+            "cross" in rel and (rel.endswith(("below", "under")) or " down " in rel))
         if up == down:
             return []
         up = up if pair[1] > 0 else not up
@@ -340,6 +342,8 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
         else:
             return []  # "位于‹m20›" with no side
         return _position(m.group(f"t{i}"), sign)
+    if name == "any_cross":
+        return ["golden_cross", "death_cross"]
     return [name]
 
 
@@ -359,7 +363,7 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_CROSS_WORD: Final = re.compile(r"cross|叉|穿")
+_CROSS_OF: Final = re.compile(r"(?:cross(?:over)?|叉)\s*(?:of|:|\(|,)?\s*$")
 # Frames that name what another indicator does ("MACD golden cross", "RSI momentum").
 _INDICATOR_WORDS: Final = frozenset({"golden_cross", "death_cross", "ma_pair_cn", "momentum_up", "momentum_down",
                                      "breakout_up", "breakout_down"})
@@ -413,7 +417,8 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
             continue
         negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
         for name in _frame_claims(m):
-            if name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair") and _CROSS_WORD.search(clause):
+            if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
+                    and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
                 continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
             if _OTHER_INDICATOR.search(clause) and m.lastgroup in _INDICATOR_WORDS:
                 continue  # "MACD golden cross": the indicator itself is counted unverifiable below
