@@ -57,10 +57,15 @@ _FREE: Final = frozenset({"strong buy", "buy", "accumulate", "strong sell", "sel
 _ACTION_WORDS: Final = {w: a for a, words in _ACTIONS_BY_WORD.items() for w in words}
 
 
+# "hold" as a verb of price ("holds above", "holding over both averages") is no recommendation.
+_PRICE_VERB: Final = r"(?!\s+(?:above|below|on|onto|at|over|the|its|support|steady|firm|up|near))"
+
+
 def _word_pattern(words) -> re.Pattern[str]:
     ordered = sorted(words, key=len, reverse=True)
-    return re.compile("|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])(?!-off)(?!ers)" if w.isascii() else re.escape(w)
-                               for w in ordered), re.I)
+    return re.compile("|".join(
+        rf"(?<![a-z]){re.escape(w)}(?![a-z])(?!-off)(?!ers)" + (_PRICE_VERB if w in ("hold", "holding") else "")
+        if w.isascii() else re.escape(w) for w in ordered), re.I)
 
 
 _ACTION_TOKEN: Final = _word_pattern(_ACTION_WORDS)
@@ -69,11 +74,10 @@ _STANCE: Final = frozenset(_FREE | {"add", "adding", "reduce", "reducing", "trim
                                     "stay on the sidelines", "stand aside", "neutral", "holding", "keep the position",
                                     "keep holding", "go long", "exit", "等待", "离场", "中性", "继续持有"})
 # "hold" as a verb of price ("holds above", "hold the 20-day line") is no recommendation.
-_FREE_TOKEN: Final = re.compile(_word_pattern(_FREE).pattern.replace(
-    r"(?<![a-z])hold(?![a-z])", r"(?<![a-z])hold(?![a-z])(?!\s+(?:above|below|on|onto|at|the|its|support|steady|firm|up|near))"), re.I)
+_FREE_TOKEN: Final = _word_pattern(_FREE)
 _STANCE_TOKEN: Final = re.compile(_FREE_TOKEN.pattern + "|" + _word_pattern(_STANCE - _FREE).pattern, re.I)
 _NEGATED_ACTION: Final = re.compile(r"(?:\b(?:don'?t|do not|not|never|avoid|no|rather than|instead of|no (?:\w+ )?reason to|"
-                                    r"not (?:the )?time to|too early to|too late to|not enough to)\s+(?:a\s+|to\s+)?|不建议|不宜|不要|别|不|暂不|无需|不必)\s*$", re.I)
+                                    r"not (?:the )?time to|too early to|too late to|not enough to|before|until)\s+(?:a\s+|to\s+)?|不建议|不宜|不要|别|不|暂不|无需|不必)\s*$", re.I)
 # A recommendation cue before a free-text action: "I recommend BUY", "建议买入", "Final answer: SELL".
 _CUE: Final = re.compile(r"(?:recommend\w*|action|decision|verdict|answer|suggest\w*|call|rating|建议|操作|结论|决策)\W{0,3}(?:\w+\W+){0,3}$", re.I)
 _KEYS: Final = {
@@ -123,9 +127,13 @@ _PAIRED_AFTER: Final = re.compile(r"\s*(?:/\s*[a-z\u4e00-\u9fff]|or\s+(?:buy|sel
 
 
 def stated_action(text: str) -> str | None:
-    """The last action a text says it takes, not negated ("so I would reduce", "宜观望"), or None."""
+    """The last action a text says it takes, not negated ("so I would reduce", "宜观望"), or None;
+    HOLD when it rules out both directions ("no reason to sell and no reason to add")."""
     found = _actions(text, _STANCE_TOKEN)
-    return found[-1][1] if found else None
+    if found:
+        return found[-1][1]
+    ruled_out = {_ACTION_WORDS[m.group(0).lower()] for m in _STANCE_TOKEN.finditer(text)}
+    return "HOLD" if {"BUY", "SELL"} <= ruled_out else None
 
 
 def action_of(value: object) -> str | None:
