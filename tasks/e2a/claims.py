@@ -102,16 +102,14 @@ _PERIOD_LIST: Final = re.compile(
     r"(?<![\d.])(\d{1,3})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
     + r"\s*(?:" + _MA_NOUN + r")")
 # "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
-_MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*\(?\s*(\d{1,3})\s*\)?(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
 _MA_ALL: Final = re.compile(
-    r"(?:every|each)\s+(?:moving\s+)?average\b|"
-    r"(?:(?:all|both|each|every|key|the|its|major)\s+(?:of\s+(?:its|the|their)\s+)?(?:(?:short|long|medium)[- ]term\s+|three\s+|key\s+|major\s+)?)?"
-    r"(?:moving[- ]averages|mas\b|averages\b)|(?:all|both) (?:three |two )?(?:lines|averages)\b|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
+    r"(?:every|each) (?:moving )?average\b|moving[- ]averages|\bmas\b|averages\b|(?:all|both) (?:three |two )?lines\b|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
-_SHORT_LONG: Final = re.compile(r"(?:the\s+)?(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
+_SHORT_LONG: Final = re.compile(r"(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
                                 r"|(短期|长期)均线")
 # "the short-term average (MA5)": the average named in brackets.
-_NAMED_AVERAGE: Final = re.compile(r"(?:the\s+)?[\w-]*\s*(?:moving\s+)?(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
+_NAMED_AVERAGE: Final = re.compile(r"(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
 # "the 5-day is above the 20-day": a bare period next to another, in a comparison.
 _BARE_DAYS: Final = re.compile(r"(?<=the )(\d{1,2})-day(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
                                r"|(?<=the )(\d{1,2})-day\b(?=[\s.,;]*$|[.,;])")
@@ -137,10 +135,10 @@ def normalise(text: str) -> str:
         text = text.replace("半年线", "‹m120›").replace("年线", "‹m250›")
     text = _PERIOD_LIST.sub(_period_token, text)
     if "ma" in text:
-        text = _MA_PREFIXED.sub(lambda m: f" ‹m{m.group(1)}› ", text)
+        text = _MA_PREFIXED.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
     if "short" in text or "long" in text or "期均线" in text:
         text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group(1) in ("short", "短期") else " ‹m20› ", text)
-    if "‹" in text:
+    if "(" in text and "‹" in text:
         text = _NAMED_AVERAGE.sub(r" \1 ", text)
     if "-day" in text:
         text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
@@ -168,7 +166,7 @@ _NEAR: Final = r"(?:附近|一线|周围)"
 _FRAMES: Final[dict[str, str]] = {
     "ma_pair_cn": r"(?P<a1>‹m[\d+]+›)\s*(?:已经?|开始|向上|向下|也|仍|继续)?\s*(?P<rel1>上穿|下穿|金叉|死叉|位于|处于|在|高于|低于|运行于)\s*(?P<b1>‹m[\d+]+›)\s*(?P<post1>之上|上方|之下|下方)?",
     "ma_pair_en": r"(?P<a2>‹m[\d+]+›)\s+(?:(?:line|has|had|have|is|are|was|remains?|remained|stays?|stayed|just|now|recently|already|moved|moving|trades?|trading|sits?|still|been|firmly|comfortably|clearly|well|not|yet|dropped|dropping|fell|falling|slipped|slipping|sliding|rose|rising|climbed|climbing|turned|back)\s+){0,4}(?P<rel2>cross(?:ed|es)? (?:back )?(?:above|over|up (?:through|over|above))|cross(?:ed|es)? (?:back )?(?:below|under|down (?:through|below|under))|above|over|below|under|beneath|<|>)\s+(?:the\s+)?(?P<b2>‹m[\d+]+›)",
-    "pos_pre": r"(?P<rel3>" + _ABOVE_PRE + "|" + _BELOW_PRE + r")\s*(?:(?:the|its|their|both|all)\s+)*(?P<t3>" + _TOK + r")\s*(?P<post3>" + _ABOVE_POST + "|" + _BELOW_POST + "|" + _NEAR + r")?",
+    "pos_pre": r"(?P<rel3>" + _ABOVE_PRE + "|" + _BELOW_PRE + r")\s*(?:(?:the|its|their|both|all|every|each|of|three|two|key|major|(?:short|long|medium)[- ]term)\s+)*(?P<t3>" + _TOK + r")\s*(?P<post3>" + _ABOVE_POST + "|" + _BELOW_POST + "|" + _NEAR + r")?",
     "pos_post": r"(?P<t4>" + _TOK + r")\s*(?P<post4>" + _ABOVE_POST + "|" + _BELOW_POST + r")",
     "any_cross": r"(?:no|neither|without)\s+(?:a\s+)?(?:golden (?:or|nor) death|death (?:or|nor) golden|ma|moving[- ]average)?\s*cross(?:es|overs?)?\b",
     "golden_cross": r"golden[- ]?cross|golden(?= or death[- ]cross)|金叉|上穿",
@@ -214,19 +212,34 @@ _TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("long_bullish_candle", "long_bearish_candle", "doji"): ("candle", "bar", "marubozu", "阳", "阴", "doji", "十字"),
 }
 assert sorted(n for names in _TRIGGERS for n in names) == sorted(_FRAMES)
+_FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] for ws in _TRIGGERS.values() for w in ws}
+_TRIGGER: Final = re.compile("|".join(re.escape(w) for w in sorted(_FAMILIES, key=len, reverse=True)))
 
 
 _FRAME_PATTERNS: Final = {name: re.compile(f"(?P<{name}>{pattern})") for name, pattern in _FRAMES.items()}
 _ORDER: Final = {name: i for i, name in enumerate(_FRAMES)}
 
 
-def _frame_matches(norm: str) -> list[re.Match[str]]:
+def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
+    """(start, end) of each sentence (no frame spans two), as ``_SENTENCE_END.split`` cuts them, and
+    the punctuation that ends each ("" for the last)."""
+    ends = list(_SENTENCE_END.finditer(norm))
+    starts = [0, *(m.end() for m in ends)]
+    stops = [*(m.start() for m in ends), len(norm)]
+    return list(zip(starts, stops)), [*(m.group(0) for m in ends), ""]
+
+
+def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> list[re.Match[str]]:
     """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
     them (leftmost first, the earlier frame on a tie, no overlaps), but each frame scanned on its
-    own and only where a trigger word is present: one big alternation tries every frame at every
-    character, which cost ~0.5 ms an answer."""
-    found = sorted((m for names, words in _TRIGGERS.items() if any(w in norm for w in words)
-                    for name in names for m in _FRAME_PATTERNS[name].finditer(norm)),
+    own and only in the sentences that hold one of its trigger words: one big alternation tries every
+    frame at every character, which cost ~0.5 ms an answer."""
+    starts = [s for s, _ in spans]
+    wanted: dict[int, set[tuple[str, ...]]] = {}
+    for m in _TRIGGER.finditer(norm):
+        wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
+    found = sorted((m for i, families in wanted.items() for names in families for name in names
+                    for m in _FRAME_PATTERNS[name].finditer(norm, *spans[i])),
                    key=lambda m: (m.start(), _ORDER[m.lastgroup]))
     kept, until = [], 0
     for m in found:
@@ -238,8 +251,9 @@ def _frame_matches(norm: str) -> list[re.Match[str]]:
 
 _OTHER_INDICATOR: Final = re.compile(
     r"(?<![a-z])(?:rsi|macd|kdj|stoch\w*|cci|obv|adx|dmi|atr|vwap|williams|boll|dif|dea)(?![a-z])|bollinger|布林|ichimoku|随机指标")
+# Starts with no look-behind, so the scan can skip ahead: a letter before "rsi" etc. is checked apart.
 UNVERIFIABLE: Final = re.compile(
-    r"(?<![a-z])(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
+    r"(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
     r"double (?:top|bottom)|双顶|双底|w底|m头|elliott|艾略特|ichimoku|cup[- ]and[- ]handle|hammer|engulfing|shooting star|"
     r"锤子线|吞没|射击之星|flag pattern|wedge|triangle|三角形|楔形|‹m(?:\d+\+)*(?:30|60|90|100|120|150|200|250)(?:\+\d+)*›")
 
@@ -347,20 +361,9 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
     return [name]
 
 
-def _clauses(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each clause of the normalised text."""
-    bounds = [0]
-    for m in _SENTENCE_END.finditer(text):
-        bounds += [m.start(), m.end()]
-    bounds.append(len(text))
-    spans = []
-    for s, e in zip(bounds[::2], bounds[1::2]):
-        start = s
-        for cut in _CLAUSE_CUT.finditer(text, s, e):
-            spans.append((start, cut.start()))
-            start = cut.end()
-        spans.append((start, e))
-    return spans
+def _clause_cuts(norm: str, start: int, end: int) -> list[int]:
+    """Where the clauses of one sentence start: its start and after each clause cut."""
+    return [start, *(m.end() for m in _CLAUSE_CUT.finditer(norm, start, end))]
 
 
 _CROSS_OF: Final = re.compile(r"(?:cross(?:over)?|叉)\s*(?:of|:|\(|,)?\s*$")
@@ -386,51 +389,52 @@ def fact_of(claim: str, anchors: Anchors) -> str:
     return f"{anchor}: {anchors.labels[anchor]}"
 
 
-def _original_sentences(text: str) -> list[str]:
-    return _SENTENCE_END.split(unicodedata.normalize("NFKC", text))
-
-
 def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
     """Every claim of ``text`` once (a set of (claim, negated)), in order of first mention, each
     with the sentence it was read from as written."""
     norm = normalise(text or "")
-    spans = _clauses(norm)
-    originals = _original_sentences(text or "")
-    normalised = _SENTENCE_END.split(norm)
-    said = originals if len(originals) == len(normalised) else normalised
-    ends = [m.start() for m in _SENTENCE_END.finditer(norm)]
-
-    def sentence(at: int) -> str:
-        return said[bisect.bisect_right(ends, at)].strip()
-
+    spans, marks = _sentences(norm)
     starts = [s for s, _ in spans]
-    sentence_ends = {m.start() for m in _SENTENCE_END.finditer(norm)}
+    said: list[str] = []
+
+    def sentence(i: int) -> str:
+        if not said:  # the sentences as written, where normalising kept their count
+            written = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
+            said.extend(written if len(written) == len(spans) else (norm[s:e] for s, e in spans))
+        return said[i].strip()
+
+    clauses: dict[int, list[int]] = {}
     found: dict[tuple[str, bool], Claim] = {}
-    for m in _frame_matches(norm):
-        s, e = spans[bisect.bisect_right(starts, m.start()) - 1]
-        clause = norm[s:e]
-        end_mark = norm[e:e + 1] if e in sentence_ends else ""
-        if end_mark in ("?", "？"):
-            continue
-        before = norm[s:m.start()]
-        if _HEDGE.search(before) or _HEDGE_AFTER.match(norm, m.end(), e):
+    for m in _frame_matches(norm, spans):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i not in clauses:
+            clauses[i] = _clause_cuts(norm, *spans[i])
+        k = bisect.bisect_right(clauses[i], m.start())
+        if "?" in marks[i] and k == len(clauses[i]):
+            continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
+        s = clauses[i][k - 1]
+        e = clauses[i][k] if k < len(clauses[i]) else spans[i][1]
+        if _HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e):
             continue
         negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
         for name in _frame_claims(m):
             if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
                     and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
                 continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
-            if _OTHER_INDICATOR.search(clause) and m.lastgroup in _INDICATOR_WORDS:
+            if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
                 continue  # "MACD golden cross": the indicator itself is counted unverifiable below
             if name.startswith("?"):
-                found.setdefault((name, False), Claim(sentence(m.start()), None, name[1:], False, "unverifiable"))
+                found.setdefault((name, False), Claim(sentence(i), None, name[1:], False, "unverifiable"))
                 continue
             anchor, holds = CLAIMS[name]
             verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
-            found.setdefault((name, negated), Claim(sentence(m.start()), anchor, name, negated, verdict))
+            found.setdefault((name, negated), Claim(sentence(i), anchor, name, negated, verdict))
     for m in UNVERIFIABLE.finditer(norm):
+        if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
+            continue  # inside a word ("parsing", "flatr...")
         key = ("?" + m.group(0).strip("‹›"), False)
-        found.setdefault(key, Claim(sentence(m.start()), None, key[0][1:], False, "unverifiable"))
+        i = bisect.bisect_right(starts, m.start()) - 1
+        found.setdefault(key, Claim(sentence(i), None, key[0][1:], False, "unverifiable"))
     return list(found.values())
 
 
