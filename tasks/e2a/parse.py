@@ -9,19 +9,37 @@ layout that yields an action wins; never raises)::
     | 1 | None, "", whitespace                        | nothing to parse                                           | none / "empty response"       |
     | 2 | full-width characters, <think> blocks       | NFKC; closed reasoning blocks cut, an unclosed one cuts    | (silent) / "unclosed <think>  |
     |   |                                             | the rest (the budget ran out while reasoning)              | block"                        |
-    | 3 | a JSON object anywhere (fences, prose)      | the first object holding an action or rationale key;       | json                          |
-    |   |                                             | keys case-insensitive, Chinese names accepted (分析, 理由, |                               |
-    |   |                                             | 操作/建议, 置信度/信心)                                   |                               |
-    | 4 | "Field: value" lines ("**Action**: Buy",    | one field per line; a field's text runs to the next field  | fields                        |
-    |   | "操作：买入", "Confidence - 80%")           |                                                            |                               |
-    | 5 | free text                                   | the last action word (BUY / SELL / HOLD / UNCERTAIN, and   | free / "action from free text"|
-    |   |                                             | 买入 卖出 持有 观望 不确定); analysis and rationale = text  | (+ "several actions; took the |
-    |   |                                             |                                                            | last")                        |
-    | 6 | action words                                | case-insensitive; 买入/买进 BUY, 卖出 SELL, 持有 HOLD,     |                               |
-    |   |                                             | 观望/不确定 UNCERTAIN; anything else is no action          | none / "unknown action ..."   |
-    | 7 | confidence                                  | a number in [0, 1]; "80%" or 80 -> 0.8; words: very high   | "no confidence" / "confidence |
-    |   |                                             | 0.9, high/高 0.8, medium/moderate/中 0.5, low/低 0.2, very | out of range"                 |
-    |   |                                             | low 0.1; missing or outside [0, 100] -> None, flagged      |                               |
+    | 3 | a JSON object anywhere (fences, prose,      | the first object holding an action or rationale key whose  | json                          |
+    |   | nested {"answer": {...}})                   | action is not the prompt's echoed "BUY|SELL|HOLD|..."; keys|                               |
+    |   |                                             | case-insensitive, Chinese names accepted (分析, 理由,       |                               |
+    |   |                                             | 操作/建议/操作建议, 置信度/信心); no rationale: the analysis|                               |
+    | 4 | "Field: value" lines ("**Action**: Buy",    | a field starts a line or follows { , . ; 。 and runs to the | fields                        |
+    |   | "操作建议：买入", "建议：逢低买入。信心：高") | next field; no rationale field: the whole text             |                               |
+    | 5 | free text                                   | the last unambiguous action word not negated, preferring   | free / "action from free text"|
+    |   |                                             | one after a cue ("I recommend", "建议", "answer:"); "I'd    | (+ "several actions; took the |
+    |   |                                             | stay neutral", "I would go long" count; "buy/sell",        | last [recommended]")          |
+    |   |                                             | "buy or sell" name a choice, not an answer                 |                               |
+    | 6 | action words (table below)                  | in a field: the first word not negated ("Don't SELL -      | none / "unknown action ..."   |
+    |   |                                             | HOLD" is HOLD; "SELL, not BUY" SELL), unless the field     |                               |
+    |   |                                             | corrects itself ("SELL - wait, I will say HOLD")           |                               |
+    | 7 | confidence                                  | a number in [0, 1]; "80%" or 80 -> 0.8; "7/10", "8 out of  | "no confidence" / "confidence |
+    |   |                                             | 10" -> 0.7, 0.8; "0,8" -> 0.8; words (below); a stated one | out of range"                 |
+    |   |                                             | in prose ("with 70% confidence", "信心一般") when no field; |                               |
+    |   |                                             | missing or outside [0, 100] -> None, flagged               |                               |
+
+Action words (tests/gold/e2a/README.md; a negated one, "not", "don't", "不建议", "no reason to", "before",
+is not that action)::
+
+    BUY        buy, strong buy, accumulate, add, overweight, go long, 买入, 买进, 强烈买入, 增持, 加仓, 逢低买入
+    SELL       sell, strong sell, reduce, trim, underweight, exit, 卖出, 减持, 减仓, 清仓, 离场
+    HOLD       hold, neutral, wait, keep, stand aside, 持有, 观望, 中性, 等待 (观望 is HOLD, as the issue asks;
+               the Chinese prompt now glosses UNCERTAIN as 不确定, and "UNCERTAIN（观望）" reads UNCERTAIN: the
+               field's first word)
+    UNCERTAIN  uncertain, unsure, cannot decide, 不确定, 无法判断
+
+Confidence words: very high 0.9, fairly/moderately high 0.7, high 0.8, medium/moderate 0.5, fairly/
+moderately low 0.3, low 0.2, very low 0.1; 很高/极高 0.9, 较高/偏高 0.7, 高 0.8, 中等/一般/中 0.5,
+较低/偏低 0.3, 低 0.2, 很低/极低 0.1.
 
 Invariants (tested): ``action is None`` iff ``tier == "none"``; ``none`` always has a reason;
 ``confidence`` is None or in [0, 1].
