@@ -45,6 +45,11 @@ class RunPaths:
     def metrics(self) -> Path:
         return self.root / "metrics.json"
 
+    @property
+    def score_error(self) -> Path:
+        """Why the run's last scoring failed (removed when it is scored)."""
+        return self.root / "score_error.json"
+
 
 @dataclass(frozen=True)
 class TaskPaths:

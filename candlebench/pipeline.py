@@ -63,11 +63,21 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
 
 
 def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
+    """Run the stages in order. A run that fails to score stops nothing: the report that follows
+    lists it with why, and the command fails at the end."""
+    from scoring.jobs import ScoringFailed
+
+    unscored = []
     for job in jobs:
         if job.key in skip:
             continue
         for overrides in job.overrides:
-            run_stage(job.stage, list(overrides))
+            try:
+                run_stage(job.stage, list(overrides))
+            except ScoringFailed as err:
+                unscored.append(str(err))
+    if unscored:
+        raise ScoringFailed("; ".join(unscored))
 
 
 def run(cfg: DictConfig) -> None:

@@ -4,6 +4,8 @@ one report, a section per task). Both dispatch on the task; neither knows a metr
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_h
 from scoring.failures import failure_section
 from scoring.provenance import provenance
 from scoring.provenance import section as provenance_section
-from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, scored_run, write_report
+from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, write_report
 from tasks import get_task
 from tasks.base import RunData, ScoreSettings, Task
 
@@ -59,14 +61,32 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     return metrics
 
 
+class ScoringFailed(UserError, RuntimeError):
+    """Runs that could not be scored; each one's reason is in its score_error.json and the report."""
+
+
 def score(cfg: DictConfig) -> None:
+    """Score each run; one that fails is recorded (score_error.json: the one-line reason and the
+    traceback) and listed in the report, the others are still scored, and the command fails at the
+    end naming every run that did not score."""
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
+    failed = []
     for name in score_names(cfg):
         run = paths.run(name)
-        metrics = score_run(task, paths, run, samples, cfg)
+        try:
+            metrics = score_run(task, paths, run, samples, cfg)
+        except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
+            why = " ".join(f"{type(err).__name__}: {err}".split())
+            write_json({"error": why, "traceback": traceback.format_exc()}, run.score_error)
+            failed.append(f"{task.name}/{name}: {why}")
+            print(f"{task.name}/{name}: not scored: {why}", file=sys.stderr)
+            continue
+        run.score_error.unlink(missing_ok=True)
         print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}")
+    if failed:
+        raise ScoringFailed(f"{len(failed)} run(s) not scored: " + "; ".join(failed))
 
 
 class StaleScores(UserError, FileNotFoundError):
@@ -125,7 +145,21 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         })
     sections = task.report(runs, comparisons, datasets) if runs else []
     failures = failure_section(task.name, parsed)
-    return sections + ([failures] if failures else []), runs, comparisons, browsed
+    unscored = unscored_section(task.name, paths)
+    return sections + [s for s in (failures, unscored) if s], runs, comparisons, browsed
+
+
+def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
+    """Runs whose last scoring failed: never left out without a word."""
+    rows = [{"Run": n, "Why": json.loads(where.run(n).score_error.read_text()).get("error"),
+             "Older scores shown": "yes" if where.run(n).metrics.exists() else "no"}
+            for where in paths for n in where.run_names() if where.run(n).score_error.exists()]
+    if not rows:
+        return None
+    return Section(f"{task}: runs that could not be scored", (Table(
+        f"{task}: runs not scored", pd.DataFrame(rows),
+        "Scoring failed for these runs; score_error.json in each run folder holds the traceback. "
+        "`candlebench score score.run=<run>` again once the cause is fixed."),), {})
 
 
 def browser_settings(cfg: DictConfig) -> BrowserSettings:

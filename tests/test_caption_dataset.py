@@ -50,7 +50,10 @@ def manifest(tmp_path, slice_market) -> Path:
     (json.dumps({"image": "mine.jsonl", "reference": "x"}), "is not a readable image"),
     (json.dumps({"image": "charts/c1.png", "reference": "x", "metadata": {"wave": ["(3)"]}}), "metadata category ['wave'] unknown"),
     (json.dumps({"image": "charts/c1.png", "reference": "x", "metadata": {"time": "2024"}}), "metadata.time must be a list"),
-    (json.dumps({"image": "charts/c1.png", "reference": "x", "id": "c0"}), "the same code and date"),
+    # A second entry with the first one's id: both lines named.
+    (json.dumps({"image": "charts/c1.png", "reference": "x", "id": "c0"}), "line 2: the same id 'c0' as "),
+    (json.dumps({"image": "charts/c1.png", "reference": "x", "code": "c0"}), "the same code and date"),
+    (json.dumps({"image": "charts/c1.png", "reference": " \n\t "}), "line 2: no ['reference'] (or only whitespace)"),
     (json.dumps({"image": "charts/c1.png", "reference": "x", "date": "soon"}), "date 'soon' is not a date"),
 ])
 def test_a_bad_manifest_line_is_named(manifest, line, says):
@@ -61,6 +64,8 @@ def test_a_bad_manifest_line_is_named(manifest, line, says):
     with pytest.raises(DatasetError, match="mine.jsonl") as err:
         read_dataset(manifest)
     assert says in str(err.value)
+    if "same id" in says:
+        assert str(err.value).endswith("mine.jsonl, line 1; give each entry its own id")
 
 
 def test_a_folder_of_images_with_their_texts(tmp_path, slice_market):
@@ -74,6 +79,12 @@ def test_a_folder_of_images_with_their_texts(tmp_path, slice_market):
     images[1].with_suffix(".json").write_text(json.dumps({"price": ["40.00"]}))
     frame = read_dataset(tmp_path / "f")
     assert list(frame["code"]) == ["c0", "c1"] and json.loads(frame["metadata"].iloc[1])["price"] == ["40.00"]
+    # Two images of one name (c0.png, c0.jpg) cannot be told apart by id: the message says to rename, not to add ids.
+    from PIL import Image
+
+    Image.open(images[0]).convert("RGB").save(images[0].with_suffix(".jpg"))
+    with pytest.raises(DatasetError, match=r"c0.(png|jpg): an image of the same name as .*c0.(png|jpg); rename one"):
+        read_dataset(tmp_path / "f")
 
 
 def test_your_own_charts_run_end_to_end(manifest, tmp_path, env):

@@ -29,7 +29,7 @@ def scorer():
 
 
 def test_identical_texts_score_one_and_disjoint_ones_nothing(scorer):
-    corpus, per = scorer.score([REF, UNRELATED], [REF, "Prices gapped lower under heavy distribution."], [META, META])
+    per = scorer.score([REF, UNRELATED], [REF, "Prices gapped lower under heavy distribution."], [META, META]).per
     for name in ("bleu4", "rouge_l", "meteor"):
         assert per[name][0] == pytest.approx(1.0, abs=1e-6), name
         assert per[name][1] < 0.05, name
@@ -38,7 +38,7 @@ def test_identical_texts_score_one_and_disjoint_ones_nothing(scorer):
 
 
 def test_a_paraphrase_ranks_above_unrelated_text_for_the_semantic_metrics(scorer):
-    _, per = scorer.score([PARAPHRASE, UNRELATED], [REF, REF], [META, META])
+    per = scorer.score([PARAPHRASE, UNRELATED], [REF, REF], [META, META]).per
     assert per["cos"][0] > per["cos"][1] + 0.2 and per["bertscore_f1"][0] > per["bertscore_f1"][1]
     assert per["bleu4"][0] < 0.5  # while the n-gram overlap of the paraphrase stays low
 
@@ -50,7 +50,8 @@ def test_cider_and_bleu_on_a_three_sample_corpus_equal_the_toolkit_run_directly(
 
     cands = ["the stock rose on heavy volume .", "prices fell to support near 10 .", "a doji formed at resistance"]
     refs = ["the stock rose sharply on heavy volume", "prices fell toward support near 10", "a long bullish candle broke resistance"]
-    corpus, per = scorer.text_metrics(cands, refs)
+    scored = scorer.score(cands, refs, [META] * 3)
+    corpus, per = scorer.corpus(scored), scored.per
     tok = PTBTokenizer()
     res = tok.tokenize({i: [{"caption": c}] for i, c in enumerate(cands)})
     gts = tok.tokenize({i: [{"caption": r}] for i, r in enumerate(refs)})
@@ -155,7 +156,7 @@ def test_paired_caption_comparison_on_per_sample_scores():
 
     from tasks.base import RunData, ScoreSettings
     from tasks.caption.compare import MissingScores, compare_captions
-    from tasks.caption.task import PER_SAMPLE
+    from tasks.caption.metrics import PER_SAMPLE
 
     ids = [f"s{i}" for i in range(40)]
 

@@ -93,3 +93,22 @@ def test_imported_captions_score_like_the_run_that_wrote_them(run, tmp_path, env
     b = json.loads((run / "caption" / "runs" / "imported" / "metrics.json").read_text())
     for k in ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou"):
         assert b[k] == pytest.approx(a[k], rel=1e-6), k
+
+
+def test_a_run_that_cannot_be_scored_is_named_and_listed_in_the_report(run, tmp_path, env):
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(run, out)
+    common = [*COMMON[1:], "task=caption", f"out_dir={out}"]
+    broken = cli("score", *common, "score.run=[template,shuffled]", f"task.metrics.encoder={tmp_path / 'no-such-encoder'}",
+                 env={**env, "HF_HUB_OFFLINE": "1"}, check=False)
+    assert broken.returncode != 0
+    assert "2 run(s) not scored: caption/template:" in broken.stderr and "caption/shuffled:" in broken.stderr
+    error = json.loads((out / "caption" / "runs" / "template" / "score_error.json").read_text())
+    assert "no-such-encoder" in error["error"] and "Traceback" in error["traceback"]
+    cli("report", *common, env=env)
+    md = (out / "report" / "report.md").read_text()
+    assert "runs not scored" in md and "no-such-encoder" in md
+    cli("score", *common, "score.run=template", env={**env, "HF_HUB_OFFLINE": "1"})  # scored again: the record goes
+    assert not (out / "caption" / "runs" / "template" / "score_error.json").exists()

@@ -12,7 +12,7 @@ from candlebench.errors import UserError
 from candlebench.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci
 from tasks.base import RunData, ScoreSettings
-from tasks.caption.task import PER_SAMPLE
+from tasks.caption.metrics import PER_SAMPLE
 
 
 class MissingScores(UserError, ValueError):
@@ -31,9 +31,10 @@ def compare_captions(a: RunData, b: RunData, settings: ScoreSettings) -> dict[st
     weights = date_weights(len(shared), settings.n_boot, settings.seed) if settings.n_boot > 0 and shared else None
     for k in PER_SAMPLE:
         diff = (y.loc[shared, f"score_{k}"] - x.loc[shared, f"score_{k}"]).to_numpy(float)
+        ok = np.isfinite(diff)  # IoU is undefined on a chart with no item of its category
         out[k] = {"a": (a.metrics or {}).get(k), "b": (b.metrics or {}).get(k),
-                  "diff": float(diff.mean()) if len(diff) else None,
-                  "ci": None if weights is None else percentile_ci(weights @ diff / len(diff))}
+                  "diff": float(diff[ok].mean()) if ok.any() else None,
+                  "ci": None if weights is None or not ok.any() else percentile_ci(weights[:, ok] @ diff[ok] / weights[:, ok].sum(axis=1))}
     agree = [(r.loc[shared, "score_sa_candidate"] == r.loc[shared, "score_sa_reference"]).to_numpy(float) for r in (x, y)]
     out["sa_agreement"] = {"a": float(agree[0].mean()) if shared else None, "b": float(agree[1].mean()) if shared else None}
     out["sa_f1"] = {"a": (a.metrics or {}).get("sa_f1"), "b": (b.metrics or {}).get("sa_f1")}

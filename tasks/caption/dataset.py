@@ -107,15 +107,19 @@ def read_dataset(path: Path, name: str = "dataset") -> pd.DataFrame:
     """Samples of the captioning task from a manifest or folder (module docstring)."""
     path = Path(path)
     base = path if path.is_dir() else path.parent
-    rows, seen = [], {}
+    rows, seen, ids = [], {}, {}
     for where, row in _entries(path):
-        missing = [k for k in ("image", "reference") if not row.get(k)]
+        missing = [k for k in ("image", "reference") if not str(row.get(k) or "").strip()]
         if missing:
-            raise DatasetError(f"{where}: no {missing}; every entry needs an image and a reference")
+            raise DatasetError(f"{where}: no {missing} (or only whitespace); every entry needs an image and a reference text")
         image = Path(str(row["image"]))
         image = image if image.is_absolute() else base / image
         _check_image(image, where)
         ident = str(row.get("id") or row["image"])
+        if ident in ids:
+            raise DatasetError(f"{where}: {'an image of the same name as' if path.is_dir() else 'the same id ' + repr(ident) + ' as'} "
+                               f"{ids[ident]}; {'rename one of the two images' if path.is_dir() else 'give each entry its own id'}")
+        ids[ident] = where
         try:
             date = pd.Timestamp(str(row["date"])) if row.get("date") else NO_DATE
         except ValueError:

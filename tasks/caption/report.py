@@ -21,14 +21,17 @@ def _cell(m: dict, key: str) -> str:
 
 
 def table2(runs: list[ScoredRun]) -> Table:
-    rows = [{"Model": r.label, "n": r.metrics.get("n"), "Valid": r.metrics.get("n_valid"),
+    rows = [{"Model": r.label, "n": r.metrics.get("n"), "Valid": r.metrics.get("n_valid"), "Empty": r.metrics.get("n_empty"),
              **{title: _cell(r.metrics, key) for key, title in METRICS},
              "Words": fmt(r.metrics.get("mean_words"), 1)} for r in runs]
     return Table("Table 2 layout: caption metrics (model x metric)", pd.DataFrame(rows),
-                 "Unparseable answers count as empty captions (the paper's all-samples column; metrics.json's "
-                 "`valid` block has the parsed ones alone). Brackets: 95% bootstrap intervals over samples of the "
-                 "mean per-sample score (BLEU-4 and METEOR are corpus values; their interval is the per-sample one). "
-                 "COS and BERTScore use a local all-MiniLM-L6-v2, SA a lexicon (README), not the paper's API models.")
+                 "Unparseable and empty answers count as empty captions, scoring 0 on every similarity metric (the "
+                 "paper's all-samples column; metrics.json's `valid` block has the parsed ones alone). Brackets: 95% "
+                 "bootstrap intervals over samples of each statistic as reported (corpus BLEU-4 from resampled n-gram "
+                 "totals, corpus METEOR from resampled segment statistics, SA F1 from resampled confusion counts). "
+                 "CIDEr's document frequencies are the task's whole reference set, the same for every run. "
+                 "COS and BERTScore read whole texts (256-word-piece windows, metrics.json's n_windowed) with a local "
+                 "all-MiniLM-L6-v2, SA a lexicon (README), not the paper's API models.")
 
 
 def table3(runs: list[ScoredRun]) -> Table:

@@ -5,8 +5,7 @@ A sample is a stock and an evaluation date; the model gets one chart and the pap
 :mod:`tasks.caption.metrics`. Unparseable answers (no text, an empty text) count as empty
 captions in the corpus metrics (as the paper's "all" column counts rejected answers); the
 ``valid`` block scores the parsed captions alone. Intervals: 95% percentile bootstrap over
-samples of the mean per-sample value (the corpus BLEU-4 and METEOR are not such means; their
-interval is that of the per-sample scores, said so in the report).
+samples of each reported statistic itself (:meth:`tasks.caption.metrics.CaptionScorer.intervals`).
 """
 
 from __future__ import annotations
@@ -17,18 +16,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rendering.market import Market
 from rendering.render_job import settings_from
-from scoring.bootstrap import date_weights, percentile_ci
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.caption.baselines import BASELINES
 from tasks.caption.samples import CaptionSpec, build_samples
 
-PER_SAMPLE = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "iou", "iou_degree", "iou_time", "iou_price")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 
 
@@ -48,14 +44,7 @@ def scorer_settings(cfg: DictConfig):
     sentiment = SentimentSettings(sentences=int(s["sentences"]), weights=tuple(float(w) for w in s["weights"]),
                                   model=s.get("model"),
                                   **{k: tuple(s[k]) for k in ("positive", "negative") if s.get(k) is not None})
-    return CaptionSettings(**m, sentiment=sentiment)
-
-
-def _ci(values: np.ndarray, settings: ScoreSettings) -> tuple[float, float] | None:
-    if settings.n_boot <= 0 or len(values) == 0:
-        return None
-    weights = date_weights(len(values), settings.n_boot, settings.seed)
-    return percentile_ci(weights @ values / len(values))
+    return CaptionSettings(**m, sentiment=sentiment, cache_dir=str(cfg.paths.cache_dir))
 
 
 class CaptionTask(Task):
@@ -108,24 +97,25 @@ class CaptionTask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.caption.metrics import scorer_for
+        from tasks.caption.metrics import PER_SAMPLE, scorer_for
 
         table = run.parsed
         cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
         refs = table["reference"].tolist()
         meta = [json.loads(m) for m in table["metadata"]]
+        # CIDEr's document frequencies: every reference of the task, the same for every run.
+        others = run.samples.loc[~run.samples["sample_id"].isin(table["sample_id"]), "reference"].tolist()
         scorer = scorer_for(scorer_settings(cfg))
-        corpus, per = scorer.score(cands, refs, meta)
-        valid = np.asarray([bool(c) for c in cands])
+        scored = scorer.score(cands, refs, meta, background=others)
+        valid = ~scored.empty
+        corpus = scorer.corpus(scored)
         out: dict[str, Any] = {"n": len(cands), "n_valid": int(valid.sum()),
                                "parse_failure_rate": None if not len(cands) else float(1 - valid.mean()),
                                "mean_words": None if not valid.any() else float(table.loc[valid, "words"].mean()),
-                               **corpus, "ci": {k: _ci(per[k], settings) for k in PER_SAMPLE}}
-        out["valid"] = dict(corpus) if valid.all() else None
-        if valid.any() and not valid.all():
-            keep = np.flatnonzero(valid)
-            out["valid"] = scorer.score([cands[i] for i in keep], [refs[i] for i in keep], [meta[i] for i in keep])[0]
-        frame = pd.DataFrame({k: per[k] for k in (*PER_SAMPLE, "sa_candidate", "sa_reference")})
+                               **corpus, "ci": scorer.intervals(scored, settings.n_boot, settings.seed),
+                               "cider_document_frequencies": len(refs) + len(others)}
+        out["valid"] = dict(corpus) if valid.all() else scorer.corpus(scored, valid)
+        frame = pd.DataFrame({k: scored.per[k] for k in (*PER_SAMPLE, "sa_candidate", "sa_reference")})
         frame.insert(0, "sample_id", table["sample_id"].to_numpy())
         out["per_sample"] = frame
         return out
