@@ -1,6 +1,6 @@
 """The caption judges on hand-written text, English and Chinese: which numbers are price mentions
-(Eq. 1's Price category), dates and degrees in either language, the text length of Eq. 1 and a
-sample without metadata left out of IoU."""
+(Eq. 1's Price category), dates and degrees in either language, the text length of Eq. 1, a
+sample without metadata left out of IoU, and where the SA sentences end."""
 
 from __future__ import annotations
 
@@ -125,3 +125,31 @@ def test_a_sample_without_metadata_has_no_iou():
     # A chart with items and a caption naming none of them scores 0: only the absence of items is None.
     assert iou("Nothing to see.", REF, META) == 0.0
 
+
+@pytest.mark.parametrize("text, expected", [
+    ("The close was 1288.00 on Friday. Support held.", ["The close was 1288.00 on Friday.", "Support held."]),
+    ("Support, e.g. the 52.10 area, held vs. sellers, i.e. approx. twice. U.S. stocks rose! Why? Yes.",
+     ["Support, e.g. the 52.10 area, held vs. sellers, i.e. approx. twice.", "U.S. stocks rose!", "Why?", "Yes."]),
+    ("股价收于12.5元。短期看涨！会突破吗？也许", ["股价收于12.5元。", "短期看涨！", "会突破吗？", "也许"]),
+    ("1. The stock rose.\n2. It fell...\n\"We like it.\" End", ["The stock rose.", "It fell...", "\"We like it.\"", "End"]),
+    ("Minor wave C. We expect more. Jan. 15 was key.", ["Minor wave C.", "We expect more.", "Jan. 15 was key."]),
+])
+def test_sentences_end_at_real_sentence_ends(text, expected):
+    from tasks.caption.sentiment import sentences
+
+    assert sentences(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    # Negative, positive, neutral: 1 x -1 + 2 x +1 = positive. Split at every period, the last three
+    # pieces were "approx", "1.2M shares vs" and "1.1M a week ago": neutral.
+    "We expect further downside. The bias stays bullish while support near 1288.00 holds. "
+    "Volume was average, i.e. approx. 1.2M shares vs. 1.1M a week ago.",
+    "The stock sold off. We remain constructive on the U.S. listing, e.g. above 52.10. The close was 52.50.",
+])
+def test_the_closing_vote_is_over_the_last_three_real_sentences(text):
+    from tasks.caption.sentiment import closing_sentiment, sentence_class, sentences
+
+    last = sentences(text)[-3:]
+    assert len(sentences(text)) == 3 and [sentence_class(x) for x in last][1] == "positive"
+    assert closing_sentiment(text) == "positive"
