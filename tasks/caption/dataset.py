@@ -29,7 +29,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from candlebench.errors import UserError
-from tasks.caption.iou import CATEGORIES
+from tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")
 NO_DATE = pd.Timestamp("1970-01-01")
@@ -133,6 +133,6 @@ def read_dataset(path: Path, name: str = "dataset") -> pd.DataFrame:
         rows.append({"sample_id": hashlib.sha256(f"caption|{name}|{ident}".encode()).hexdigest()[:16], "task": "caption",
                      "market": name, "code": code, "cutoff": date, "reference": reference,
                      "metadata": json.dumps(_metadata(row.get("metadata"), where)), "reference_opinion": None,
-                     "reference_words": len(reference.split()), "source_image": str(image.resolve())})
+                     "reference_words": length(reference), "source_image": str(image.resolve())})
     frame = pd.DataFrame(rows)
     return frame.sort_values(["cutoff", "code"], kind="stable").reset_index(drop=True)

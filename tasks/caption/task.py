@@ -23,6 +23,7 @@ from rendering.market import Market
 from rendering.render_job import settings_from
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.caption.baselines import BASELINES
+from tasks.caption.iou import length
 from tasks.caption.samples import CaptionSpec, build_samples
 
 _THINK = re.compile(r"<think>.*?</think>", re.S)
@@ -90,7 +91,7 @@ class CaptionTask(Task):
             caption = _THINK.sub("", text).strip()
             if not caption:
                 return Parsed(None, "none", "empty caption", {"words": 0})
-            words = len(caption.split())
+            words = length(caption)  # a Chinese caption's characters, not its one "word" between spaces
             flag = None if low <= words <= high else f"{words} words, outside {low}-{high}"
             return Parsed(caption, "text", flag, {"words": words})
 
