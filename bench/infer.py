@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from inference.backends.base import GenerationSpec, Media, PreparedRequest  # noqa: E402
+from inference.backends.base import Batched, GenerationSpec, Media, PreparedRequest  # noqa: E402
 from inference.models import ModelSpec, ensure_built  # noqa: E402
 from inference.records import RecordStore  # noqa: E402
 from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
@@ -103,14 +103,14 @@ def main() -> None:
         print(f"{f'runner, batch {size}':<42}{rate:>10.2f} samples/s   {rate / reference:>5.2f}x reference")
 
 
-class UnclosedBackend:
+class UnclosedBackend(Batched):
     """The runner closes the backend it made; the benchmark reuses one model across its runs."""
 
     def __init__(self, backend):
         self._backend = backend
         self.name = backend.name
 
-    def generate(self, batch):
+    def generate(self, batch, encoded=None):
         return self._backend.generate(batch)
 
     def close(self) -> None:

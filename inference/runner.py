@@ -92,7 +92,7 @@ def generate_isolating_failures(backend: Backend, batch: list[PreparedRequest], 
     ``encoded``: the backend's inputs for this whole batch, prepared ahead (halves encode anew).
     """
     try:
-        return list(backend.generate(batch) if encoded is None else backend.generate(batch, encoded))
+        return list(backend.generate(batch, encoded))
     except Exception as err:
         if _is_out_of_memory(err):
             gc.collect()
@@ -159,7 +159,7 @@ def run_requests(
                     )
 
             prepared = _prefetched(todo, loader, policy, settings.batch_size * (settings.prefetch_batches + 1))
-            if getattr(backend, "continuous", False):
+            if backend.continuous:
                 _stream(backend, prepared, write)
             else:
                 _in_batches(backend, prepared, settings.batch_size, write)
@@ -190,17 +190,16 @@ def _prefetched(todo: Sequence[Request], loader: ThreadPoolExecutor, policy: Ima
 
 
 def _in_batches(backend: Backend, prepared: Prepared, size: int, write: Callable) -> None:
-    """Batches of ``size``, each generated (failures isolated) and written before the next. A
-    backend with ``encode`` (the transformers processor) gets the next batch encoded in a thread
-    while the current one generates."""
-    encode = getattr(backend, "encode", None)
+    """Batches of ``size``, each generated (failures isolated) and written before the next, the
+    next batch encoded in a thread (``Backend.encode``: the transformers processor) while the
+    current one generates."""
 
     def ready(batch: list) -> list[PreparedRequest]:
         return [p for _, p in batch if isinstance(p, PreparedRequest)]
 
     with ThreadPoolExecutor(1) as ahead:
         def start(batch: list) -> Future | None:
-            return ahead.submit(encode, ready(batch)) if encode is not None and ready(batch) else None
+            return ahead.submit(backend.encode, ready(batch)) if ready(batch) else None
 
         batch = list(islice(prepared, size))
         encoding = start(batch)
@@ -218,7 +217,7 @@ def _in_batches(backend: Backend, prepared: Prepared, size: int, write: Callable
             batch, encoding = following, encoding_next
 
 
-def _stream(backend: Any, prepared: Prepared, write: Callable) -> None:
+def _stream(backend: Backend, prepared: Prepared, write: Callable) -> None:
     """The backend fed continuously (``stream``): the answers of each engine step written (one
     fsync) as they finish. Their latency shares the time since the previous write, so latencies
     still add up to wall time. An id the backend did not get, or gives twice, is skipped."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from PIL import Image
 
@@ -46,10 +47,37 @@ class Generation:
 
 
 class Backend(Protocol):
-    name: str
+    """Everything the runner asks of a backend (inference.runner); :class:`Batched` gives the
+    defaults of a backend that generates batch by batch."""
 
-    def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
-        """One generation per request, in order. Raises for the whole batch on failure."""
+    name: str
+    continuous: bool  # fed request by request through ``stream`` instead of batches through ``generate``
+
+    def encode(self, batch: list[PreparedRequest]) -> Any:
+        """The batch's model inputs, prepared in a thread while the previous batch generates; None:
+        nothing to prepare ahead."""
+        ...
+
+    def generate(self, batch: list[PreparedRequest], encoded: Any = None) -> list[Generation]:
+        """One generation per request, in order (``encoded``: :meth:`encode`'s result for this very
+        batch, or None). Raises for the whole batch on failure."""
+        ...
+
+    def stream(self, requests: Iterable[PreparedRequest]) -> Iterator[list[tuple[str, Generation | Exception]]]:
+        """For a ``continuous`` backend: the (sample_id, generation or error) pairs of each step, as
+        they finish."""
         ...
 
     def close(self) -> None: ...
+
+
+class Batched:
+    """Defaults of a backend that generates batch by batch and prepares nothing ahead."""
+
+    continuous = False
+
+    def encode(self, batch: list[PreparedRequest]) -> Any:
+        return None
+
+    def stream(self, requests: Iterable[PreparedRequest]) -> Iterator[list[tuple[str, Generation | Exception]]]:
+        raise TypeError(f"the {getattr(self, 'name', type(self).__name__)} backend is not fed continuously")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from candlebench.errors import UserError
-from inference.backends.base import Generation, GenerationSpec, PreparedRequest
+from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
 from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
@@ -126,7 +126,7 @@ def compile_answer_regex(tokenizer: Any, model: Any, eos_ids: list[int], regex: 
     return xgrammar.GrammarCompiler(info).compile_regex(regex)
 
 
-class TransformersBackend:
+class TransformersBackend(Batched):
     name = "transformers"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = None,

@@ -25,7 +25,7 @@ from omegaconf import DictConfig
 
 from candlebench.errors import UserError
 from candlebench.io import fingerprint
-from inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
+from inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
 from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
@@ -107,7 +107,9 @@ def mm_limits(media: Media) -> dict[str, Any]:
     return {"image": image, "video": 0}
 
 
-class VLLMBackend:
+class VLLMBackend(Batched):
+    """``encode``: nothing ahead (the engine's own processor runs in ``generate``)."""
+
     name = "vllm"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media):
@@ -181,7 +183,7 @@ class VLLMBackend:
         return Generation(text=self.processor.tokenizer.decode(list(ids), skip_special_tokens=True),
                           token_ids=ids, prompt_tokens=len(out.prompt_token_ids))
 
-    def generate(self, batch: list[PreparedRequest]) -> list[Generation]:
+    def generate(self, batch: list[PreparedRequest], encoded: Any = None) -> list[Generation]:
         prompts = [self._prompt(r)[0] for r in batch]
         outputs = self.llm.generate(
             prompts,
