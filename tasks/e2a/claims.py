@@ -212,7 +212,19 @@ _TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("long_bullish_candle", "long_bearish_candle", "doji"): ("candle", "bar", "marubozu", "阳", "阴", "doji", "十字"),
 }
 assert sorted(n for names in _TRIGGERS for n in names) == sorted(_FRAMES)
-_FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] for ws in _TRIGGERS.values() for w in ws}
+# Words without which a sentence holds no unverifiable statement, and no hedge: the same one scan
+# tells where those regexes need to run at all.
+_CUES: Final[dict[str, tuple[str, ...]]] = {
+    "unverifiable": ("rsi", "macd", "kdj", "stoch", "cci", "obv", "adx", "atr", "vwap", "boll", "布林", "fibonacci", "斐波那契",
+                     "head", "头肩", "double", "双顶", "双底", "w底", "m头", "elliott", "艾略特", "ichimoku", "cup", "hammer",
+                     "engulf", "shooting", "锤子", "吞没", "射击", "flag", "wedge", "triangle", "三角", "楔形", "‹m"),
+    "hedge": ("could", "might", "may", "would", "if", "unless", "whether", "should", "once", "potential", "possib",
+              "likely", "expected", "about to", "verge", "poised", "set to", "chance", "risk", "watch", "look for", "wait",
+              "until", "will", "going to", "need", "tries", "trying", "attempt", "fail", "有望", "若", "如果", "一旦", "或",
+              "可能", "预计", "假如", "倘若", "是否", "将", "即将", "等待", "关注", "需要", "能否", "有待", "可望", "也许", "估计"),
+}
+_FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] + [(kind,) for kind, words in _CUES.items() if w in words]
+                    for ws in (*_TRIGGERS.values(), *_CUES.values()) for w in ws}
 _TRIGGER: Final = re.compile("|".join(re.escape(w) for w in sorted(_FAMILIES, key=len, reverse=True)))
 
 
@@ -229,16 +241,17 @@ def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
     return list(zip(starts, stops)), [*(m.group(0) for m in ends), ""]
 
 
-def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> list[re.Match[str]]:
+def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Match[str]], dict[int, set[tuple[str, ...]]]]:
     """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
     them (leftmost first, the earlier frame on a tie, no overlaps), but each frame scanned on its
     own and only in the sentences that hold one of its trigger words: one big alternation tries every
-    frame at every character, which cost ~0.5 ms an answer."""
+    frame at every character, which cost ~0.5 ms an answer. Also returns what each sentence holds
+    (frame families and the :data:`_CUES` kinds), so the rest runs only where it can apply."""
     starts = [s for s, _ in spans]
     wanted: dict[int, set[tuple[str, ...]]] = {}
     for m in _TRIGGER.finditer(norm):
         wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
-    found = sorted((m for i, families in wanted.items() for names in families for name in names
+    found = sorted((m for i, families in wanted.items() for names in families for name in names if name in _FRAME_PATTERNS
                     for m in _FRAME_PATTERNS[name].finditer(norm, *spans[i])),
                    key=lambda m: (m.start(), _ORDER[m.lastgroup]))
     kept, until = [], 0
@@ -246,7 +259,7 @@ def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> list[re.Match[str
         if m.start() >= until:
             kept.append(m)
             until = m.end()
-    return kept
+    return kept, wanted
 
 
 _OTHER_INDICATOR: Final = re.compile(
@@ -405,7 +418,8 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
 
     clauses: dict[int, list[int]] = {}
     found: dict[tuple[str, bool], Claim] = {}
-    for m in _frame_matches(norm, spans):
+    frames, present = _frame_matches(norm, spans)
+    for m in frames:
         i = bisect.bisect_right(starts, m.start()) - 1
         if i not in clauses:
             clauses[i] = _clause_cuts(norm, *spans[i])
@@ -414,7 +428,7 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
             continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
         s = clauses[i][k - 1]
         e = clauses[i][k] if k < len(clauses[i]) else spans[i][1]
-        if _HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e):
+        if ("hedge",) in present[i] and (_HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e)):
             continue
         negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
         for name in _frame_claims(m):
@@ -429,12 +443,12 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
             anchor, holds = CLAIMS[name]
             verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
             found.setdefault((name, negated), Claim(sentence(i), anchor, name, negated, verdict))
-    for m in UNVERIFIABLE.finditer(norm):
-        if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
-            continue  # inside a word ("parsing", "flatr...")
-        key = ("?" + m.group(0).strip("‹›"), False)
-        i = bisect.bisect_right(starts, m.start()) - 1
-        found.setdefault(key, Claim(sentence(i), None, key[0][1:], False, "unverifiable"))
+    for i in sorted(i for i, kinds in present.items() if ("unverifiable",) in kinds):
+        for m in UNVERIFIABLE.finditer(norm, *spans[i]):
+            if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
+                continue  # inside a word ("parsing", "flatr...")
+            key = ("?" + m.group(0).strip("‹›"), False)
+            found.setdefault(key, Claim(sentence(i), None, key[0][1:], False, "unverifiable"))
     return list(found.values())
 
 

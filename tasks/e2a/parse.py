@@ -272,11 +272,13 @@ def parse_response(text: str | None) -> E2AAnswer:
         return E2AAnswer(None, None, None, None, "none", "empty response")
     text = unicodedata.normalize("NFKC", text)
     flags: list[str] = []
-    text = _THINK.sub(" ", text)
-    opened = _THINK_OPEN.search(text)
-    if opened:
-        text, flags = text[: opened.start()], ["unclosed <think> block"]
-    text = re.sub(r"```[A-Za-z0-9_-]*", " ", text)
+    if "<" in text:  # the regexes below cost more than this test on every answer
+        text = _THINK.sub(" ", text)
+        opened = _THINK_OPEN.search(text)
+        if opened:
+            text, flags = text[: opened.start()], ["unclosed <think> block"]
+    if "```" in text:
+        text = re.sub(r"```[A-Za-z0-9_-]*", " ", text)
     found = _json_object(text)
     if found is not None:
         fields = {}
