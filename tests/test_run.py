@@ -15,7 +15,8 @@ from helpers import DATA_DIR, SLICE, cli, forecast_snapshot
 RUNS = ("xgboost", "momentum", "constant", "random", "tiny_qwen2_5_vl-transformers")
 # The golden files' setup (tests/data/golden/forecast.json: made with the code before the task seam,
 # regenerated when the continuous groups moved to cutoff returns and the metrics gained n_reasoning_cut;
-# #25 gave the baselines' no-answer records their reason, edited into the records already there).
+# #25 gave the baselines' no-answer records their reason and the metrics no_answer_reasons, both
+# edited into the golden file from the records already there).
 # XGBoost trains on the test grid (train_stride = the interval), as the golden records were made;
 # its default, every day, has its own tests.
 GOLDEN = ["tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",

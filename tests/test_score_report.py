@@ -56,6 +56,27 @@ def test_baselines_share_the_record_contract(scored):
     assert xgb.loc[xgb["cutoff"] == first, "pred"].isna().all()  # no training data yet: no answer, not 0
 
 
+def test_each_run_says_in_the_headline_table_how_many_samples_it_left_unanswered_and_why(scored):
+    """The baseline's reason reaches its records, metrics.json and Table 4; a run that answered
+    everything says "none"."""
+    why = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"
+    xgb = pd.read_parquet(scored / "forecast" / "runs" / "xgboost" / "parsed.parquet")
+    missing = xgb[xgb["pred"].isna()]
+    assert len(missing) > 0 and set(missing["reason"]) == {why}
+    # Trained on every day, only the first three cutoffs (every 15 days from the first with 90 bars)
+    # go unanswered: the fourth has 16 realised days x 11 stocks >= 100 training samples.
+    assert set(missing["cutoff"]) == set(sorted(xgb["cutoff"].unique())[:3])
+    metrics = json.loads((scored / "forecast" / "runs" / "xgboost" / "metrics.json").read_text())
+    assert metrics["no_answer_reasons"] == {why: len(missing)}
+    md = (scored / "report" / "report.md").read_text()
+    table = md[md.index("### Table 4 layout"):]
+    header = table.splitlines()[2].split(" | ")
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in table.splitlines()[4:9]}
+    column = header.index("No answer: why")
+    assert rows["xgboost"][column] == f"{len(missing)} of {len(xgb)}: {why} ({len(missing)})"
+    assert rows["momentum"][column] == rows["constant"][column] == "none"
+
+
 def test_rerun_appends_nothing(scored):
     before = (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes()
     parts = sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir())
