@@ -47,7 +47,10 @@ def baseline(cfg: DictConfig) -> None:
                 writer.write(_record(info.run_key, name, sid, answers.get(sid), parse) for sid in todo)
         table = finalize_run(run, samples, task)
         answered = int(table["answer"].notna().sum())
-        print(f"baseline {name}: {answered} of {len(samples)} samples answered -> {run.root}")
+        # Said where the run is made, not only in the report: the fix (history, min_train) is a config change.
+        why = table.loc[table["answer"].isna(), "reason"].fillna(NO_ANSWER).value_counts()
+        unanswered = "".join(f"; {n} {reason}" for reason, n in why.items())
+        print(f"baseline {name}: {answered} of {len(samples)} samples answered{unanswered} -> {run.root}")
 
 
 def _record(key: str, name: str, sample_id: str, text: str | NoAnswer | None, parse) -> ResponseRecord:
