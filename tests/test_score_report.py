@@ -25,7 +25,7 @@ def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     common = ["data=slice", f"out_dir={out}", "score.n_boot=200"]
     cli("samples", *common, "samples.interval=15", cwd=out)
-    cli("baseline", *common, cwd=out)
+    (out / "baseline.stdout").write_text(cli("baseline", *common, cwd=out))
     for name in ("xgboost", "momentum", "constant", "random"):
         cli("score", *common, f"score.run={name}", cwd=out)
     cli("report", *common, "report.compare=[[momentum,xgboost]]", cwd=out)
@@ -75,6 +75,9 @@ def test_each_run_says_in_the_headline_table_how_many_samples_it_left_unanswered
     column = header.index("No answer: why")
     assert rows["xgboost"][column] == f"{len(missing)} of {len(xgb)}: {why} ({len(missing)})"
     assert rows["momentum"][column] == rows["constant"][column] == "none"
+    said = (scored / "baseline.stdout").read_text()
+    assert f"baseline xgboost: {len(xgb) - len(missing)} of {len(xgb)} samples answered; {len(missing)} {why} ->" in said
+    assert f"baseline momentum: {len(xgb)} of {len(xgb)} samples answered ->" in said
 
 
 def test_rerun_appends_nothing(scored):
