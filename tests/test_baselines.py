@@ -464,3 +464,16 @@ def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market
     before = [] if history is None else list(build_samples(slice_market, history).cutoffs)
     expected = before + [c for c in test["cutoff"].unique() if c < test["cutoff"].max()]
     assert list(build_samples(slice_market, days).cutoffs) == expected
+
+
+def test_momentum_says_why_a_sample_has_no_answer(samples, slice_market):
+    """A lookback reaching before the data: those samples are NoAnswer with the reason, the rest scores."""
+    from tasks.base import NoAnswer
+    from tasks.forecast.task import TASK
+
+    answers = TASK.baselines["momentum"](samples, slice_market, _window_config(None), lookback=400)
+    missing = {sid: a for sid, a in answers.items() if not isinstance(a, str)}
+    expected = set(samples["sample_id"]) - set(BASELINES["momentum"](samples, slice_market, H, lookback=400).index)
+    assert set(missing) == expected and 0 < len(missing) < len(samples)
+    assert {a for a in missing.values()} == {NoAnswer(
+        "no close 400 trading days before the cutoff's last trading day (before the data or the stock's first bar)")}
