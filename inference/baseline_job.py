@@ -12,8 +12,9 @@ from inference.run_info import RunInfo
 from rendering.data_source import open_market
 from rendering.inputs import read_samples, samples_fingerprint
 from tasks import get_task
+from tasks.base import NoAnswer
 
-NO_ANSWER = "no prediction: the baseline lacks history or training data"
+NO_ANSWER = "no prediction"
 
 
 def baseline(cfg: DictConfig) -> None:
@@ -46,13 +47,17 @@ def baseline(cfg: DictConfig) -> None:
                 writer.write(_record(info.run_key, name, sid, answers.get(sid), parse) for sid in todo)
         table = finalize_run(run, samples, task)
         answered = int(table["answer"].notna().sum())
-        print(f"baseline {name}: {answered} of {len(samples)} samples answered -> {run.root}")
+        # Said where the run is made, not only in the report: the fix (history, min_train) is a config change.
+        why = table.loc[table["answer"].isna(), "reason"].fillna(NO_ANSWER).value_counts()
+        unanswered = "".join(f"; {n} {reason}" for reason, n in why.items())
+        print(f"baseline {name}: {answered} of {len(samples)} samples answered{unanswered} -> {run.root}")
 
 
-def _record(key: str, name: str, sample_id: str, text: str | None, parse) -> ResponseRecord:
-    """A sample the baseline cannot predict is a row with no answer and a reason, never a zero."""
-    if text is None:
+def _record(key: str, name: str, sample_id: str, text: str | NoAnswer | None, parse) -> ResponseRecord:
+    """A sample the baseline cannot predict is a row with no answer and the baseline's reason, never a zero."""
+    if text is None or isinstance(text, NoAnswer):
         empty = parse(None)
+        reason = NO_ANSWER if text is None else f"{NO_ANSWER}: {text.reason}"
         return ResponseRecord(run_key=key, sample_id=sample_id, model=name, backend="baseline", text=None,
-                              answer=None, tier="none", reason=NO_ANSWER, error=None, columns=dict(empty.columns))
+                              answer=None, tier="none", reason=reason, error=None, columns=dict(empty.columns))
     return ResponseRecord.answered(key, sample_id, name, "baseline", text, parse(text))

@@ -3,7 +3,9 @@
 Two shapes are common and neither is a layout question:
 
 * **pandas' index column**: ``df.to_csv(path)`` writes the index first, under an empty header (read
-  back as ``Unnamed: 0``). It is dropped, and the load report says so.
+  back as ``Unnamed: 0``). A counter (``0, 1, 2, ...``, after ``reset_index()``) is dropped; dates
+  (a Yahoo frame whose date index lost its name) become the date column, named in the file's own
+  casing (``Date`` beside ``Close``, else ``date``). The load report says which.
 * **yfinance's two-row header**: ``yf.download(tickers).to_csv(path)`` writes the column MultiIndex
   as a ``Price`` row (field names, each repeated per ticker), a ``Ticker`` row and a ``Date`` row
   naming the index, then one line per day with every ticker side by side. It is stacked into one
@@ -42,9 +44,30 @@ def read_flat(path: Path) -> Flat:
     raw = raw.assign(_row=np.arange(len(raw)) + 2)
     notes: tuple[str, ...] = ()
     if len(raw.columns) > 1 and _INDEX_HEADER.match(str(raw.columns[0])):
-        notes = (f"{path}: dropped its first column, an unnamed index as pandas' to_csv writes it",)
-        raw = raw.drop(columns=raw.columns[0])
+        first = raw.columns[0]
+        name = _date_column(raw)
+        if name is not None:
+            notes = (f"{path}: its first column, unnamed, holds the dates (pandas' to_csv of a date index "
+                     f"without a name): read as {name!r}",)
+            raw = raw.rename(columns={first: name})
+        else:
+            notes = (f"{path}: dropped its first column, an unnamed index as pandas' to_csv writes it",)
+            raw = raw.drop(columns=first)
     return Flat(raw, notes)
+
+
+def _date_column(raw: pd.DataFrame) -> str | None:
+    """The date column's name for an unnamed first column that holds dates rather than pandas'
+    row counter, when no other column is the date; None otherwise (the column is an index to drop)."""
+    columns = {str(c) for c in raw.columns[1:]}
+    if columns & {"Date", "date", "trade_date", "Datetime"}:
+        return None
+    values = raw.iloc[:200, 0].dropna().astype(str).str.strip()
+    if values.empty or values.str.fullmatch(r"-?\d+").all():
+        return None  # a counter, or YYYYMMDD that no layout reads from an unnamed column
+    if pd.to_datetime(values, errors="coerce", format="mixed", utc=True).notna().mean() < 0.5:
+        return None
+    return "Date" if "Close" in columns else "date"
 
 
 def _is_yfinance(raw: pd.DataFrame) -> bool:

@@ -27,6 +27,9 @@ def data_check(cfg: DictConfig) -> None:
         f"data={cfg.data.name}: {report['stocks']} stocks, {report['rows']} bars, "
         f"{len(market.calendar)} trading days {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}; "
         f"{len(report['dropped_stocks'])} stocks dropped"
+        + (f"; prices as exported (no adjustment column) in {len(report['unadjusted_files'])} of "
+           f"{len(report['files'])} files" if report["unadjusted_files"] else "")
+        + ("; mixed price adjustment, see notes" if report["mixed_adjustment"] else "")
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rendering.adjustment import ADJUST, back_adjust
+from rendering.adjustment import ADJUST, NO_FACTOR_COLUMN, NO_FACTOR_REASON, back_adjust, fill_absent_factors
 from rendering.exports import read_flat
 from rendering.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
 
@@ -86,6 +86,10 @@ class LoadReport:
     # Rows taken out as not being trading days (forward-filled copies, non-trading weekdays), by reason.
     filler_rows: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what was normalised on the way in (time zones, times of day)
+    # Files without an adjustment factor column (data.adjust=auto): their prices are used as exported.
+    unadjusted_files: tuple[str, ...] = ()
+    # Some stocks back-adjusted from a factor, others as exported (the notes name them).
+    mixed_adjustment: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -95,6 +99,8 @@ class LoadReport:
             "suspended_rows": self.suspended_rows,
             "filler_rows": dict(self.filler_rows),
             "notes": list(self.notes),
+            "unadjusted_files": list(self.unadjusted_files),
+            "mixed_adjustment": self.mixed_adjustment,
             "dropped_stocks": {
                 code: sorted({d.reason for d in defects}) for code, defects in self.dropped.items()
             },
@@ -270,7 +276,11 @@ def find_defects(frame: pd.DataFrame, today: pd.Timestamp | None = None) -> list
         checks.append((frame[col] <= 0, f"non-positive {col}"))
     if "adj_factor" in frame:
         factor = frame["adj_factor"]
-        checks.append((factor.isna() | np.isinf(factor) | (factor <= 0), "missing, infinite or non-positive adjustment factor"))
+        bad = factor.isna() | np.isinf(factor) | (factor <= 0)
+        if NO_FACTOR_COLUMN in frame:  # the file had no column to fill: say so, not "missing"
+            checks.append((frame[NO_FACTOR_COLUMN], NO_FACTOR_REASON))
+            bad &= ~frame[NO_FACTOR_COLUMN]
+        checks.append((bad, "missing, infinite or non-positive adjustment factor"))
     today = pd.Timestamp(today or pd.Timestamp.now().normalize())
     checks.append((frame["date"] > today, f"dated in the future (after today, {today:%Y-%m-%d})"))
     checks.append((_isolated_dates(frame["date"]), f"dated over {MAX_GAP_DAYS} days after the market's previous day (a wrong year?)"))
@@ -345,6 +355,9 @@ def load_market(
         raise MarketDataError(f"market {name!r}: data.adjust must be one of {ADJUST}, got {adjust!r}")
     tables = [read_table(p, layout, code, date_format) for p in paths]
     notes = tuple(n for t in tables for n in t.attrs.get("notes", ()))
+    # Said once per file: a file without a factor is loaded as it is, never refused for it.
+    plain = [str(p) for p, t in zip(paths, tables) if "adj_factor" not in t] if adjust == "auto" else []
+    notes += tuple(f"{p}: no adjustment column (Adj Close / adj_factor): prices used as exported" for p in plain)
     frame = pd.concat(tables, ignore_index=True)
     if adjust == "none" and "adj_factor" in frame:
         frame = frame.drop(columns="adj_factor")
@@ -352,6 +365,8 @@ def load_market(
         frame = frame[frame["code"].isin([str(c) for c in codes])]
         if frame.empty:
             raise MarketDataError(f"market {name!r}: none of the codes {codes} is in {paths}")
+    frame, mixed = fill_absent_factors(frame, plain)
+    notes += mixed
     defects = find_defects(frame, today)
     policy = OnDefect(on_defect)
     if defects and policy is OnDefect.FAIL:
@@ -383,5 +398,7 @@ def load_market(
         dropped=dropped,
         filler_rows=filler,
         notes=notes,
+        unadjusted_files=tuple(plain),
+        mixed_adjustment=bool(mixed),
     )
     return Market(name=name, bars=bars, calendar=calendar, report=report)

@@ -119,9 +119,18 @@ class ScoreSettings:
     seed: int = 0
 
 
-# fn(samples, market, job config, **params) -> {sample_id: raw answer text, or None = no answer}.
-# The whole config, not only `task:`: a baseline that trains on history needs the sample keys too.
-Baseline = Callable[..., Mapping[str, "str | None"]]
+@dataclass(frozen=True)
+class NoAnswer:
+    """A baseline's answer for a sample it cannot predict, with why: the record keeps the reason,
+    so the report can say how many samples each baseline left out and for what."""
+
+    reason: str
+
+
+# fn(samples, market, job config, **params) -> {sample_id: raw answer text, or NoAnswer(why) / None
+# (no reason known) = no answer}. The whole config, not only `task:`: a baseline that trains on
+# history needs the sample keys too.
+Baseline = Callable[..., Mapping[str, "str | NoAnswer | None"]]
 
 
 class Task(ABC):

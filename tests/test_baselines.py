@@ -325,3 +325,155 @@ def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     assert pd.Timestamp(later.start) >= pd.Timestamp("2018-03-01") > pd.Timestamp(spec.start)
     assert history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), "2018-09-01") is None
     assert history_spec(slice_market.calendar, SampleSpec(), None) is None
+
+
+# --- training on every trading day (baseline.params.xgboost.train_stride) ---------------------------
+
+SHORT = ["AC", "ALI", "BPI", "SM", "TEL"]
+# 18 months of history before the test window (the slice starts 2017-01-03): on the 30-day grid that
+# is about 45 training samples for 5 stocks, under the default min_train of 100.
+SHORT_START, SHORT_END = "2018-07-03", "2019-03-01"
+
+
+@pytest.fixture(scope="module")
+def short_market(slice_market: Market) -> Market:
+    from rendering.market import load_market
+    from helpers import SLICE
+
+    return load_market([SLICE], name="PSE", codes=SHORT)
+
+
+def _defaults() -> dict:
+    """The xgboost block of conf/task/forecast.yaml, as `candlebench baseline` passes it."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.load(Path(__file__).parents[1] / "conf" / "task" / "forecast.yaml")
+    return OmegaConf.to_container(conf.baseline.params.xgboost)
+
+
+def _window_config(start: str | None, end: str | None = None, interval: int = 30) -> "DictConfig":
+    from omegaconf import OmegaConf
+
+    spec = dataclasses.asdict(SampleSpec(start=start, end=end, interval=interval))
+    return OmegaConf.create({"samples": {k: v for k, v in spec.items() if k != "task"}, "task": {"horizon": H}})
+
+
+def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
+    """5 stocks, 18 months before samples.start, the shipped defaults: every test sample is answered
+    (training on every trading day); on the test grid alone (train_stride = samples.interval, the
+    former rule) none is, and each says why."""
+    from tasks.base import NoAnswer
+    from tasks.forecast.task import TASK
+
+    cal = short_market.calendar
+    test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
+    history = cal[cal < pd.Timestamp(SHORT_START)]
+    assert (history[-1] - history[0]).days // 30 == 18 and len(history) == 364
+    assert test["code"].nunique() == 5 and test["cutoff"].nunique() == 6 and len(test) == 30
+    params = _defaults()
+    assert params["train_stride"] == 1 and params["min_train"] == 100
+    cfg = _window_config(SHORT_START, SHORT_END)
+    answers = TASK.baselines["xgboost"](test, short_market, cfg, **params)
+    assert all(isinstance(answers[sid], str) and answers[sid].startswith("<score>") for sid in test["sample_id"])
+
+    grid = TASK.baselines["xgboost"](test, short_market, cfg, **{**params, "train_stride": 30})
+    reasons = {a.reason for a in grid.values() if isinstance(a, NoAnswer)}
+    assert len(grid) == len(test) and all(isinstance(a, NoAnswer) for a in grid.values())
+    assert reasons == {"fewer than min_train=100 training samples with a label realised before the cutoff"}
+
+
+def test_daily_training_days_are_every_day_whose_label_is_realised_before_the_test_cutoff(short_market):
+    """The pool of train_stride=1: one sample per stock and trading day from the data's start (those
+    with min_bars of history) to the last test cutoff. Each test cutoff's model uses exactly the days
+    whose label's target day precedes the cutoff: never a later one, and no earlier one left out."""
+    from tasks.forecast.samples import training_spec
+
+    spec = SampleSpec(start=SHORT_START, end=SHORT_END)
+    test = build_samples(short_market, spec).frame
+    days = training_spec(short_market.calendar, spec, None, 1, test["cutoff"].max())
+    pool = build_samples(short_market, days).frame
+    cal = short_market.calendar
+    eligible = cal[90:]  # every stock trades from the first day: day 90 is the first with 90 bars
+    assert set(pool["cutoff"]) == set(eligible[eligible < test["cutoff"].max()])
+    assert set(test["sample_id"]) - set(pool["sample_id"]) == set(test.loc[test["cutoff"] == test["cutoff"].max(), "sample_id"])
+    wf = xgboost_walk_forward(test, short_market, H, train_samples=pd.concat([pool, test]), min_train=100)
+    target = {c: _independent_target(cal, c, H) for c in pool["cutoff"].unique()}
+    for test_cutoff, used in wf.train_cutoffs.items():
+        assert set(used) == {c for c, t in target.items() if t < test_cutoff}
+        assert all(target[c] < test_cutoff for c in used)
+        assert wf.train_size[test_cutoff] == pool["cutoff"].isin(used).sum() >= 100
+
+
+def test_no_look_ahead_daily_training_sees_no_bar_on_or_after_the_test_cutoff(short_market):
+    """Prices and volumes from a test cutoff on replaced at random: with train_stride=1 the
+    predictions at that cutoff and before are bit for bit unchanged (no training label, no feature
+    reaches it). The control: training on the daily samples whose *cutoff* precedes the test cutoff
+    (their labels not yet realised) does change them."""
+    from tasks.forecast.samples import training_spec
+    from tasks.forecast.task import _xgboost
+
+    spec = SampleSpec(start=SHORT_START, end=SHORT_END)
+    cfg = _window_config(SHORT_START, SHORT_END)
+    cutoff = sorted(build_samples(short_market, spec).cutoffs)[3]
+    mutated = dataclasses.replace(short_market, bars=_scramble_from(short_market.bars, cutoff, seed=5))
+    upto = {}
+    for name, market in (("real", short_market), ("mutated", mutated)):
+        frame = build_samples(market, spec).frame
+        upto[name] = frame[frame["cutoff"] <= cutoff]
+    honest = {name: _xgboost(upto[name], market, cfg, **_defaults()).predictions
+              for name, market in (("real", short_market), ("mutated", mutated))}
+    assert len(honest["real"]) == len(upto["real"]) and upto["real"]["cutoff"].nunique() == 4
+    pd.testing.assert_series_equal(honest["real"], honest["mutated"])
+
+    test = upto["real"]
+    at_cutoff = test[test["cutoff"] == cutoff].set_index("sample_id")["cutoff"]
+    leaked = []
+    for market in (short_market, mutated):
+        pool = build_samples(market, training_spec(market.calendar, spec, None, 1, cutoff)).frame
+        features = feature_table(pd.concat([pool, test]).drop_duplicates("sample_id"), market.bars)
+        pool = pool.set_index("sample_id")
+        by_cutoff = pd.DataFrame({"cutoff": pool["cutoff"], "label": pool[f"r_{H}"], "known_from": pool["cutoff"]})
+        leaked.append(walk_forward(features, at_cutoff, by_cutoff, 100).predictions)
+    assert len(leaked[0]) == len(at_cutoff) and not np.allclose(leaked[0], leaked[1])
+
+
+def test_daily_training_is_reproducible_and_independent_of_row_order(short_market):
+    from tasks.forecast.task import TASK
+
+    cfg = _window_config(SHORT_START, SHORT_END)
+    test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
+    first = TASK.baselines["xgboost"](test, short_market, cfg, **_defaults())
+    assert first == TASK.baselines["xgboost"](test, short_market, cfg, **_defaults())
+    shuffled = test.sample(frac=1.0, random_state=4)
+    assert TASK.baselines["xgboost"](shuffled, short_market, cfg, **_defaults()) == first
+
+
+@pytest.mark.parametrize("start, interval, train_start", [("2018-09-01", 30, None), ("2018-09-01", 20, "2017-06-01"),
+                                                          ("2018-09-01", 30, "2019-01-01")])
+def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market, start, interval, train_start):
+    """train_stride = samples.interval gives the former pool: history_spec's cutoffs (from
+    train_start, which floors the history only) followed by the test cutoffs."""
+    from tasks.forecast.samples import history_spec, training_spec
+
+    spec = SampleSpec(start=start, interval=interval)
+    test = build_samples(slice_market, spec).frame
+    days = training_spec(slice_market.calendar, spec, train_start, interval, test["cutoff"].max())
+    history = history_spec(slice_market.calendar, spec, train_start)
+    before = [] if history is None else list(build_samples(slice_market, history).cutoffs)
+    expected = before + [c for c in test["cutoff"].unique() if c < test["cutoff"].max()]
+    assert list(build_samples(slice_market, days).cutoffs) == expected
+
+
+def test_momentum_says_why_a_sample_has_no_answer(samples, slice_market):
+    """A lookback reaching before the data: those samples are NoAnswer with the reason, the rest scores."""
+    from tasks.base import NoAnswer
+    from tasks.forecast.task import TASK
+
+    answers = TASK.baselines["momentum"](samples, slice_market, _window_config(None), lookback=400)
+    missing = {sid: a for sid, a in answers.items() if not isinstance(a, str)}
+    expected = set(samples["sample_id"]) - set(BASELINES["momentum"](samples, slice_market, H, lookback=400).index)
+    assert set(missing) == expected and 0 < len(missing) < len(samples)
+    assert {a for a in missing.values()} == {NoAnswer(
+        "no close 400 trading days before the cutoff's last trading day (before the data or the stock's first bar)")}

@@ -1,15 +1,22 @@
 """Real exports as they come: yfinance's two-row header, pandas' index column, any column order,
-US and day-first dates, adjustment factors (TuShare adj_factor, Yahoo Adj Close) and a defect
-summary of one line per kind. Every variant is built from the committed slice's real rows and must
+US and day-first dates, adjustment factors (TuShare adj_factor, Yahoo Adj Close), a folder of Yahoo
+files of which only some have Adj Close, and a defect summary of one line per kind. Every variant is built from the committed slice's real rows and must
 load to the same bars as the slice itself (or to the hand-adjusted prices)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from omegaconf import OmegaConf
+
 from helpers import SLICE, cli
+from rendering.adjustment import NO_FACTOR_REASON
+from rendering.data_source import input_files
+from rendering.jobs import data_check
 from rendering.market import MarketDataError, load_market
 
 pytestmark = pytest.mark.unit
@@ -85,6 +92,18 @@ def test_pandas_index_column_and_any_column_order(clean, expected, tmp_path):
     pd.testing.assert_frame_equal(bars(tmp_path / "AC.csv"), ac)
 
 
+def test_pandas_export_of_an_unnamed_date_index_reads_it_as_the_dates(clean, expected, tmp_path):
+    """``df.to_csv()`` of a Yahoo frame whose date index lost its name: the dates stand first under an
+    empty header. They are the Date column, not an index to drop (which left no dates at all)."""
+    one = _yahoo_download(clean, "TEL", None).set_index("Date").rename_axis(None)
+    one.to_csv(tmp_path / "TSLA.csv")
+    assert (tmp_path / "TSLA.csv").read_text().startswith(",Open,High,Low,Close,Volume\n2017-01-03,")
+    market = load_market([tmp_path / "TSLA.csv"], name="PSE")
+    tel = expected[expected["code"] == "TEL"].drop(columns="amount").assign(code="TSLA").reset_index(drop=True)
+    pd.testing.assert_frame_equal(market.bars, tel)
+    assert any("holds the dates" in n and "'Date'" in n for n in market.report.notes)
+
+
 @pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y", "%Y%m%d"])
 def test_us_and_day_first_dates_load_like_iso(clean, expected, tmp_path, fmt):
     dated = clean.assign(date=pd.to_datetime(clean["date"]).dt.strftime(fmt))
@@ -158,6 +177,89 @@ def test_yahoo_adj_close_is_rebased_to_the_first_bar(clean, tmp_path):
         np.testing.assert_allclose(got[col].to_numpy(), one[col].to_numpy() * scale, rtol=1e-12)
     before = got.index < pd.Timestamp("2018-03-01")
     np.testing.assert_array_equal(got.loc[before, "close"].to_numpy(), one.loc[~dividend, "close"].to_numpy())
+
+
+YAHOO = ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
+CSV_CONFIG = Path(__file__).parents[1] / "conf" / "data" / "csv.yaml"
+
+
+def _yahoo_download(clean: pd.DataFrame, code: str, adj: pd.Series | None) -> pd.DataFrame:
+    """One stock as Yahoo's CSV download has it; without ``adj`` the Adj Close column is absent."""
+    one = clean[clean["code"] == code].reset_index(drop=True)
+    frame = _yahoo_frame(one, adj).drop(columns="Ticker")[YAHOO]
+    return frame if adj is not None else frame.drop(columns="Adj Close")
+
+
+def _dividend(clean: pd.DataFrame, code: str) -> tuple[pd.Series, np.ndarray]:
+    """Adj Close / Close for a 3% dividend paid in March 2018, and the scale back-adjusting gives."""
+    paid = pd.to_datetime(clean.loc[clean["code"] == code, "date"]).reset_index(drop=True) >= pd.Timestamp("2018-03-01")
+    return pd.Series(np.where(paid, 1.0, 0.97)), np.where(paid, 1 / 0.97, 1.0)
+
+
+def test_yahoo_folder_with_and_without_adj_close_loads_with_a_note_per_file(clean, expected, tmp_path, capsys):
+    """A glob of Yahoo downloads: AC with Adj Close, SM without, and TEL saved through pandas
+    (``reset_index().to_csv()``: an unnamed counter first) without it, under the name TSLA. The
+    files without Adj Close load as exported, each noted once; AC is back-adjusted; the market is
+    reported as mixed, naming both sides, and `data check` says so in its summary."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    adj, scale = _dividend(clean, "AC")
+    _yahoo_download(clean, "AC", adj).to_csv(folder / "AC.csv", index=False)
+    _yahoo_download(clean, "SM", None).to_csv(folder / "SM.csv", index=False)
+    _yahoo_download(clean, "TEL", None).to_csv(folder / "TSLA.csv")
+    assert (folder / "TSLA.csv").read_text().startswith(",Date,Open,High,Low,Close,Volume\n0,")
+    assert (folder / "AC.csv").read_text().startswith(",".join(YAHOO))
+
+    files = input_files(str(folder / "*.csv"))
+    market = load_market(files, name="PSE")
+    got = market.bars.set_index(["code", "date"])
+    want = expected.drop(columns="amount").set_index(["code", "date"])
+    pd.testing.assert_frame_equal(got.loc["SM"], want.loc["SM"])
+    pd.testing.assert_frame_equal(got.loc["TSLA"], want.loc["TEL"])
+    for col in ("open", "high", "low", "close"):
+        np.testing.assert_allclose(got.loc["AC", col].to_numpy(), want.loc["AC", col].to_numpy() * scale, rtol=1e-12)
+
+    notes = market.report.notes
+    for name in ("SM.csv", "TSLA.csv"):
+        assert sum(str(folder / name) in n and "no adjustment column" in n for n in notes) == 1
+    assert not any(str(folder / "AC.csv") in n and "no adjustment column" in n for n in notes)
+    (mixed,) = [n for n in notes if n.startswith("mixed price adjustment")]
+    assert "from a factor: AC (1 file)" in mixed and "no factor: SM, TSLA (2 files)" in mixed
+    assert market.report.mixed_adjustment
+    assert market.report.unadjusted_files == (str(folder / "SM.csv"), str(folder / "TSLA.csv"))
+
+    cfg = OmegaConf.create({"data": OmegaConf.merge(OmegaConf.load(CSV_CONFIG), {"path": str(folder / "*.csv")})})
+    data_check(cfg)
+    out = capsys.readouterr().out
+    assert "3 stocks" in out and "0 stocks dropped" in out
+    assert "prices as exported (no adjustment column) in 2 of 3 files; mixed price adjustment" in out
+
+    # data.adjust=none: every file as exported by choice, nothing to note per file, nothing mixed.
+    plain = load_market(files, name="PSE", adjust="none")
+    assert not any("no adjustment column" in n or "mixed" in n for n in plain.report.notes)
+    assert not plain.report.mixed_adjustment and plain.report.unadjusted_files == ()
+    np.testing.assert_array_equal(plain.bars.loc[plain.bars["code"] == "AC", "close"], want.loc["AC", "close"])
+
+
+def test_a_stock_with_and_without_a_factor_in_two_files_is_a_defect_named_by_file(clean, tmp_path):
+    """AC's 2017-2018 in a file with adj_factor, its 2019 beside SM in a file without: no consistent
+    adjustment of AC exists, so its rows of the file without are the defect (file and line), and
+    data.on_defect=drop keeps SM, as exported."""
+    ac_early = (clean["code"] == "AC") & (clean["date"] < "2019-01-01")
+    later = clean[~ac_early & clean["code"].isin(["AC", "SM"])]
+    clean[ac_early].assign(adj_factor=_dividend(clean, "AC")[0][: ac_early.sum()].to_numpy()).to_csv(
+        tmp_path / "early.csv", index=False)
+    later.to_csv(tmp_path / "later.csv", index=False)
+    files = [tmp_path / "early.csv", tmp_path / "later.csv"]
+    with pytest.raises(MarketDataError) as err:
+        load_market(files, name="PSE")
+    assert {d.reason for d in err.value.defects} == {NO_FACTOR_REASON}
+    ac_late = later.index[later["code"] == "AC"]
+    assert [d.row for d in err.value.defects] == [later.index.get_loc(i) + 2 for i in ac_late]
+    assert {(d.file, d.code) for d in err.value.defects} == {(str(tmp_path / "later.csv"), "AC")}
+    assert f"later.csv: {NO_FACTOR_REASON}: {len(ac_late)} rows" in str(err.value)
+    kept = load_market(files, name="PSE", on_defect="drop")
+    assert set(kept.bars["code"]) == {"SM"} and list(kept.report.dropped) == ["AC"]
 
 
 def test_bad_adjustment_factor_is_a_defect(clean, tmp_path):

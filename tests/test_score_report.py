@@ -25,7 +25,7 @@ def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     common = ["data=slice", f"out_dir={out}", "score.n_boot=200"]
     cli("samples", *common, "samples.interval=15", cwd=out)
-    cli("baseline", *common, cwd=out)
+    (out / "baseline.stdout").write_text(cli("baseline", *common, cwd=out))
     for name in ("xgboost", "momentum", "constant", "random"):
         cli("score", *common, f"score.run={name}", cwd=out)
     cli("report", *common, "report.compare=[[momentum,xgboost]]", cwd=out)
@@ -54,6 +54,30 @@ def test_baselines_share_the_record_contract(scored):
     xgb = pd.read_parquet(scored / "forecast" / "runs" / "xgboost" / "parsed.parquet")
     first = xgb["cutoff"].min()
     assert xgb.loc[xgb["cutoff"] == first, "pred"].isna().all()  # no training data yet: no answer, not 0
+
+
+def test_each_run_says_in_the_headline_table_how_many_samples_it_left_unanswered_and_why(scored):
+    """The baseline's reason reaches its records, metrics.json and Table 4; a run that answered
+    everything says "none"."""
+    why = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"
+    xgb = pd.read_parquet(scored / "forecast" / "runs" / "xgboost" / "parsed.parquet")
+    missing = xgb[xgb["pred"].isna()]
+    assert len(missing) > 0 and set(missing["reason"]) == {why}
+    # Trained on every day, only the first three cutoffs (every 15 days from the first with 90 bars)
+    # go unanswered: the fourth has 16 realised days x 11 stocks >= 100 training samples.
+    assert set(missing["cutoff"]) == set(sorted(xgb["cutoff"].unique())[:3])
+    metrics = json.loads((scored / "forecast" / "runs" / "xgboost" / "metrics.json").read_text())
+    assert metrics["no_answer_reasons"] == {why: len(missing)}
+    md = (scored / "report" / "report.md").read_text()
+    table = md[md.index("### Table 4 layout"):]
+    header = table.splitlines()[2].split(" | ")
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in table.splitlines()[4:9]}
+    column = header.index("No answer: why")
+    assert rows["xgboost"][column] == f"{len(missing)} of {len(xgb)}: {why} ({len(missing)})"
+    assert rows["momentum"][column] == rows["constant"][column] == "none"
+    said = (scored / "baseline.stdout").read_text()
+    assert f"baseline xgboost: {len(xgb) - len(missing)} of {len(xgb)} samples answered; {len(missing)} {why} ->" in said
+    assert f"baseline momentum: {len(xgb)} of {len(xgb)} samples answered ->" in said
 
 
 def test_rerun_appends_nothing(scored):

@@ -554,3 +554,30 @@ def test_reasoning_models_get_a_budget_that_fits():
     assert budget == {"qwen2_5_vl_7b": 32, "pyfi_qwenvl_7b_cot": 4096, "pyfi_qwenvl_3b_cot": 4096,
                       "qwen3_vl_8b_thinking": 4096}
     assert forced.infer.generation.max_new_tokens == 64
+
+
+def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> None:
+    """A baseline's "no prediction: <why>" and a model's parse failures, counted per reason in the
+    metrics and shown in Table 4 (the headline), most frequent first, the rest summed."""
+    from scoring.report import ScoredRun
+    from tasks.forecast.report import table4
+
+    few = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"
+    rows = ([row(D1, f"A{i}", NAN, 0.01, reason=few) for i in range(3)]
+            + [row(D2, f"B{i}", 0.1 * (i + 1), 0.02 * (i - 1), reason=None) for i in range(4)]
+            + [row(D2, "C", 0.2, 0.01, reason="out of range: clipped")])  # a flag on an answer: not a no-answer
+    baseline = compute_metrics(frame_of(rows), n_boot=0)
+    assert baseline["no_answer_reasons"] == {few: 3} and baseline["n_parse_failed"] == 3
+    answered = compute_metrics(frame_of(rows[3:]), n_boot=0)
+    assert answered["no_answer_reasons"] == {}
+    mixed = [row(D1, f"M{i}", NAN, 0.01, reason=why) for i, why in enumerate(["b", "a", "b", "c", "d", None, "a", "b"])]
+    model = compute_metrics(frame_of(mixed + rows[3:]), n_boot=0)
+    assert list(model["no_answer_reasons"].items()) == [("b", 3), ("a", 2), ("(no reason given)", 1), ("c", 1), ("d", 1)]
+
+    runs = [ScoredRun(n, n, m) for n, m in (("xgboost", baseline), ("momentum", answered), ("model", model),
+                                            ("old", {k: v for k, v in answered.items() if k != "no_answer_reasons"}))]
+    cells = table4(runs).frame.set_index("Model")["No answer: why"]
+    assert cells["xgboost"] == f"3 of 8: {few} (3)"
+    assert cells["momentum"] == "none"
+    assert cells["model"] == "8 of 13: b (3); a (2); (no reason given) (1); 2 other reasons (2)"
+    assert cells["old"] == "–"  # metrics scored before the count: no claim either way

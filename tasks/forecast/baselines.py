@@ -3,11 +3,18 @@
 Every entry of :data:`BASELINES` is called as ``fn(samples, market, horizon, **params)`` and returns
 a ``pd.Series`` named ``prediction``, indexed by ``sample_id``, values in [-0.5, 1.0] (the paper's
 answer range). A sample a baseline cannot predict is absent from the series, never filled with 0,
-so scoring counts it as unanswered rather than as "no trend".
+so scoring counts it as unanswered rather than as "no trend"; :class:`Answers` adds why (the task
+records it, and the report counts each reason).
 
 * ``xgboost`` — the paper's numerical baseline (Appendix A): gradient-boosted trees (squared error,
   hist) on the chart-aligned features of :mod:`tasks.forecast.features`, trained walk-forward (see
-  :func:`walk_forward`).
+  :func:`walk_forward`). The task trains it on a sample of every ``train_stride``-th trading day
+  (default 1: every day) of the history and of the earlier test windows
+  (:func:`tasks.forecast.samples.training_spec`), not only on the test grid: on the paper's 30-day
+  grid a market of 5 stocks with 18 months of history has about 45 training samples, under
+  ``min_train``, and the baseline answered nothing. Daily samples overlap (neighbouring 30-day labels
+  share 29 days), so they add fewer independent labels than rows; they are what the features and
+  labels of those days are, under the same cutoff rule, and the leakage rule below is per row.
 * ``momentum`` — the stock's past return over ``lookback`` market trading days (default: the
   horizon) up to ``T0``, measured exactly like the label measures the future one: "the last H days
   continue".
@@ -62,6 +69,14 @@ class XGBSettings:
 
 
 @dataclass(frozen=True)
+class Answers:
+    """A baseline's predictions (the contract's series) and, for each sample left out, why."""
+
+    predictions: pd.Series
+    unanswered: Mapping[str, str]  # sample_id -> reason
+
+
+@dataclass(frozen=True)
 class WalkForward:
     """Predictions plus, per test cutoff, the cutoffs of the training samples its model could use.
 
@@ -72,6 +87,15 @@ class WalkForward:
     predictions: pd.Series
     train_cutoffs: dict[pd.Timestamp, tuple[pd.Timestamp, ...]]
     train_size: dict[pd.Timestamp, int]
+    min_train: int = 0
+
+    def unanswered(self, test_cutoffs: pd.Series) -> dict[str, str]:
+        """Why each test sample (``test_cutoffs``: sample_id → cutoff) has no prediction. One text
+        per cause, without the count itself, so the report can add the samples up by reason."""
+        missing = test_cutoffs[~test_cutoffs.index.isin(self.predictions.index)]
+        why = (f"fewer than min_train={self.min_train} training samples with a label realised "
+               "before the cutoff")
+        return dict.fromkeys(map(str, missing.index), why)
 
 
 def label_target_dates(cutoffs: pd.Series, calendar: pd.DatetimeIndex, horizon: int) -> pd.Series:
@@ -127,6 +151,7 @@ def walk_forward(
         predictions=_as_predictions(predictions, test_cutoffs.index),
         train_cutoffs=train_cutoffs,
         train_size=train_size,
+        min_train=min_train,
     )
 
 
@@ -229,8 +254,17 @@ def momentum_baseline(
     samples: pd.DataFrame, market: Market, horizon: int, *, lookback: int | None = None
 ) -> pd.Series:
     """The past ``lookback``-day return (default: the horizon), clipped to the answer range."""
-    past = past_return(samples, market, horizon if lookback is None else lookback)
-    return _as_predictions([past.dropna()], past.index)
+    return momentum_answers(samples, market, horizon, lookback=lookback).predictions
+
+
+def momentum_answers(
+    samples: pd.DataFrame, market: Market, horizon: int, *, lookback: int | None = None
+) -> Answers:
+    """:func:`momentum_baseline` with why a sample has none: no close ``lookback`` days back."""
+    days = horizon if lookback is None else lookback
+    past = past_return(samples, market, days)
+    why = f"no close {days} trading days before the cutoff's last trading day (before the data or the stock's first bar)"
+    return Answers(_as_predictions([past.dropna()], past.index), dict.fromkeys(map(str, past.index[past.isna()]), why))
 
 
 def constant_baseline(

@@ -5,7 +5,10 @@ forward returns ``r_<h>``; optional ``regime``, ``continuous_rise``, ``continuou
 ``pred_in_range``. Conventions, chosen to stay comparable with the paper's Table 4 and Table 5:
 
 * **Parse failures** (NaN ``pred``) are excluded from every metric; ``parse_failure_rate`` is their
-  share of all rows. Rows whose realised return is NaN are excluded too (``n_label_missing``).
+  share of all rows, and ``no_answer_reasons`` counts them by their recorded ``reason`` (the parser's,
+  the generation error, or a baseline's "no prediction: ..."), most frequent first, so the headline
+  table says how many samples a run left unanswered and why. Rows whose realised return is NaN are
+  excluded too (``n_label_missing``).
 * **Clipping**: predictions are clipped to the prompt's range [-0.5, 1.0]. A parsed row counts as
   clipped when the parser flagged it (``pred_in_range`` False) or its value lies outside the range.
 * **Cut reasoning**: ``n_reasoning_cut`` counts answers whose ``<think>`` block never closed
@@ -316,6 +319,17 @@ def _bootstrap(
     return out
 
 
+def no_answer_reasons(frame: pd.DataFrame) -> dict[str, int]:
+    """Rows without a parsed prediction, counted by reason (most frequent first, then by text)."""
+    missing = frame["pred"].isna()
+    if not missing.any():
+        return {}
+    reasons = frame["reason"] if "reason" in frame else pd.Series(None, index=frame.index, dtype=object)
+    counts = reasons[missing].fillna("(no reason given)").astype(str).value_counts()
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {reason: int(n) for reason, n in ordered}
+
+
 def _reasoning_cut(frame: pd.DataFrame) -> int:
     """Answers whose reasoning block never closed: the generation budget ran out while thinking
     (the parser's "unclosed <think> block" flag). Raise the model's ``max_new_tokens``."""
@@ -346,6 +360,7 @@ def compute_metrics(
         "horizon": horizon,
         **main,
         "n_reasoning_cut": _reasoning_cut(frame),
+        "no_answer_reasons": no_answer_reasons(frame),
         "by_regime": _by_regime(scored, correct),
         "continuous_rise": _trend_accuracy(scored, correct, "continuous_rise"),
         "continuous_fall": _trend_accuracy(scored, correct, "continuous_fall"),

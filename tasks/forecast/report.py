@@ -44,15 +44,36 @@ def table4(runs: list[ScoredRun]) -> Table:
         out[title] = [f"{fmt(v * scale, 2 if scale == 100 else 4)} ({fmt_rank(k)})" for v, k in zip(values, ranks)]
     out["Bias"] = [f"{fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
     out["No answer %"] = [fmt(None if v is None else v * 100, 1) for v in rows["parse fail"]]
+    out["No answer: why"] = [no_answer_text(r.metrics) for r in runs]
     out["Reasoning cut"] = [r.metrics.get("n_reasoning_cut", 0) for r in runs]
     return Table(
         "Table 4 layout: direction at 0 (rank in parentheses)",
         out,
         "FP rate / FN rate are shares of all scored samples, as in the paper (not FP/(FP+TN)). "
-        "No answer: unparseable output, failed generation, or a baseline without enough history or "
-        "training data; such samples are left out of every other column. Reasoning cut: answers whose "
+        "No answer: unparseable output, failed generation, or a sample a baseline could not predict "
+        "(e.g. too few realised training samples); such samples are left out of every other column, "
+        "and 'why' counts them by reason, most frequent first. Reasoning cut: answers whose "
         "<think> block the token budget cut (raise model.max_new_tokens).",
     )
+
+
+# Reasons shown per run in the headline table; the parse-failure section lists every one.
+SHOWN_REASONS = 3
+
+
+def no_answer_text(metrics: Mapping) -> str:
+    """The cell, e.g. ``24 of 90: <reason> (20); <reason> (4)``; "none"; "–" for metrics written
+    before the reasons were counted (a rescore adds them)."""
+    reasons = metrics.get("no_answer_reasons")
+    if reasons is None:
+        return "–"
+    if not reasons:
+        return "none"
+    items = list(reasons.items())
+    shown = "; ".join(f"{why} ({n})" for why, n in items[:SHOWN_REASONS])
+    rest = sum(n for _, n in items[SHOWN_REASONS:])
+    more = f"; {len(items) - SHOWN_REASONS} other reasons ({rest})" if rest else ""
+    return f"{sum(reasons.values())} of {metrics.get('n_rows', '?')}: {shown}{more}"
 
 
 def table5(runs: list[ScoredRun]) -> Table:

@@ -113,6 +113,28 @@ def history_spec(calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str 
     return replace(spec, start=f"{start:%Y-%m-%d}", end=spec.start)
 
 
+def training_spec(
+    calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str | None, stride: int, last_cutoff: pd.Timestamp
+) -> SampleSpec | None:
+    """The training days of a walk-forward baseline: every ``stride``-th trading day from
+    ``train_start`` (None = the start of the data) up to ``last_cutoff`` (exclusive), on a grid through
+    the first test cutoff, so ``stride = spec.interval`` gives exactly :func:`history_spec`'s cutoffs
+    followed by the test cutoffs. ``train_start`` floors the history only: the earlier test windows
+    are always training days. The samples of these days follow the test samples' own rules
+    (``min_bars``, staleness, labels), since only ``start``, ``end`` and ``interval`` change. None when
+    no training day precedes ``last_cutoff``."""
+    if stride < 1:
+        raise ValueError(f"baseline train_stride must be >= 1 trading day, got {stride}")
+    anchor = 0 if spec.start is None else int(calendar.searchsorted(pd.Timestamp(spec.start), side="left"))
+    floor = 0 if train_start is None else int(calendar.searchsorted(pd.Timestamp(train_start), side="left"))
+    floor = min(floor, anchor)
+    first = anchor - ((anchor - floor) // stride) * stride  # the grid's first day at or after the floor
+    if first >= len(calendar) or calendar[first] >= pd.Timestamp(last_cutoff):
+        return None
+    return replace(spec, start=f"{calendar[first]:%Y-%m-%d}", end=f"{pd.Timestamp(last_cutoff):%Y-%m-%d}",
+                   interval=stride)
+
+
 def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
     cal = market.calendar
     close = market.bars.pivot(index="date", columns="code", values="close").reindex(cal)

@@ -19,10 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 from rendering.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
 from rendering.render_job import settings_from
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.forecast import baselines
 from tasks.forecast.parse import parse_score
-from tasks.forecast.samples import SampleSpec, build_samples, history_spec, summarize
+from tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
 
 def sample_spec(cfg: DictConfig, task: str) -> SampleSpec:
     values = OmegaConf.to_container(cfg.samples, resolve=True)
@@ -37,27 +37,35 @@ def _score_text(value: float | None) -> str | None:
     return None if value is None or pd.isna(value) else f"<score>{value:.3f}</score>"
 
 
-def _baseline(predict: Callable[..., pd.Series]) -> Callable[..., Mapping[str, str | None]]:
-    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
-        predictions = predict(samples, market, cfg, **params)
-        return {sid: _score_text(predictions.get(sid)) for sid in samples["sample_id"]}
+def _baseline(predict: Callable[..., baselines.Answers | pd.Series]) -> Callable[..., Mapping[str, str | NoAnswer | None]]:
+    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | NoAnswer | None]:
+        found = predict(samples, market, cfg, **params)
+        found = found if isinstance(found, baselines.Answers) else baselines.Answers(found, {})
+        values, why = found.predictions, found.unanswered
+        return {sid: _score_text(values.get(sid)) if sid in values.index else NoAnswer(why[sid]) if sid in why else None
+                for sid in samples["sample_id"]}
 
     answers.__doc__ = predict.__doc__
     return answers
 
 
 def _xgboost(samples: pd.DataFrame, market: Market, cfg: DictConfig, *, train_start: str | None = None,
-             **params: Any) -> pd.Series:
-    """Walk-forward XGBoost trained on the history before the test window as well (the cutoffs of
-    :func:`history_spec` from ``train_start``) and on the test samples whose labels are realised."""
+             train_stride: int = 1, min_train: int = 100, **params: Any) -> baselines.Answers:
+    """Walk-forward XGBoost trained on every ``train_stride``-th trading day of the history before the
+    test window (from ``train_start``) and of the test window, under the samples' own rules
+    (:func:`training_spec`), plus the test samples; each test cutoff learns only from those whose
+    labels are realised before it."""
     spec = sample_spec(cfg, TASK.name)
-    history = history_spec(market.calendar, spec, None if train_start is None else str(train_start))
-    pool = samples if history is None else pd.concat([build_samples(market, history).frame, samples], ignore_index=True)
-    return baselines.xgboost_baseline(samples, market, int(cfg.task.horizon), train_samples=pool, **params)
+    start = None if train_start is None else str(train_start)
+    days = training_spec(market.calendar, spec, start, int(train_stride), samples["cutoff"].max()) if len(samples) else None
+    pool = samples if days is None else pd.concat([build_samples(market, days).frame, samples], ignore_index=True)
+    wf = baselines.xgboost_walk_forward(samples, market, int(cfg.task.horizon), train_samples=pool, min_train=min_train,
+                                        settings=baselines.XGBSettings(**params))
+    return baselines.Answers(wf.predictions, wf.unanswered(samples.set_index("sample_id")["cutoff"]))
 
 
-def _on_horizon(predict: Callable[..., pd.Series]) -> Callable[..., pd.Series]:
-    def run(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> pd.Series:
+def _on_horizon(predict: Callable[..., baselines.Answers | pd.Series]) -> Callable[..., baselines.Answers | pd.Series]:
+    def run(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> baselines.Answers | pd.Series:
         return predict(samples, market, int(cfg.task.horizon), **params)
 
     run.__doc__ = predict.__doc__
@@ -69,7 +77,8 @@ class ForecastTask(Task):
     columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))
     baselines = MappingProxyType({
         "xgboost": _baseline(_xgboost),
-        **{name: _baseline(_on_horizon(baselines.BASELINES[name])) for name in ("momentum", "constant", "random")},
+        "momentum": _baseline(_on_horizon(baselines.momentum_answers)),
+        **{name: _baseline(_on_horizon(baselines.BASELINES[name])) for name in ("constant", "random")},
     })
 
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
