@@ -197,7 +197,7 @@ def report(cfg: DictConfig) -> None:
     here = [layout.task(t) for t in tasks if layout.task(t).samples.exists()]
     found = provenance(layout, here, {t: [n for n in names if layout.task(t).run(n).info.exists()] for t, names in shown.items()})
     write_json(found, out / "provenance.json")
-    sections = [provenance_section(found), *sections]
+    sections = [*sections, provenance_section(found)]  # results first; provenance last, folded
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
     samples = browser_html(browser_data(browsed, out, browser_settings(cfg)))
     md, page = write_report(sections, out, cfg.report.title, random, samples)

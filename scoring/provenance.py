@@ -123,4 +123,4 @@ def section(found: dict[str, Any]):
     if found["configs"]:
         tables.append(Table("Stage configs (whole in provenance.json)", pd.DataFrame(
             [{"Stage": k, "Fingerprint": fingerprint(v), "Lines": v.count("\n")} for k, v in found["configs"].items()])))
-    return Section("Provenance", tuple(tables))
+    return Section("Provenance", tuple(tables), collapsed=True)

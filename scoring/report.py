@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -54,6 +55,7 @@ class Section:
     title: str
     tables: tuple[Table, ...]
     plots: dict[str, bytes] = field(default_factory=dict)  # file stem -> PNG bytes
+    collapsed: bool = False  # folded in the HTML page (provenance: whole in provenance.json, read on demand)
 
 
 def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "") -> ScoredRun:
@@ -103,6 +105,35 @@ def _markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
+# A number, a number with its interval, a percentage, or the "not applicable" dash: right-aligned.
+_NUMERIC = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|nan|inf)(?: \[[^\]]*\])?(?: †)?|–|None", re.I)
+# One small stylesheet: the page never scrolls sideways (a wide table scrolls inside its box, its
+# header row stays in view), numbers right-aligned and text left-aligned, plots as wide as the column.
+STYLE = (
+    "body{font-family:system-ui,-apple-system,sans-serif;max-width:1400px;margin:0 auto;padding:0 16px;line-height:1.4;"
+    "color:#222}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:32px}nav ul{columns:2;padding-left:20px}"
+    ".box{overflow:auto;max-width:100%;max-height:70vh;margin:6px 0 4px;border:1px solid #eee}"
+    "table{border-collapse:collapse;font-size:13px}th{position:sticky;top:0;background:#f4f5f7;text-align:left;"
+    "font-weight:600;z-index:1}td,th{padding:3px 8px;border-bottom:1px solid #e4e4e4;white-space:nowrap;text-align:left}"
+    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}p.note{font-size:13px;color:#555;margin-top:2px}"
+    "img{max-width:100%;height:auto}details>summary{cursor:pointer}details>summary h2{display:inline}"
+)
+
+
+def _slug(title: str) -> str:
+    return "s-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    """The table in a scrolling box; a column whose every cell is a number is right-aligned."""
+    cells = frame.astype(object).where(frame.notna(), "–").astype(str)
+    numeric = [bool(len(cells)) and all(_NUMERIC.fullmatch(v) for v in cells[c]) for c in cells.columns]
+    head = "".join(f"<th{' class=n' if n else ''}>{html.escape(str(c))}</th>" for c, n in zip(cells.columns, numeric))
+    body = "".join("<tr>" + "".join(f"<td{' class=n' if n else ''}>{html.escape(v)}</td>" for v, n in zip(row, numeric))
+                   + "</tr>" for row in cells.to_numpy())
+    return f"<div class=box><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
 def write_report(sections: list[Section], out: Path, title: str, random_weights: bool,
                  browser: str = "") -> tuple[Path, Path]:
     """Write report.md (+ plots/*.png) and a self-contained report.html, with ``browser`` (the
@@ -121,34 +152,39 @@ def write_report(sections: list[Section], out: Path, title: str, random_weights:
         warning = f"Runs marked *{RANDOM_WEIGHTS}* are pipeline checks with untrained models: their numbers mean nothing."
     md = [f"# {title}", "", warning, ""] if warning else [f"# {title}", ""]
     parts = [f"<h1>{html.escape(title)}</h1>"]
+    contents = [(section.title, _slug(section.title)) for section in sections]
     if browser:
         md += ["Every answer, with the images, prompt, raw text and parse of each sample: the sample browser "
                "at the end of report.html.", ""]
-        parts.append("<p><a href='#samples'>Every sample: the browser at the end ↓</a></p>")
+        contents.append(("Every sample: the sample browser", "samples"))
     if warning:
         # The Markdown's *emphasis*, as HTML (not as literal asterisks).
         shown = html.escape(warning).replace(f"*{RANDOM_WEIGHTS}*", f"<em>{RANDOM_WEIGHTS}</em>")
         parts.append(f"<p><strong>{shown}</strong></p>")
+    md += ["Contents:", "", *(f"- [{t}](#{a})" for t, a in contents), ""]
+    parts.append("<nav><strong>Contents</strong><ul>" + "".join(
+        f"<li><a href='#{a}'>{html.escape(t)}</a></li>" for t, a in contents) + "</ul></nav>")
     for section in sections:
-        md += [f"## {section.title}", ""]
-        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        md += [f"<a id='{_slug(section.title)}'></a>", "", f"## {section.title}", ""]
+        heading = f"<h2 id='{_slug(section.title)}'>{html.escape(section.title)}</h2>"
+        body = []
         for t in section.tables:
             md += [f"### {t.title}", "", _markdown_table(t.frame), "", t.note, ""]
-            parts += [f"<h3>{html.escape(t.title)}</h3>", t.frame.to_html(index=False, border=0, na_rep="–")]
+            body += [f"<h3>{html.escape(t.title)}</h3>", _html_table(t.frame)]
             if t.note:
-                parts.append(f"<p><em>{html.escape(t.note)}</em></p>")
+                body.append(f"<p class=note>{html.escape(t.note)}</p>")
         if section.plots:
             md += ["### Plots", ""] + [f"![{n}](plots/{n}.png)" for n in section.plots] + [""]
-            parts.append("<h3>Plots</h3>")
+            body.append("<h3>Plots</h3>")
             for name, data in section.plots.items():
-                parts.append(f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
-    style = (
-        "body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;font-size:13px}"
-        "td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}"
-    )
+                body.append(f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+        if section.collapsed:
+            parts.append(f"<details><summary>{heading}</summary>{''.join(body)}</details>")
+        else:
+            parts += [heading, *body]
     page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}{browser}</body></html>\n"
+        f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{''.join(parts)}{browser}</body></html>\n"
     )
     md_path = atomic_write(out / "report.md", lambda p: p.write_text("\n".join(md) + "\n", encoding="utf-8"))
     html_path = atomic_write(out / "report.html", lambda p: p.write_text(page, encoding="utf-8"))

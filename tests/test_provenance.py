@@ -41,7 +41,7 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     assert infer["model"]["path"] == tiny["path"] and infer["infer"]["run_name"] == MODEL
     assert infer["infer"]["generation"]["max_new_tokens"] == info["identity"]["generation"]["max_new_tokens"]
     md = (out / "report" / "report.md").read_text()
-    assert md.index("## Provenance") < md.index("## E2A-style") and tiny["run_key"] in md
+    assert md.index("## E2A-style") < md.index("## Provenance") and tiny["run_key"] in md  # results first (#24)
 
 
 def test_parse_failures_are_counted_by_reason_with_a_raw_text():

@@ -232,3 +232,24 @@ def test_embedded_thumbnails_travel_in_one_file(browser, study):
         assert 0 < width <= 360
     assert errors(browser) == []
     assert page.stat().st_size > (study / "report" / "report.html").stat().st_size
+
+
+def test_the_report_opens_on_results_and_never_scrolls_sideways(study, browser):
+    """Results first, provenance last and folded, a table of contents; at 1400 and 900 px no element
+    pushes the page wider than the window (wide tables scroll inside their box)."""
+    from selenium.webdriver.common.by import By
+
+    open_report(browser, study / "report" / "report.html")
+    titles = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "h2")]
+    assert titles[0].startswith("Forecast") and titles[-2:] == ["Provenance", "Samples"], titles
+    assert browser.find_element(By.CSS_SELECTOR, "details > summary h2").text == "Provenance"
+    contents = [a.get_attribute("href").split("#")[-1] for a in browser.find_elements(By.CSS_SELECTOR, "nav a")]
+    assert contents[-1] == "samples" and all(browser.find_elements(By.ID, c) for c in contents)
+    numeric = browser.find_elements(By.CSS_SELECTOR, ".box td.n")
+    assert numeric and numeric[0].value_of_css_property("text-align") == "right"
+    for width in (1400, 900):
+        browser.set_window_size(width, 1200)
+        page, window = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert page <= window, (width, page, window)
+    browser.set_window_size(1400, 1600)
