@@ -120,11 +120,11 @@ _TOKEN_LIST: Final = re.compile(r"‹m([\d+]+)›(?:" + _LIST_SEP + r"‹m([\d+]
 
 
 def _period_token(m: re.Match[str]) -> str:
-    return " ‹m" + "+".join(re.findall(r"(?<![\d.])\d{1,3}(?![\d.])", m.group(0))) + "› "
+    return " ‹m" + "+".join(_DIGITS.findall(m.group(0))) + "› "
 
 
 def _merge_list(m: re.Match[str]) -> str:
-    return " ‹m" + "+".join(re.findall(r"‹m([\d+]+)›", m.group(0))) + "› "
+    return " ‹m" + "+".join(_TOKEN_PERIODS.findall(m.group(0))) + "› "
 
 
 def normalise(text: str) -> str:
@@ -334,6 +334,12 @@ def _position(token: str, sign: int) -> list[str]:
     return [f"close_{side}_ma{k}" if int(k) in _MA_VALUE else f"?MA{k}" for k in token[2:-1].split("+")]
 
 
+_IS_NEAR, _IS_ABOVE_POST = re.compile(_NEAR), re.compile(_ABOVE_POST)
+_IS_ABOVE, _IS_BELOW = re.compile(_ABOVE_PRE), re.compile(_BELOW_PRE)
+_DIGITS: Final = re.compile(r"(?<![\d.])\d{1,3}(?![\d.])")
+_TOKEN_PERIODS: Final = re.compile(r"‹m([\d+]+)›")
+
+
 def _frame_claims(m: re.Match[str]) -> list[str]:
     """The claim names one frame match makes ("?X": an unverifiable statement about X)."""
     name = m.lastgroup
@@ -358,13 +364,13 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
         i = "3" if name == "pos_pre" else "4"
         post = m.group(f"post{i}")
         rel = m.group("rel3") if i == "3" else ""
-        if post and re.fullmatch(_NEAR, post):
+        if post and _IS_NEAR.fullmatch(post):
             return []
         if post:
-            sign = 1 if re.fullmatch(_ABOVE_POST, post) else -1
-        elif re.fullmatch(_ABOVE_PRE, rel) and not re.fullmatch(_BELOW_PRE, rel):
+            sign = 1 if _IS_ABOVE_POST.fullmatch(post) else -1
+        elif _IS_ABOVE.fullmatch(rel) and not _IS_BELOW.fullmatch(rel):
             sign = 1
-        elif re.fullmatch(_BELOW_PRE, rel) and not re.fullmatch(_ABOVE_PRE, rel):
+        elif _IS_BELOW.fullmatch(rel) and not _IS_ABOVE.fullmatch(rel):
             sign = -1
         else:
             return []  # "位于‹m20›" with no side
