@@ -168,3 +168,19 @@ def test_a_chinese_caption_has_a_real_length():
     caption = "该股在2019年3月15日收于52.50元，随后放量上涨至60.00元，短期趋势向上。" * 4
     parsed = parse(caption)
     assert parsed.columns["words"] > 100 and "1 words" not in str(parsed.reason)
+
+
+def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp_path):
+    """task.metrics.bertscore_layers picks bert-score's layer (as BERTScorer's num_layers does); COS
+    keeps the encoder's last layer; with the defaults both share one encoder."""
+    from bert_score import BERTScorer
+
+    from tasks.caption.metrics import CaptionScorer, CaptionSettings, default_encoder
+
+    assert scorer.bertscore_encoder is scorer.encoder
+    shallow = CaptionScorer(CaptionSettings(bertscore_layers=3, cache_dir=str(tmp_path)))
+    assert shallow.bertscore_encoder is not shallow.encoder
+    per, base = shallow.score(CANDS, REFS, [META] * 4).per, scorer.score(CANDS, REFS, [META] * 4).per
+    _, _, f1 = BERTScorer(model_type=default_encoder(), num_layers=3, device="cpu").score(CANDS, REFS)
+    assert np.allclose(per["bertscore_f1"], f1.numpy(), atol=1e-4) and not np.allclose(per["bertscore_f1"], base["bertscore_f1"])
+    assert np.array_equal(per["cos"], base["cos"])

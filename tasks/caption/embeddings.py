@@ -40,7 +40,11 @@ class Embedded:
 
 
 class TextEncoder:
-    def __init__(self, path: str, window: int = 256, cache_dir: Path | None = None, batch_size: int = 32):
+    """``layer``: the hidden layer whose states are the token embeddings (bert-score's ``num_layers``);
+    None or the model's depth is its last layer."""
+
+    def __init__(self, path: str, window: int = 256, cache_dir: Path | None = None, batch_size: int = 32,
+                 layer: int | None = None):
         import torch
         import transformers
         from transformers import AutoModel, AutoTokenizer
@@ -50,9 +54,10 @@ class TextEncoder:
         self.model = AutoModel.from_pretrained(path).eval()
         self.window = window
         self.batch_size = batch_size
+        self.layer = None if layer is None or int(layer) == int(self.model.config.num_hidden_layers) else int(layer)
         weights = sorted(p for p in Path(path).glob("*") if p.suffix in (".safetensors", ".bin"))
         stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights)
-        self.key = hashlib.sha256(f"{Path(path).resolve()}|{stamp}|{window}|{transformers.__version__}|{torch.__version__}".encode()
+        self.key = hashlib.sha256(f"{Path(path).resolve()}|{stamp}|{window}|{self.layer}|{transformers.__version__}|{torch.__version__}".encode()
                                   ).hexdigest()[:16]
         self.cache = None if cache_dir is None else Path(cache_dir) / "caption-embeddings" / self.key
 
@@ -73,7 +78,8 @@ class TextEncoder:
                 longest = max(map(len, batch))
                 ids = torch.tensor([w + [self.tokenizer.pad_token_id] * (longest - len(w)) for w in batch])
                 mask = torch.tensor([[1] * len(w) + [0] * (longest - len(w)) for w in batch])
-                hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
+                out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=self.layer is not None)
+                hidden = (out.last_hidden_state if self.layer is None else out.hidden_states[self.layer]).numpy()
                 for row, i in enumerate(order[start:start + self.batch_size]):
                     states[i] = hidden[row, :len(pieces[i][1])]
         out: list[list[np.ndarray]] = [[] for _ in texts]

@@ -160,18 +160,34 @@ class CaptionScorer:
         from pycocoevalcap.meteor.meteor import Meteor
 
         self._meteor = Meteor()
-        self._encoder = None
+        self._encoders: dict[tuple[str, int | None], Any] = {}
         self._tokens: dict[str, str] = {}
+
+    def _encoder(self, path: str, layer: int | None):
+        """One encoder per (model, layer), the last layer spelt None: COS and BERTScore share it, and
+        its pass, when they agree (the default: one model, its last layer)."""
+        from transformers import AutoConfig
+
+        from tasks.caption.embeddings import TextEncoder
+
+        if layer is not None and int(layer) == int(AutoConfig.from_pretrained(path).num_hidden_layers):
+            layer = None
+        if (path, layer) not in self._encoders:
+            s = self.settings
+            self._encoders[(path, layer)] = TextEncoder(path, s.window, None if s.cache_dir is None else Path(s.cache_dir),
+                                                        s.batch_size, layer)
+        return self._encoders[(path, layer)]
 
     @property
     def encoder(self):
-        if self._encoder is None:
-            from tasks.caption.embeddings import TextEncoder
+        """COS's encoder: ``encoder``'s last layer."""
+        return self._encoder(self.settings.encoder or default_encoder(), None)
 
-            s = self.settings
-            self._encoder = TextEncoder(s.bertscore_model or s.encoder or default_encoder(), s.window,
-                                        None if s.cache_dir is None else Path(s.cache_dir), s.batch_size)
-        return self._encoder
+    @property
+    def bertscore_encoder(self):
+        """BERTScore's: ``bertscore_model`` (else COS's model) at ``bertscore_layers``."""
+        s = self.settings
+        return self._encoder(s.bertscore_model or s.encoder or default_encoder(), s.bertscore_layers)
 
     def tokenize(self, texts: Sequence[str]) -> list[str]:
         """PTB tokens of each (clean) text: one Java run for the texts not seen before by this scorer."""
@@ -255,8 +271,11 @@ class CaptionScorer:
         if len(said):
             a = self.encoder.embed([cands[i] for i in said])
             b = self.encoder.embed([refs[i] for i in said], cached=True)
-            per["bertscore_f1"][said] = bertscore_f1(a, b)
             per["cos"][said] = [cos(x, y) for x, y in zip(a, b)]
+            if self.bertscore_encoder is not self.encoder:
+                a = self.bertscore_encoder.embed([cands[i] for i in said])
+                b = self.bertscore_encoder.embed([refs[i] for i in said], cached=True)
+            per["bertscore_f1"][said] = bertscore_f1(a, b)
             windowed = sum(e.windows > 1 for e in (*a, *b))
         for name in ("bleu4", "meteor", "rouge_l", "cider"):
             per[name][empty] = 0.0
