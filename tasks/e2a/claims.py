@@ -479,10 +479,13 @@ _BEARISH: Final = re.compile(
     r"move lower|fall further|drop further|lower|deteriorat\w*|death cross|breakdown|exhaust\w*|distribution|"
     r"看跌|看空|下跌|利空|走弱|卖出|减持|减仓|回调|下行|向下|回落|偏空|空头|下探|走低|悲观|弱势|风险较大|承压|死叉|破位|转弱|压制|见顶")
 # A view said outright: decisive even beside a HOLD ("短期不宜看多，建议观望" is bearish).
+# "bullish" / "bearish" as a predicate or a stance noun ("is bearish", "bearish bias"), not a
+# description ("a bearish candle", "a mild bullish tilt").
+_AS_VIEW: Final = r"(?=\s*(?:[.,;:!)]|$|\s+(?:bias|outlook|view|stance|overall|case|on|here|now|for|in the)\b))"
 _VIEW: Final = re.compile(
-    r"(?P<up>bullish(?=\s*(?:[.,;:!)]|$|\s+(?:bias|outlook|view|stance|overall|case|on|here|now|for|in the)\b))|points? higher|buyers (?:are |remain |clearly )*(?:in control|control)|buying opportunity|long bias|stay long|"
+    r"(?P<up>bullish" + _AS_VIEW + r"|points? higher|buyers (?:are |remain |clearly )*(?:in control|control)|buying opportunity|long bias|stay long|"
     r"odds (?:higher|up)|看多|看涨|偏多|买点|买入机会|多头格局|重拾升势)"
-    r"|(?P<down>bearish(?=\s*(?:[.,;:!)]|$|\s+(?:bias|outlook|view|stance|overall|case|on|here|now|for|in the)\b))|points? lower|sellers (?:are |remain |clearly )*(?:in control|control)|short bias|odds lower|path of least resistance "
+    r"|(?P<down>bearish" + _AS_VIEW + r"|points? lower|sellers (?:are |remain |clearly )*(?:in control|control)|short bias|odds lower|path of least resistance "
     r"(?:remains |is )?lower|看空|看跌|偏空|卖点)")
 _CONCESSIVE: Final = re.compile(r"\b(?:despite|although|though|even though|while|whereas|notwithstanding|in spite of)\b|尽管|虽然|虽|即使|即便")
 _TURN: Final = re.compile(r"\b(?:but|however|yet|nevertheless|still|so|therefore|thus|hence|overall|in summary|on balance)\b|但是?|然而|不过|因此|所以|综上|总体|整体|总的来看|故")
