@@ -24,7 +24,7 @@ from scoring.failures import failure_section
 from scoring.provenance import provenance
 from scoring.provenance import section as provenance_section
 from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, write_report
-from tasks import get_task
+from tasks import get_task, names as task_names
 from tasks.base import RunData, ScoreSettings, Task
 
 
@@ -173,7 +173,8 @@ def report(cfg: DictConfig) -> None:
     missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
-    tasks = list(cfg.tasks) if cfg.get("tasks") else sorted({t for p in pooled for t in p.tasks_present()})
+    present = {t for p in pooled for t in p.tasks_present()}
+    tasks = list(cfg.tasks) if cfg.get("tasks") else [t for t in task_names() if t in present] + sorted(present - set(task_names()))
     sections, runs, comparisons, browsed = [], [], {}, []
     for name in tasks:
         present = [p.task(name) for p in pooled if p.task(name).samples.exists()]

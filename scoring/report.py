@@ -89,10 +89,54 @@ def png(fig: plt.Figure) -> bytes:
     return buf.getvalue()
 
 
-def figure(draw: Callable[[plt.Axes], None], size=(8, 4)) -> bytes:
-    fig, ax = plt.subplots(figsize=size, dpi=100)
+def figure(draw: Callable[[Any], None], size=(8, 4), panels: int | tuple[int, int] = 1) -> bytes:
+    """A plot of ``draw(ax)``, or of ``draw(axes)`` for a row (``panels`` = n) or grid (rows, columns)."""
+    rows, columns = panels if isinstance(panels, tuple) else (1, panels)
+    fig, ax = plt.subplots(rows, columns, figsize=size, dpi=100)
     draw(ax)
     return png(fig)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One of a task's main metrics as its headline table shows it: its key in metrics.json (in the
+    nested ``block`` where the task keeps its overall figures, e.g. E2A's "all"), its 95% interval
+    under ``ci`` beside it when the run has one, and which way is better."""
+
+    key: str
+    title: str
+    higher_is_better: bool = True
+    digits: int = 3
+    block: str | None = None
+
+
+BEST = "★"
+
+
+def _block(r: ScoredRun, h: Headline) -> Mapping[str, Any]:
+    return (r.metrics.get(h.block) or {}) if h.block else r.metrics
+
+
+def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, ...], note: str = "") -> Table:
+    """Models x the task's main metrics, each "value [low, high]", the best of each column marked
+    with a star (every run that ties it; only where two runs or more have the metric). Runs keep
+    their labels, so a random-weight pipeline check says so in its own row."""
+    def value(r: ScoredRun, h: Headline) -> tuple[float | None, list | None]:
+        block = _block(r, h)
+        v = block.get(h.key)
+        return (None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)), (block.get("ci") or {}).get(h.key)
+
+    rows = [{"Model": r.label, "n": _block(r, metrics[0]).get("n")} for r in runs]
+    for h in metrics:
+        cells = [value(r, h) for r in runs]
+        defined = [v for v, _ in cells if v is not None]
+        best = (max if h.higher_is_better else min)(defined) if len(defined) > 1 else None
+        for row, (v, ci) in zip(rows, cells):
+            row[h.title] = (fmt(v, h.digits) + (f" [{fmt(ci[0], h.digits)}, {fmt(ci[1], h.digits)}]" if ci else "")
+                            + (f" {BEST}" if v is not None and v == best else ""))
+    better = ", ".join(f"{h.title} {'higher' if h.higher_is_better else 'lower'}" for h in metrics)
+    return Table(title, pd.DataFrame(rows), f"{BEST}: best in its column ({better} is better). "
+                 "Brackets: 95% bootstrap intervals. " + note)
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:
@@ -106,7 +150,7 @@ def _markdown_table(frame: pd.DataFrame) -> str:
 
 
 # A number, a number with its interval, a percentage, or the "not applicable" dash: right-aligned.
-_NUMERIC = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|nan|inf)(?: \[[^\]]*\])?(?: †)?|–|None", re.I)
+_NUMERIC = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|nan|inf)(?: \[[^\]]*\])?(?: †)?(?: ★)?|–|None", re.I)
 # One small stylesheet: the page never scrolls sideways (a wide table scrolls inside its box, its
 # header row stays in view), numbers right-aligned and text left-aligned, plots as wide as the column.
 STYLE = (

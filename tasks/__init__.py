@@ -25,7 +25,9 @@ def register(task: Task) -> Task:
 
 
 def names() -> list[str]:
-    return sorted({*_KNOWN, *_LOADED})
+    """The registry's order (the primary task, forecast, first; reports follow it), then tasks
+    registered from elsewhere by name."""
+    return [*_KNOWN, *sorted(set(_LOADED) - set(_KNOWN))]
 
 
 def get_task(name: str) -> Task:

@@ -1,17 +1,19 @@
-"""The captioning report section: StockGenChaR's Table 2 layout (model x metric, 95% intervals
-over samples) and Table 3 (metadata coverage by category, the references' own first), and the
-paired comparisons."""
+"""The captioning report section: the headline (models x the similarity metrics), the paired
+comparisons, StockGenChaR's Table 2 layout (model x metric, 95% intervals over samples) and Table 3
+(metadata coverage by category, the references' own first), and a chart of each metric per model."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-import pandas as pd
+from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table  # first: selects Agg
 
-from scoring.report import ScoredRun, Section, Table, fmt
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 METRICS = (("bleu4", "BLEU-4"), ("meteor", "METEOR"), ("rouge_l", "ROUGE-L"), ("cider", "CIDEr"),
            ("bertscore_f1", "BERTScore F1"), ("cos", "COS"), ("sa_f1", "SA F1"), ("iou", "IoU"))
+HEADLINE = tuple(Headline(key, title, digits=4) for key, title in METRICS[:6])
 CATEGORIES = (("degree", "Degree"), ("time", "Time"), ("price", "Price"))
 
 
@@ -59,6 +61,24 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
     return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
 
 
+def plot_metrics(runs: list[ScoredRun]) -> bytes:
+    """Each metric of Table 2 on its own axis (CIDEr's scale is not the others'), a bar per model
+    with its 95% interval."""
+    def draw(axes):
+        x = np.arange(len(runs))
+        for ax, (key, title) in zip(axes.flat, METRICS):
+            values = np.array([np.nan if r.metrics.get(key) is None else r.metrics[key] for r in runs], dtype=float)
+            cis = [(r.metrics.get("ci") or {}).get(key) for r in runs]
+            err = np.array([[v - c[0], c[1] - v] if c and v == v else [0, 0] for v, c in zip(values, cis)]).T
+            ax.bar(x, values, yerr=err if len(runs) else None, capsize=2, color=[f"C{i}" for i in range(len(runs))])
+            ax.set_xticks(x, [r.label for r in runs], rotation=30, ha="right", fontsize=6)
+            ax.set_title(title, fontsize=9)
+
+    return figure(draw, size=(12, 5.5), panels=(2, len(METRICS) // 2))
+
+
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
-    tables = [table2(runs), table3(runs)] + ([comparison_table(comparisons)] if comparisons else [])
-    return [Section("Chart captioning (StockGenChaR-style)", tuple(tables), {})]
+    tables = [headline_table("Captioning results", runs, HEADLINE,
+                             "Intervals over samples; Table 2 below has every metric, the valid and empty counts.")]
+    tables += ([comparison_table(comparisons)] if comparisons else []) + [table2(runs), table3(runs)]
+    return [Section("Chart captioning (StockGenChaR-style)", tuple(tables), {"caption_metrics": plot_metrics(runs)})]

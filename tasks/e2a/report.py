@@ -1,14 +1,16 @@
-"""The E2A-style report section: the leaderboard in the seed paper's layout (model x modality), the
-verification study (each direct pass against its verify pass), the other paired comparisons, and
-the coverage-grounding frontier with an arrow for each comparison (base to fine-tuned, direct to
-verify)."""
+"""The E2A-style report section: the headline (models x NDR and its diagnostics over all modalities),
+the verification study (each direct pass against its verify pass) and the other paired
+comparisons; then the leaderboard in the seed paper's layout (model x modality) and the judge
+audit; the coverage-grounding frontier with an arrow for each comparison (base to fine-tuned,
+direct to verify) and the per-modality bars."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from scoring.report import ScoredRun, Section, Table, figure, fmt  # first: selects Agg
+from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table  # first: selects Agg
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
@@ -19,6 +21,11 @@ COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci
 def _blocks(r: ScoredRun) -> list[tuple[str, dict]]:
     m = r.metrics
     return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
+
+
+HEADLINE = (Headline("ndr", "NDR", block="all"), Headline("ucr_dir", "UCR_dir", False, block="all"),
+            Headline("rci", "RCI", False, block="all"), Headline("eci", "ECI", False, block="all"),
+            Headline("coverage", "Coverage", block="all"), Headline("parse_failure_rate", "Parse fail", False, block="all"))
 
 
 # NDR is marked when most directional answers hold no verifiable claim: their UCR is 0 by the
@@ -120,10 +127,35 @@ def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> byt
     return figure(draw, size=(6, 5))
 
 
+BARS = (("ndr", "NDR"), ("ucr_dir", "UCR_dir"), ("coverage", "Coverage"))
+
+
+def plot_modalities(runs: list[ScoredRun]) -> bytes:
+    """NDR, UCR_dir and coverage per model, one bar per modality (the seed paper's Figure 3 view:
+    does a model act on the chart as it does on the numbers?)."""
+    modalities = sorted({m for r in runs for m in (r.metrics.get("modalities") or {})})
+
+    def draw(axes):
+        x = np.arange(len(runs))
+        width = 0.8 / max(len(modalities), 1)
+        for ax, (key, title) in zip(axes, BARS):
+            for i, modality in enumerate(modalities):
+                values = [((r.metrics.get("modalities") or {}).get(modality) or {}).get(key) for r in runs]
+                ax.bar(x + (i - (len(modalities) - 1) / 2) * width, [np.nan if v is None else v for v in values],
+                       width, label=modality)
+            ax.set_xticks(x, [r.label for r in runs], rotation=30, ha="right", fontsize=7)
+            ax.set(title=title, ylim=(0, 1))
+        axes[0].legend(fontsize=7)
+
+    return figure(draw, size=(12, 4), panels=len(BARS))
+
+
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
     verified = {k: c for k, c in comparisons.items() if _is_revision(k, runs)}
     paired = {k: c for k, c in comparisons.items() if k not in verified}
-    tables = [leaderboard(runs), judge_audit(runs)]
+    tables = [headline_table("E2A-style results (all modalities)", runs, HEADLINE,
+                             "Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard "
+                             "below has each modality and the judge audit how much of each run the judge could check.")]
     if verified:
         tables.append(comparison_table(
             "Oracle-aided verification (direct → verify, same samples)", verified,
@@ -131,4 +163,6 @@ def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Sec
             "A fall in UCR with a fall in coverage is the seed paper's verification-induced coverage collapse."))
     if paired:
         tables.append(comparison_table("Paired comparisons (b − a, same samples)", paired))
-    return [Section("E2A-style evidence to action", tuple(tables), {"e2a_frontier": plot_frontier(runs, comparisons)})]
+    tables += [leaderboard(runs), judge_audit(runs)]
+    plots = {"e2a_frontier": plot_frontier(runs, comparisons), "e2a_modalities": plot_modalities(runs)}
+    return [Section("E2A-style evidence to action", tuple(tables), plots)]

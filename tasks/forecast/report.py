@@ -1,16 +1,22 @@
-"""The forecast task's report section: the paper's Table 4 / Table 5 layouts with ranks, group
-accuracies, paired comparisons and the plots a reader looks at."""
+"""The forecast task's report section: the headline (models x IC, Rank IC, ICIR, accuracy, F1) and
+the paired comparisons first, then the paper's Table 1 / 2 / 4 / 5 layouts with ranks, group
+accuracies and the plots a reader looks at."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from scoring.report import Dataset, ScoredRun, Section, Table, figure, fmt, fmt_rank, png, ranked  # first: selects Agg
+from scoring.report import (  # first: selects Agg
+    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, png, ranked)
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+
+HEADLINE = (Headline("ic_mean", "IC", digits=4), Headline("rank_ic_mean", "Rank IC", digits=4), Headline("icir", "ICIR"),
+            Headline("accuracy", "Accuracy"), Headline("f1", "F1"), Headline("parse_failure_rate", "No answer", False))
 
 
 def table4(runs: list[ScoredRun]) -> Table:
@@ -316,8 +322,11 @@ PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
     if len({r.market for r in runs}) > 1:  # a pooled report: one model appears once per market
         runs = [replace(r, label=f"{r.label} · {r.market}") for r in runs]
-    tables = ([table1(datasets), table2(datasets)] if datasets else []) + [table4(runs), table5(runs), groups_table(runs)]
+    tables = [headline_table("Forecast results", runs, HEADLINE,
+                             "IC / Rank IC: mean of the per-date series; intervals resample cutoff dates. Accuracy: "
+                             "direction at 0. No answer: share of samples without a parsed prediction (Table 4 says why).")]
     if comparisons:
         tables.append(comparison_table(dict(comparisons)))
+    tables += ([table1(datasets), table2(datasets)] if datasets else []) + [table4(runs), table5(runs), groups_table(runs)]
     plots = {name: make(runs) for name, make in PLOTS.items()}
     return [Section("Forecast (Hu et al. 2026)", tuple(tables), plots)]

@@ -1,0 +1,73 @@
+"""What a report's task section opens on: a headline table per task (models x main metrics, their
+intervals, the best marked), the paired comparisons, then the paper-layout tables and the plots."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.report import BEST, Headline, ScoredRun, headline_table, scored_run, write_report
+
+pytestmark = pytest.mark.unit
+
+
+def test_headline_marks_the_best_of_each_column_and_keeps_intervals_and_labels():
+    runs = [
+        scored_run("base", {"n": 10, "ic_mean": 0.02, "parse_failure_rate": 0.1, "ci": {"ic_mean": [-0.01, 0.05]}}, True),
+        ScoredRun("tuned", "tuned", {"n": 10, "ic_mean": 0.05, "parse_failure_rate": 0.1}),
+        ScoredRun("none", "none", {"n": 10, "ic_mean": None, "parse_failure_rate": 0.3}),
+    ]
+    table = headline_table("t", runs, (Headline("ic_mean", "IC"), Headline("parse_failure_rate", "Fail", False)))
+    frame = table.frame.set_index("Model")
+    assert frame.loc["base (random weights)", "IC"] == "0.020 [-0.010, 0.050]"
+    assert frame.loc["tuned", "IC"] == f"0.050 {BEST}"
+    assert frame.loc["none", "IC"] == "–"
+    # a tie for the best (lower is better here) marks both
+    assert list(frame["Fail"]) == [f"0.100 {BEST}", f"0.100 {BEST}", "0.300"]
+    assert "Fail lower" in table.note
+
+
+def test_headline_reads_a_tasks_nested_block_and_marks_nothing_alone():
+    run = ScoredRun("a", "a", {"all": {"n": 7, "ndr": 0.25, "ci": {"ndr": [0.1, 0.4]}}})
+    frame = headline_table("t", [run], (Headline("ndr", "NDR", block="all"),)).frame
+    assert frame.to_dict("records") == [{"Model": "a", "n": 7, "NDR": "0.250 [0.100, 0.400]"}]
+
+
+def _e2a_metrics(ndr: float) -> dict:
+    block = {"n": 6, "ndr": ndr, "ucr_dir": 0.2, "rci": 0.0, "eci": 0.1, "coverage": 0.5, "parse_failure_rate": 0.0}
+    return {"all": block, "modalities": {m: dict(block) for m in ("text", "chart", "both")}}
+
+
+def _caption_metrics(bleu: float) -> dict:
+    keys = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou")
+    return {"n": 4, **{k: bleu for k in keys}, "ci": {k: [bleu / 2, bleu * 2] for k in keys}}
+
+
+@pytest.mark.parametrize("task, metrics, first_paper_table", [
+    ("forecast", lambda v: {"n": 9, "ic_mean": v, "rank_ic_mean": v, "accuracy": 0.5, "f1": 0.5}, "Table 4 layout"),
+    ("e2a", _e2a_metrics, "E2A-style leaderboard"),
+    ("caption", _caption_metrics, "Table 2 layout"),
+])
+def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables(task, metrics, first_paper_table, tmp_path):
+    from tasks import get_task
+
+    runs = [ScoredRun("base", "base", metrics(0.1)), ScoredRun("tuned", "tuned", metrics(0.3))]
+    sections = get_task(task).report(runs, {"base → tuned": {"n": 9}}, [])
+    titles = [t.title for t in sections[0].tables]
+    assert "results" in titles[0] and titles[1].startswith(("Paired", "Oracle")), titles
+    assert titles.index(next(t for t in titles if t.startswith(first_paper_table))) > 1
+    headline = sections[0].tables[0].frame.set_index("Model")
+    assert headline.loc["tuned"].iloc[1].endswith(BEST) and not headline.loc["base"].iloc[1].endswith(BEST)
+    for data in sections[0].plots.values():
+        assert data.startswith(b"\x89PNG")
+    md, _ = write_report(sections, tmp_path, "r", False)
+    text = md.read_text()
+    assert text.index(titles[0]) < text.index(titles[1]) < text.index(first_paper_table)
+
+
+def test_the_e2a_and_caption_sections_draw_their_own_charts():
+    from tasks import get_task
+
+    runs = [ScoredRun("a", "a", _e2a_metrics(0.2))]
+    assert {"e2a_frontier", "e2a_modalities"} <= set(get_task("e2a").report(runs, {}, [])[0].plots)
+    runs = [ScoredRun("a", "a", _caption_metrics(0.2))]
+    assert set(get_task("caption").report(runs, {}, [])[0].plots) == {"caption_metrics"}
