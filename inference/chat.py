@@ -6,6 +6,7 @@ of the prompt.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from candlebench.errors import UserError
@@ -38,10 +39,29 @@ def chat_text(processor: Any, prompt: str, n_images: int, template_kwargs: Mappi
     )
 
 
+_OPENS_REASONING = re.compile(r"<\s*(?:think|thinking|reasoning)\s*>\s*$", re.I)
+
+
+def reasoning_opener(processor: Any, template_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The reasoning block's opening tag (with the whitespace after it) when the chat template writes
+    it at the end of the generation prompt, else "". Qwen3-VL-Thinking's template does, with no
+    switch: the model's text then starts inside the block and holds no ``<think>`` of its own, so
+    the backends record it with this opener in front, and every task's parser sees the block (and
+    flags a budget cut as an unclosed one) as it would on a model that writes the tag itself."""
+    found = _OPENS_REASONING.search(chat_text(processor, "?", 0, template_kwargs))
+    return found.group(0) if found else ""
+
+
 def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any], max_new_tokens: int) -> None:
     """A chat template with a thinking switch (Qwen3 style ``enable_thinking``) must be told which way
     to go, in the model config and so in the run key: left to its default, a thinking model spends a
-    short budget inside ``<think>`` and never answers. Thinking on needs a budget that fits it."""
+    short budget inside ``<think>`` and never answers. Thinking on, or a template that opens the
+    reasoning block itself, needs a budget that fits it."""
+    if reasoning_opener(processor, template_kwargs) and max_new_tokens < THINKING_BUDGET:
+        raise ThinkingUndecided(
+            f"model {name}: its chat template opens a reasoning block in the prompt, and max_new_tokens={max_new_tokens} "
+            f"would cut it; give it at least {THINKING_BUDGET} (model.max_new_tokens, or infer.generation.max_new_tokens)"
+        )
     default = chat_text(processor, "?", 0)
     off = chat_text(processor, "?", 0, {"enable_thinking": False})
     if default == off:

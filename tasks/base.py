@@ -49,6 +49,9 @@ if TYPE_CHECKING:  # kept light: records and the runner import this module
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
+# Every task's parser gives this reason (or flag) to a text whose reasoning block never closed: the
+# token budget ran out while the model was thinking.
+REASONING_CUT = "unclosed <think> block"
 
 
 @dataclass(frozen=True)

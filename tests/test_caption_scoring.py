@@ -170,6 +170,21 @@ def test_a_chinese_caption_has_a_real_length():
     assert parsed.columns["words"] > 100 and "1 words" not in str(parsed.reason)
 
 
+def test_a_caption_cut_while_reasoning_is_no_caption_and_says_so():
+    """A closed reasoning block is not the caption; an unclosed one (the budget ran out while the model
+    thought, or the template opened it) leaves only what came before it, and here that is nothing."""
+    from omegaconf import OmegaConf
+
+    from tasks.base import REASONING_CUT
+    from tasks.caption.task import TASK
+
+    parse = TASK.parser(OmegaConf.create({"task": {"words": [1, 400]}}))
+    assert parse("<think>\nthe close is up</think>\nThe stock rose 5%.").answer == "The stock rose 5%."
+    cut = parse("<think>\nThe chart shows a rise; the close is 52.50 and")
+    assert cut.answer is None and cut.reason == REASONING_CUT
+    assert parse("The stock rose. <THINK> more").answer == "The stock rose."
+
+
 def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp_path):
     """task.metrics.bertscore_layers picks bert-score's layer (as BERTScorer's num_layers does); COS
     keeps the encoder's last layer; with the defaults both share one encoder."""

@@ -53,6 +53,39 @@ def test_a_thinking_chat_template_must_be_told_which_way_and_the_run_key_says_so
     assert records(workspace, "t")["run_key"].iloc[0] != records(workspace, "plain")["run_key"].iloc[0]
 
 
+def test_a_template_that_opens_the_reasoning_block_itself_gets_a_budget_and_its_cuts_are_flagged(workspace, env, tmp_path):
+    """Qwen3-VL-Thinking's template ends the generation prompt with ``<think>`` and has no switch: the
+    model's text holds no opening tag, so a cut reasoning block used to pass for an answer."""
+    import shutil
+
+    import pandas as pd
+
+    from helpers import cli, records, run_dir
+    from tasks.base import REASONING_CUT
+
+    fixture = Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"
+    infer(workspace, env, "plain", "model=tiny_qwen2_5_vl")  # builds the fixture if this worker has not
+    opens = tmp_path / "opens-thinking"
+    shutil.copytree(fixture, opens)
+    template = opens / "chat_template.jinja"
+    template.write_text(template.read_text() + "{% if add_generation_prompt %}<think>\n{% endif %}")
+    mine = ["model=tiny_qwen2_5_vl", f"model.path={opens}"]
+    short = infer(workspace, env, "opens", *mine, check=False)
+    assert short.returncode != 0 and "opens a reasoning block in the prompt" in short.stderr
+    assert "Traceback" not in short.stderr
+    assert not any(p.read_text() for p in (workspace / "forecast" / "runs" / "opens").rglob("*.jsonl"))  # nothing answered
+    # The tiny model's answer regex ends every answer after its <score> tag, inside the block.
+    infer(workspace, env, "opens", *mine, "model.max_new_tokens=1024")
+    texts = records(workspace, "opens")["text"]
+    assert texts.str.startswith("<think>\n").all() and not texts.str.contains("</think>").any()
+    cli("score", f"out_dir={workspace}", "data=slice", "data.codes=[AC,ALI,PHN,SM]", "score.run=opens", "score.n_boot=0",
+        env=env)
+    parsed = pd.read_parquet(run_dir(workspace, "opens") / "parsed.parquet")
+    assert parsed["reason"].str.contains(REASONING_CUT, regex=False).all()
+    metrics = json.loads((run_dir(workspace, "opens") / "metrics.json").read_text())
+    assert metrics["n_reasoning_cut"] == len(parsed) > 0
+
+
 def _text_logits(model, ids):
     import torch
 

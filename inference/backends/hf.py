@@ -14,7 +14,7 @@ from typing import Any
 
 from candlebench.errors import UserError
 from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
-from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
+from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -147,6 +147,7 @@ class TransformersBackend(Batched):
     def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str) -> None:
         self.generation, self.layout = generation, layout
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
+        self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
@@ -203,7 +204,7 @@ class TransformersBackend(Batched):
         results = []
         for row, n_prompt in zip(out[:, prompt_len:].tolist(), prompt_tokens):
             ids = strip_after_eos(row, self.stop_ids)
-            text = self.processor.tokenizer.decode(list(ids), skip_special_tokens=True)
+            text = self.opener + self.processor.tokenizer.decode(list(ids), skip_special_tokens=True)
             results.append(Generation(text=text, token_ids=ids, prompt_tokens=int(n_prompt)))
         return results
 

@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 from candlebench.errors import UserError
 from candlebench.io import fingerprint
 from inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
-from inference.chat import chat_text, check_thinking, needs_special_tokens, strip_after_eos
+from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -142,6 +142,7 @@ class VLLMBackend(Batched):
         self.processor = AutoProcessor.from_pretrained(path, local_files_only=True, trust_remote_code=model.trust_remote_code)
         self.template_kwargs, self.layout = dict(model.chat_template_kwargs), media.layout
         check_thinking(self.processor, model.name, self.template_kwargs, generation.max_new_tokens)
+        self.opener = reasoning_opener(self.processor, self.template_kwargs)
         dtype = model.dtype if model.dtype != "auto" else ("bfloat16" if torch.cuda.is_available() else "float32")
         self.llm = LLM(
             model=str(path),
@@ -180,7 +181,7 @@ class VLLMBackend(Batched):
 
     def _generation(self, out: Any) -> Generation:
         ids = strip_after_eos(list(out.outputs[0].token_ids), self.stop_ids)
-        return Generation(text=self.processor.tokenizer.decode(list(ids), skip_special_tokens=True),
+        return Generation(text=self.opener + self.processor.tokenizer.decode(list(ids), skip_special_tokens=True),
                           token_ids=ids, prompt_tokens=len(out.prompt_token_ids))
 
     def generate(self, batch: list[PreparedRequest], encoded: Any = None) -> list[Generation]:

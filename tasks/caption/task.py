@@ -21,12 +21,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from rendering.market import Market
 from rendering.render_job import settings_from
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings,
+                        Task)
 from tasks.caption.baselines import BASELINES
 from tasks.caption.iou import length
 from tasks.caption.samples import CaptionSpec, build_samples
 
-_THINK = re.compile(r"<think>.*?</think>", re.S)
+_THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
+_THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
 
 
 def spec_of(cfg: DictConfig) -> CaptionSpec:
@@ -88,9 +90,13 @@ class CaptionTask(Task):
         def parse(text: str | None) -> Parsed:
             if text is None:
                 return Parsed(None, "none", "no text (generation failed)", {"words": None})
-            caption = _THINK.sub("", text).strip()
+            caption = _THINK.sub("", text)
+            opened = _THINK_OPEN.search(caption)
+            if opened:  # the budget ran out while thinking: what came before the block is all the answer there is
+                caption = caption[: opened.start()]
+            caption = caption.strip()
             if not caption:
-                return Parsed(None, "none", "empty caption", {"words": 0})
+                return Parsed(None, "none", REASONING_CUT if opened else "empty caption", {"words": 0})
             words = length(caption)  # a Chinese caption's characters, not its one "word" between spaces
             flag = None if low <= words <= high else f"{words} words, outside {low}-{high}"
             return Parsed(caption, "text", flag, {"words": words})

@@ -53,6 +53,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from tasks.base import REASONING_CUT
+
 Tier = Literal["json", "fields", "free", "none"]
 ACTIONS: Final = ("BUY", "SELL", "HOLD", "UNCERTAIN")
 
@@ -284,7 +286,7 @@ def parse_response(text: str | None) -> E2AAnswer:
         text = _THINK.sub(" ", text)
         opened = _THINK_OPEN.search(text)
         if opened:
-            text, flags = text[: opened.start()], ["unclosed <think> block"]
+            text, flags = text[: opened.start()], [REASONING_CUT]
     if "```" in text:
         text = re.sub(r"```[A-Za-z0-9_-]*", " ", text)
     found = _json_object(text)

@@ -48,7 +48,8 @@ from scipy import stats
 
 from candlebench.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
-from tasks.forecast.parse import REASONING_CUT, SCORE_MAX, SCORE_MIN
+from tasks.base import REASONING_CUT
+from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 MIN_STOCKS_PER_DATE = 3
 SIGNIFICANCE = 0.05

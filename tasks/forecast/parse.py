@@ -91,6 +91,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from tasks.base import REASONING_CUT
+
 __all__ = ["TIERS", "ParsedScore", "Tier", "parse_score"]
 
 Tier = Literal["tag", "interval", "scan", "none"]
@@ -98,7 +100,6 @@ TIERS: Final[tuple[Tier, ...]] = ("tag", "interval", "scan", "none")
 
 
 # The flag of rule 3's unclosed reasoning block (the metrics count it).
-REASONING_CUT: Final = "unclosed <think> block"
 
 # The answer range the prompt states: one place for the parser, the metrics and the baselines.
 SCORE_MIN, SCORE_MAX = -0.5, 1.0
