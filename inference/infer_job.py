@@ -96,7 +96,7 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
         inputs = fingerprint(used if before is None else {**used, "earlier": before.text})
         requests.append(
             Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs,
-                    spec.charts)
+                    spec.charts, tuple(sha[(row["sample_id"], f)] for f in spec.charts))
         )
     return requests
 

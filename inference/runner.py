@@ -2,7 +2,9 @@
 
 Guarantees (each has a test): records do not depend on batch size or shard count; every batch is
 on disk (fsynced) before the next one starts; a re-run with any shard count or batch size does
-only what is missing or failed, or whose input files changed; a failing sample is recorded with
+only what is missing or failed, or whose input files changed; an image is sent from the very
+bytes that were checked against the sha256 its render recorded (a chart replaced by another file
+fails its sample, and is answered once redrawn); a failing sample is recorded with
 its error instead of killing the run, which stops only when errors pass ``max_error_rate`` of the
 shard's samples seen so far (earlier attempts' answers included).
 """
@@ -10,6 +12,7 @@ shard's samples seen so far (earlier attempts' answers included).
 from __future__ import annotations
 
 import gc
+import hashlib
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,6 +41,7 @@ class Request:
     image_paths: tuple[Path, ...]
     inputs: str | None = None  # fingerprint of the input files (render manifest sha256s)
     charts: tuple[str, ...] = ()  # the time frames of image_paths, recorded with the answer
+    image_sha256: tuple[str, ...] = ()  # what each image file must hash to (the render manifest's); () = unchecked
 
 
 @dataclass(frozen=True)
@@ -71,10 +75,27 @@ class RunStats:
     errors: int
 
 
-def _prepare(request: Request, policy: ImagePolicy) -> PreparedRequest | Exception:
+class ChangedInput(ValueError):
+    """An image file's bytes are not the ones its render recorded: another file took its place."""
+
+
+def _image(path: Path, sha256: str | None, policy: ImagePolicy) -> Any:
+    """The image sent for ``path``, decoded from the bytes whose hash was just checked."""
     try:
-        images = tuple(policy.apply(path) for path in request.image_paths)
-    except Exception as err:  # a missing or corrupt chart fails its sample, not the run
+        data = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"cannot read image {path}: {err.strerror or err}") from err
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise ChangedInput(f"{path} is not the chart render drew for this sample (its sha256 is not the render "
+                           "manifest's): run `candlebench render` again to redraw it")
+    return policy.apply(data, str(path))
+
+
+def _prepare(request: Request, policy: ImagePolicy) -> PreparedRequest | Exception:
+    expected = request.image_sha256 or (None,) * len(request.image_paths)
+    try:
+        images = tuple(_image(path, sha, policy) for path, sha in zip(request.image_paths, expected, strict=True))
+    except Exception as err:  # a missing, corrupt or replaced chart fails its sample, not the run
         return err
     return PreparedRequest(request.sample_id, request.prompt, images)
 

@@ -34,16 +34,18 @@ class ImagePolicy:
         if self.jpeg_quality is not None and not 1 <= self.jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must lie in 1..100, got {self.jpeg_quality}")
 
-    def apply(self, source: Source) -> Image.Image:
-        return prepare_image(source, self.max_pixels, self.min_pixels, self.jpeg_quality)
+    def apply(self, source: Source, name: str | None = None) -> Image.Image:
+        """``name``: what an error calls ``source`` (the file that encoded bytes were read from)."""
+        return prepare_image(source, self.max_pixels, self.min_pixels, self.jpeg_quality, name)
 
 
 def prepare_image(
-    source: Source, max_pixels: int | None, min_pixels: int | None = None, jpeg_quality: int | None = None
+    source: Source, max_pixels: int | None, min_pixels: int | None = None, jpeg_quality: int | None = None,
+    name: str | None = None,
 ) -> Image.Image:
     """The RGB image a model is given for ``source`` (a path or encoded image bytes)."""
     policy = ImagePolicy(max_pixels, min_pixels, jpeg_quality)  # validates the arguments
-    name = _describe(source)
+    name = name or _describe(source)
     try:
         with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as img:
             img.load()

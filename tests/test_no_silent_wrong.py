@@ -81,6 +81,24 @@ def test_rerendered_charts_are_answered_again(ws, env):
     assert default.returncode != 0 and "other render settings" in default.stderr
 
 
+def test_a_chart_replaced_by_another_valid_png_is_never_answered_and_is_answered_once_redrawn(ws, env):
+    """Another stock's chart copied over one after render: its sample fails naming the file (the
+    bytes sent are checked, not the manifest's word for them); render redraws it; infer answers it."""
+    samples = pd.read_parquet(ws / "forecast" / "samples.parquet")
+    day = samples[samples["cutoff"] == samples["cutoff"].max()].set_index("code")
+    target = ws / "forecast" / day.loc["ALI", "image_daily"]
+    shutil.copy(ws / "forecast" / day.loc["AC", "image_daily"], target)
+    first = _infer(ws, env, "infer.max_error_rate=0.5")
+    assert "1 errors" in first.stdout
+    got = records(ws, "r")
+    assert got.loc[day.loc["ALI", "sample_id"], "error"].startswith(f"ChangedInput: {target} is not the chart render drew")
+    assert got["error"].notna().sum() == 1
+    cli("render", *BASE, f"out_dir={ws}", env=env)
+    again = _infer(ws, env)
+    assert "1 generated" in again.stdout and "0 errors" in again.stdout
+    assert records(ws, "r")["error"].isna().all()
+
+
 def test_red_up_charts_are_never_answered_under_a_green_up_prompt(ws, env):
     cli("render", *BASE, "render.colors=red_up", f"out_dir={ws}", env=env)
     refused = _infer(ws, env, check=False)
