@@ -9,7 +9,7 @@ from candlebench.layout import task_paths
 from inference.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
-from rendering.data_source import open_market
+from rendering.data_source import open_market, same_market
 from rendering.inputs import read_samples, samples_fingerprint
 from tasks import get_task
 from tasks.base import NoAnswer
@@ -27,7 +27,7 @@ def baseline(cfg: DictConfig) -> None:
         return
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    market = open_market(cfg.data) if task.uses_market(cfg) else None
+    market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(cfg) else None
     parse = task.parser(cfg)
     task_config = OmegaConf.to_container(cfg.task, resolve=True)
     for name in names:

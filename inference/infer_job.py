@@ -18,6 +18,7 @@ from inference.records import RecordStore
 from inference.run_info import RunInfo
 from inference.runner import Request, run_requests
 from inference.settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
+from rendering.data_source import same_market
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.model_input import fit_size
 from rendering.render_job import settings_from
@@ -120,6 +121,8 @@ def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
+    if task.uses_market(cfg):
+        same_market(cfg.data, paths.summary, samples["code"].unique())
     factory = backend_factory(cfg.backend.name)
     check_available(ModelSpec.from_config(cfg.model))
     model = model_spec(cfg)

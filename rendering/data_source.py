@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import glob
+import json
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+
+from candlebench.errors import UserError
 
 from rendering.demo import prepare_demo
 from rendering.market import Market, MarketDataError, load_market
@@ -60,3 +63,48 @@ def open_market(data: DictConfig) -> Market:
         date_format=data.get("date_format"),
         adjust=str(data.get("adjust", "auto")),
     )
+
+
+class MarketChanged(UserError, ValueError):
+    """A stage's market data are not those its task's samples were built from: its predictions,
+    charts or labels would mix two markets."""
+
+
+# The data settings that change the bars a file gives (data.codes only selects stocks: not one).
+_READING = ("market", "layout", "on_defect", "code", "weekdays", "date_format", "adjust")
+
+
+def source_stamp(data: DictConfig) -> dict[str, Any]:
+    """What the bars of ``data`` come from, cheap to take: each input file's size and modification
+    time and the settings that read them. An equal stamp means equal bars without loading them."""
+    if data.get("source") is not None:
+        prepare(data)
+    settings = {k: OmegaConf.to_container(data[k]) if OmegaConf.is_config(data.get(k)) else data.get(k) for k in _READING}
+    files = {str(p.resolve()): [p.stat().st_size, p.stat().st_mtime_ns] for p in input_files(str(data.path))}
+    return {"files": files, "settings": json.loads(json.dumps(settings, default=str))}
+
+
+def built_from(market: Market, data: DictConfig, codes: Iterable[str]) -> dict[str, Any]:
+    """What the samples stage records of its market, for :func:`same_market` to check later stages against."""
+    return {"stocks_fingerprint": market.stocks_fingerprint(codes), "stamp": source_stamp(data)}
+
+
+def same_market(data: DictConfig, summary: Path, codes: Iterable[str], market: Market | None = None) -> Market | None:
+    """Refuses (:class:`MarketChanged`) when ``data`` gives other bars for the samples' stocks than
+    the samples in ``summary``'s folder were built from. Loads the market only when its files or
+    reading settings changed (or ``market`` is given: a stage that loads it anyway); returns it
+    when it was loaded."""
+    recorded = (json.loads(summary.read_text()) if summary.exists() else {}).get("data") or {}
+    if "stocks_fingerprint" not in recorded:
+        return market  # samples written before this check: nothing to check against
+    if market is None:
+        if recorded.get("stamp") == source_stamp(data):
+            return None
+        market = open_market(data)
+    if market.stocks_fingerprint(codes) != recorded["stocks_fingerprint"]:
+        raise MarketChanged(
+            f"{summary.parent / 'samples.parquet'} was built from other market data than data.path={data.path} "
+            f"(data={data.get('name')}) gives for its stocks now: run `candlebench samples` with this data first "
+            "(then render, baseline, infer and score), or point data.path at the data the samples came from"
+        )
+    return market

@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 from candlebench.errors import UserError
 from candlebench.io import write_json, write_parquet
 from candlebench.layout import task_paths
-from rendering.data_source import open_market, prepare
+from rendering.data_source import built_from, open_market, prepare
 from tasks import get_task
 from tasks.base import SAMPLE_KEYS
 
@@ -52,8 +52,9 @@ def samples(cfg: DictConfig) -> None:
         dup = built.frame.loc[built.frame["sample_id"].duplicated(), "sample_id"].iloc[0]
         raise ValueError(f"task {task.name}: sample_id {dup} is not unique")
     table = write_parquet(built.frame, paths.samples)
-    summary = built.summary if market is None else {**built.summary,
-                                                     "data": {**built.summary.get("data", {}), "fingerprint": market.fingerprint()}}
+    summary = built.summary if market is None else {**built.summary, "data": {
+        **built.summary.get("data", {}), "fingerprint": market.fingerprint(),
+        **built_from(market, cfg.data, built.frame["code"].unique())}}
     write_json(summary, paths.summary)
     print(json.dumps({k: v for k, v in built.summary.items() if k != "data"}, indent=2))
     print(f"{task.name}: {len(built.frame)} samples -> {table}")

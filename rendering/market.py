@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,13 @@ class Market:
         rows = pd.util.hash_pandas_object(self.bars, index=False).to_numpy()
         digest = hashlib.sha256(rows.tobytes() + self.calendar.asi8.tobytes())
         return digest.hexdigest()[:16]
+
+    def stocks_fingerprint(self, codes: Iterable[str]) -> str:
+        """Of these stocks' bars alone (what a task's samples were built from): the same whatever
+        other stocks a config loads beside them."""
+        bars = self.bars[self.bars["code"].isin(set(codes))].sort_values(["code", "date"], kind="stable")
+        rows = pd.util.hash_pandas_object(bars.reset_index(drop=True), index=False).to_numpy()
+        return hashlib.sha256(rows.tobytes()).hexdigest()[:16]
 
 
 def read_table(path: Path, layout: str = "auto", code: str | None = None, date_format: str | None = None) -> pd.DataFrame:

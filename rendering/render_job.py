@@ -40,7 +40,7 @@ from candlebench.split import in_part
 from rendering.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
 from rendering.chart_mpl import render_chart_mpl
-from rendering.data_source import open_market
+from rendering.data_source import open_market, same_market
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.text import sample_text
 from tasks import get_task
@@ -363,7 +363,8 @@ def render(cfg: DictConfig) -> None:
     if provided is not None:
         copy_images(samples, provided, settings, paths.root, chunk)
     else:
-        render_samples(samples, open_market(cfg.data).bars, settings, paths.root, workers, chunk)
+        market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data))
+        render_samples(samples, market.bars, settings, paths.root, workers, chunk)
     manifest = finalize_render(cfg)
     if manifest is None:
         print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from candlebench.errors import UserError
 from candlebench.io import write_json, write_parquet
@@ -18,6 +18,7 @@ from candlebench.layout import Layout, RunPaths, TaskPaths, task_paths
 from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
+from rendering.data_source import same_market
 from rendering.inputs import read_samples
 from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html
 from scoring.failures import failure_section
@@ -40,10 +41,52 @@ def score_names(cfg: DictConfig) -> list[str]:
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
+class SettingsChanged(UserError, ValueError):
+    """A run about to be scored under other task settings than it was answered under (``score
+    task.horizon=5`` on answers to the 30-day prompt would label them with 5-day returns)."""
+
+
+_PASS_KEYS = ("method", "revises", "passes")  # which pass a run is: its own identity says so
+
+
+def _first_difference(a: str, b: str) -> str:
+    for line_a, line_b in zip([*a.splitlines(), ""], [*b.splitlines(), ""]):
+        if line_a != line_b:
+            return f"{line_a.strip()[:120]!r} there, {line_b.strip()[:120]!r} here"
+    return "same text"
+
+
+def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) -> None:
+    """The task settings this config scores with are the ones the run was answered under: a model
+    run's prompt and inputs, a baseline's task config (its pass bookkeeping aside)."""
+    redo = (f"score it with the settings it ran under, or answer it again under these "
+            f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
+    if info.kind == "model":
+        revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
+        asked = OmegaConf.merge(cfg, {"task": revised or {"method": "direct", "revises": None}})
+        prompt, inputs = task.prompt_identity(asked), asdict(task.inputs(asked))
+        if prompt != info.identity.get("prompt", prompt):
+            raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
+                                  f"({_first_difference(info.identity['prompt'], prompt)}); {redo}")
+        if json.loads(json.dumps(inputs)) != info.identity.get("inputs", json.loads(json.dumps(inputs))):
+            raise SettingsChanged(f"{run.info}: run {run.name} was given other inputs ({info.identity['inputs']}) than "
+                                  f"this config gives ({inputs}); {redo}")
+    elif info.kind == "baseline" and "task_config" in info.identity:
+        now = OmegaConf.to_container(cfg.task, resolve=True)
+        then = info.identity["task_config"]
+        changed = sorted(k for k in {*now, *then} if k not in _PASS_KEYS and now.get(k) != then.get(k))
+        if changed:
+            raise SettingsChanged(f"{run.info}: baseline {run.name} ran under other task settings than this config's: "
+                                  + ", ".join(f"task.{k}={then.get(k)!r} there, {now.get(k)!r} here" for k in changed)
+                                  + f"; {redo}")
+
+
 def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
     """Parse the run's records under the key in its run.json (never a stale parsed.parquet), for the
-    input files the samples have now (a model's answers about other charts do not count), and score."""
+    input files the samples have now (a model's answers about other charts do not count), and score
+    under the task settings the run was answered under (else refused: :class:`SettingsChanged`)."""
     info = RunInfo.read(run.info)
+    check_settings(task, cfg, info, run)
     inputs = current_inputs(build_requests(cfg, task, samples, paths)) if info.kind == "model" else None
     parsed = finalize_run(run, samples, task, inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
@@ -72,6 +115,8 @@ def score(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
+    if task.uses_market(cfg):
+        same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
     for name in score_names(cfg):
         run = paths.run(name)

@@ -99,6 +99,44 @@ def test_a_chart_replaced_by_another_valid_png_is_never_answered_and_is_answered
     assert records(ws, "r")["error"].isna().all()
 
 
+def test_no_stage_mixes_the_market_its_samples_came_from_with_another(ws, env, tmp_path):
+    """A stage pointed at another market file than its samples' (AC restated x1.1 from a date) would
+    predict, draw or label from one market and score against the other: every stage refuses."""
+    _infer(ws, env)
+    frame = pd.read_csv(SLICE)
+    later = (frame["code"] == "AC") & (frame["date"] >= "2019-06-01")
+    frame.loc[later, ["open", "high", "low", "close"]] *= 1.1
+    other = tmp_path / "restated.csv"
+    frame.to_csv(other, index=False)
+    moved = ["data=csv", f"data.path={other}", "data.market=PSE", *BASE[1:], f"out_dir={ws}"]
+    for stage in (["baseline", "baseline.names=[momentum]"], ["render"], ["infer", "infer.run_name=r"],
+                  ["score", "score.run=r"]):
+        refused = cli(*stage, *moved, env=env, check=False)
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr, (stage, refused.stderr)
+        assert "was built from other market data" in refused.stderr and "candlebench samples" in refused.stderr, stage
+    assert not (run_dir(ws, "momentum") / "responses.jsonl").exists()
+    cli("score", *BASE, f"out_dir={ws}", "score.run=r", env=env)  # the samples' own market still scores
+    # The same bars under another file name and timestamp are the same market.
+    same = tmp_path / "same.csv"
+    shutil.copy(SLICE, same)
+    cli("score", "data=csv", f"data.path={same}", "data.market=PSE", *BASE[1:], f"out_dir={ws}", "score.run=r", env=env)
+
+
+def test_a_run_is_never_scored_under_other_task_settings_than_it_was_answered_under(ws, env):
+    """`score task.horizon=5` on answers to the 30-day prompt (and on a 30-day baseline) would label
+    them with 5-day returns: refused, naming the setting; the run's own settings still score it."""
+    _infer(ws, env)
+    cli("baseline", *BASE, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    for run, said in (("r", "was asked another prompt than this config gives"),
+                      ("momentum", "task.horizon=30 there, 5 here")):
+        refused = cli("score", *BASE, f"out_dir={ws}", f"score.run={run}", "task.horizon=5", "score.n_boot=0",
+                      env=env, check=False)
+        assert refused.returncode != 0 and said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+        assert not (run_dir(ws, run) / "metrics.json").exists()
+        cli("score", *BASE, f"out_dir={ws}", f"score.run={run}", "score.n_boot=0", env=env)
+        assert json.loads((run_dir(ws, run) / "metrics.json").read_text())["horizon"] == 30
+
+
 def test_red_up_charts_are_never_answered_under_a_green_up_prompt(ws, env):
     cli("render", *BASE, "render.colors=red_up", f"out_dir={ws}", env=env)
     refused = _infer(ws, env, check=False)
