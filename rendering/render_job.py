@@ -22,6 +22,7 @@ import hashlib
 import os
 import signal
 import threading
+import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -193,7 +194,7 @@ def _run_jobs(
         for job in jobs:
             yield job, render_stock(job, settings, out_dir)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_leave_signals_to_the_parent)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_end_with_the_parent, initargs=(os.getpid(),))
     try:
         with _terminated_as_interrupt():
             futures = {pool.submit(render_stock, job, settings, out_dir): job for job in jobs}
@@ -210,9 +211,26 @@ def _run_jobs(
     pool.shutdown(wait=True)
 
 
-def _leave_signals_to_the_parent() -> None:
-    """Workers ignore Ctrl-C (the whole process group gets it): the parent ends them in order."""
+# How often a worker looks whether its parent is still there.
+_PARENT_CHECK_S = 0.2
+
+
+def _end_with_the_parent(parent: int) -> None:
+    """A worker's own signal handling, and its end when the parent ends however it does (SIGKILL
+    included: an orphan would go on drawing into the run folder beside a resumed render, then wait
+    forever). Forked while the parent's SIGTERM handler was installed, it takes the default back
+    (SIGTERM ends it); it ignores Ctrl-C, which the whole process group gets: the parent ends it in
+    order. A watchdog thread ends it within ``_PARENT_CHECK_S`` of its parent's death (reparented:
+    another parent pid), portable where Linux's parent-death signal is not."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 @contextmanager

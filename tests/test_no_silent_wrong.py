@@ -241,9 +241,8 @@ def test_a_torn_manifest_line_is_cut_before_the_next_render_appends(ws, env):
     assert len(rows) == len(text.splitlines()) + 1
 
 
-def test_sigterm_to_render_ends_every_worker(tmp_path, env):
-    out = tmp_path / "term"
-    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+def _drawing_render(out: Path, env: dict) -> tuple[subprocess.Popen, list[int]]:
+    """A render with a pool of two, caught while its workers draw: (the process, its workers)."""
     proc = subprocess.Popen([CANDLEBENCH, "render", "data=slice", "render.workers=2", f"out_dir={out}"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     manifest = out / "forecast" / "images" / "manifest.jsonl"
@@ -252,10 +251,45 @@ def test_sigterm_to_render_ends_every_worker(tmp_path, env):
         time.sleep(0.05)
     workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()]
     assert workers, "the render should be drawing with its pool"
-    proc.send_signal(signal.SIGTERM)
+    return proc, workers
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """The processes still running (a zombie has ended: its parent just has not reaped it)."""
+    def running(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    return [pid for pid in pids if running(pid)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, sig):
+    out = tmp_path / "term"
+    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+    proc, workers = _drawing_render(out, env)
+    sent = time.monotonic()
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
     assert proc.returncode == 130 and "Traceback" not in stderr and "run the same command again" in stderr
-    time.sleep(0.5)
-    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()], "orphaned render workers"
+    assert took < 5, f"the render took {took:.1f} s to end"  # 0.26 s here; 7.1 s while workers kept the parent's handler
+    assert not _alive(workers), "orphaned render workers"
     finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)  # and it resumes
+    assert "inputs" in finished.stdout
+
+
+def test_a_killed_render_leaves_no_worker_drawing(tmp_path, env):
+    """SIGKILL gives the parent no say: its workers see they were orphaned and end by themselves."""
+    out = tmp_path / "kill"
+    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+    proc, workers = _drawing_render(out, env)
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 5
+    while _alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(workers), "orphaned render workers still drawing"
+    finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)
     assert "inputs" in finished.stdout
