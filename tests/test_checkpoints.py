@@ -15,7 +15,7 @@ import pytest
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
 from candlebench.errors import UserError
 from helpers import infer
-from inference.backends import adapter_touches_vision, served_model
+from inference.backends import AdapterMismatch, adapter_vision_modules, served_model
 from inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
 from inference.models import ModelSpec
 
@@ -178,7 +178,7 @@ def adapters(env, tiny_root):
 
 def test_vision_touching_adapters_are_merged_for_vllm_and_left_alone_otherwise(adapters):
     base, built = adapters
-    assert adapter_touches_vision(built["lora_vision"]) and not adapter_touches_vision(built["lora"])
+    assert adapter_vision_modules(base, built["lora_vision"]) and not adapter_vision_modules(base, built["lora"])
     vision = ModelSpec(name="v", path=str(base), adapter=str(built["lora_vision"]))
     assert served_model("vllm", vision).merge_adapter is True
     assert served_model("transformers", vision).merge_adapter is False  # transformers runs it as trained
@@ -186,6 +186,35 @@ def test_vision_touching_adapters_are_merged_for_vllm_and_left_alone_otherwise(a
     assert served_model("vllm", plain).merge_adapter is True  # the backend's choice: merged, at base speed
     assert served_model("vllm", replace(plain, merge_adapter=False)).merge_adapter is False  # asked unmerged
     assert served_model("vllm", ModelSpec(name="b", path=str(base))).merge_adapter is False  # nothing to merge
+
+
+def test_a_connector_adapter_is_vision_side_by_the_models_own_module_tree(env, tiny_root):
+    """Gemma 4's projector is ``embed_vision``, a name no pattern of vision modules knew: vLLM logged
+    "embed_vision.embedding_projection will be ignored" and ran the adapter without it. Decided
+    from the module tree, it is outside the language model, and the adapter is merged for vLLM."""
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
+
+    base = fixture_dir("tiny_gemma4_e4b", BUILDERS["gemma4_e4b"], tiny_root)
+    adapter = fixture_dir("a-gemma4-connector", lambda d: ADAPTER_BUILDERS["lora_connector"](base, d), tiny_root)
+    assert adapter_vision_modules(base, adapter) == ["model.embed_vision.embedding_projection"]
+    spec = ModelSpec(name="g", path=str(base), adapter=str(adapter), merge_adapter=False)
+    assert served_model("vllm", spec).merge_adapter is True
+    assert served_model("transformers", spec).merge_adapter is False
+    # Weights that name no module of the model would be dropped by any backend: refused.
+    stray = tiny_root / "a-gemma4-stray"
+    shutil.copytree(adapter, stray, dirs_exist_ok=True)
+    path = stray / "adapter_model.safetensors"
+    with safe_open(str(path), "pt") as fh:
+        tensors = {k.replace("embed_vision.embedding_projection", "embed_vision.no_such_projection"): fh.get_tensor(k)
+                   for k in fh.keys()}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    with pytest.raises(AdapterMismatch, match="do not fit"):
+        adapter_vision_modules(base, stray)
 
 
 def test_unmerged_lora_is_padded_only_to_the_rank_vllm_needs():

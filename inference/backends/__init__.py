@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 from omegaconf import DictConfig
 
+from candlebench.errors import UserError
 from inference.backends.base import Backend, GenerationSpec, Media
 from inference.models import ModelSpec, ensure_built, resolve_checkpoint
 from inference.vision_attention import VISION_CONFIG
@@ -38,18 +39,36 @@ BACKENDS: Mapping[str, Factory] = {
 }
 
 
-# Module names of the vision side (Qwen's visual tower and merger, CLIP / SigLIP towers, LLaVA's projector).
-VISION_MODULES = ("visual.", "vision_tower.", "vision_model.", "multi_modal_projector.", "merger.")
+class AdapterMismatch(UserError, ValueError):
+    """An adapter with keys that name no module of the model it is applied to: they would be dropped."""
 
 
-def adapter_touches_vision(adapter_dir: Path) -> bool:
-    from safetensors import safe_open
+def adapter_vision_modules(base: Path, adapter: Path, trust_remote_code: bool = False) -> list[str]:
+    """The modules outside the language model (vision tower, projector, connector) that ``adapter``
+    changes, named by the base model's own module tree, not by name patterns: its skeleton is built
+    on the meta device (no weight is read) and the adapter loaded into it through transformers'
+    integration, which also renames keys saved under older module names. Gemma 4's projector
+    (``embed_vision``) is outside the language model like Qwen's ``visual`` tower. An adapter whose
+    weights and targets do not fit the model is refused: any backend would apply it in part."""
+    import torch
+    from accelerate import init_empty_weights
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from transformers import AutoConfig, AutoModelForImageTextToText
 
-    for path in sorted(adapter_dir.glob("*.safetensors")):
-        with safe_open(str(path), "pt") as fh:
-            if any(any(m in key for m in VISION_MODULES) for key in fh.keys()):
-                return True
-    return False
+    config = AutoConfig.from_pretrained(base, local_files_only=True, trust_remote_code=trust_remote_code)
+    with init_empty_weights():
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32, trust_remote_code=trust_remote_code)
+    loaded = model.load_adapter(str(adapter))
+    stray = sorted({*loaded.unexpected_keys, *loaded.missing_keys})
+    if stray:
+        raise AdapterMismatch(f"adapter {adapter}: {len(stray)} of its weights do not fit {base} (e.g. {stray[0]}: "
+                              f"{'in the adapter, no such module' if stray[0] in loaded.unexpected_keys else 'targeted, no weight saved'}); "
+                              "it would be applied in part")
+    changed = [name for name, module in model.named_modules() if isinstance(module, BaseTunerLayer)]
+    names = {module: name for name, module in model.named_modules()}
+    language = names[model.get_decoder()]
+    head = names.get(model.get_output_embeddings())
+    return [n for n in changed if not n.startswith(language + ".") and n != head]
 
 
 def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
@@ -60,7 +79,7 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
     the checkpoint: served unmerged, LoRA adds its kernels to every layer and pads to
     ``max_lora_rank``, 8-50% slower than the same weights merged. transformers applies it unmerged,
     PEFT's own forward as the adapter was trained. An unmerged adapter (``merge_adapter=false``)
-    that also changes the vision tower is merged for vLLM all the same: vLLM 0.32's LoRA covers
+    that also changes the vision side (tower, projector, connector) is merged for vLLM all the same: vLLM 0.32's LoRA covers
     the tower and connector only with the experimental ``enable_tower_connector_lora`` (Qwen VL
     models), which we have not verified against transformers; a notice says so."""
     if backend == "vllm" or spec.family not in VISION_CONFIG:
@@ -72,9 +91,11 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
         return spec
     ensure_built(spec)
     adapter = resolve_checkpoint(spec.adapter, what="adapter")
-    if not adapter_touches_vision(adapter):
+    outside = adapter_vision_modules(resolve_checkpoint(spec.path, spec.revision), adapter, spec.trust_remote_code)
+    if not outside:
         return spec
-    print(f"note: adapter {adapter} also changes the vision tower, which vLLM's LoRA covers only experimentally: "
+    print(f"note: adapter {adapter} also changes {outside[0]}{f' and {len(outside) - 1} more' if len(outside) > 1 else ''} "
+          "outside the language model, which vLLM's LoRA would ignore or covers only experimentally: "
           "merging it into a copy of the checkpoint (model.merge_adapter=true)", file=sys.stderr)
     return replace(spec, merge_adapter=True)
 

@@ -16,6 +16,8 @@ chart's aspect within its smallest budget (<= 70 tokens per image).
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import shutil
@@ -518,7 +520,7 @@ LORA_TARGETS = ["q_proj", "v_proj"]  # only the language model has these names (
 
 
 def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: bool = False,
-                    vision: bool = False) -> Path:
+                    vision: bool = False, connector: str | None = None) -> Path:
     """A PEFT LoRA adapter (rank 8, alpha 16) on the language model's q/v projections of the model
     in ``base`` (the Qwen2.5-VL fixture), with seeded non-zero A and B (std 0.2), so the adapter
     changes greedy outputs. Writes ``adapter_config.json`` + ``adapter_model.safetensors``.
@@ -526,7 +528,10 @@ def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: b
     Keys are ``base_model.model.model.language_model.layers.N...`` (transformers >= 4.52 naming);
     ``legacy_keys=True`` writes ``base_model.model.model.layers.N...`` instead, as adapters trained
     with older transformers (e.g. the PyFi-QwenVL ones) ship. ``vision=True`` also targets the vision
-    tower's attention (``qkv``), as an adapter trained with the vision tower unfrozen is."""
+    tower's attention (``qkv``), as an adapter trained with the vision tower unfrozen is. ``connector``
+    also targets that module (e.g. Gemma 4's ``embed_vision.embedding_projection``), as an adapter
+    trained with the projector unfrozen is; the q/v targets are then the language model's alone
+    (Gemma 4's vision tower has q_proj too, in a layer type PEFT cannot wrap)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForImageTextToText
@@ -537,7 +542,8 @@ def build_tiny_lora(base: Path, dest: Path, seed: int = SEED + 1, legacy_keys: b
         r=LORA_RANK,
         lora_alpha=LORA_ALPHA,
         lora_dropout=0.0,
-        target_modules=list(LORA_TARGETS) + (["qkv"] if vision else []),
+        target_modules=(rf".*language_model.*\.({'|'.join(LORA_TARGETS)})|.*\.{re.escape(connector)}" if connector
+                        else list(LORA_TARGETS) + (["qkv"] if vision else [])),
         bias="none",
     )
     peft_model = get_peft_model(model, config)
@@ -749,4 +755,7 @@ def _rewrite_paths(directory: Path, old: str, new: str) -> None:
 ADAPTER_BUILDERS: dict[str, Callable[[Path, Path], Path]] = {
     "lora": build_tiny_lora,
     "lora_vision": lambda base, dest: build_tiny_lora(base, dest, seed=SEED + 2, vision=True),
+    # Gemma 4 fixtures only: the multimodal projector too.
+    "lora_connector": lambda base, dest: build_tiny_lora(base, dest, seed=SEED + 3,
+                                                         connector="embed_vision.embedding_projection"),
 }
