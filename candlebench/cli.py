@@ -1,7 +1,8 @@
 """``candlebench <command> [key=value ...]``: each command is a Hydra job over ``conf/config.yaml``.
 
-Everything after the command is handed to Hydra untouched, so overrides, ``--multirun``,
-``--cfg job`` and ``hydra/launcher=...`` work as in any Hydra app.
+Everything after the command is handed to Hydra, so overrides, ``--multirun``, ``--cfg job``
+(printed resolved) and ``hydra/launcher=...`` work as in any Hydra app, Hydra's flags before or
+after the overrides.
 """
 
 from __future__ import annotations
@@ -147,19 +148,47 @@ def fail(message: str) -> None:
     raise SystemExit(message)
 
 
+# Hydra's own flags that take a value (the next word); ``--info`` may take one too.
+_FLAG_VALUES = frozenset({"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                          "--config-dir", "-cd", "--experimental-rerun", "--info", "-i"})
+
+
+def hydra_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """(Hydra's flags with their values, the overrides), wherever the flags stand among them. The
+    config a flag such as ``--cfg job`` prints is resolved (``--resolve``): the values a stage would
+    run with, not the interpolations they come from."""
+    flags: list[str] = []
+    overrides: list[str] = []
+    words = iter(args)
+    for word in words:
+        if not word.startswith("-"):
+            overrides.append(word)
+            continue
+        flags.append(word)
+        if word in _FLAG_VALUES:
+            value = next(words, None)
+            if value is not None and (word not in ("--info", "-i") or "=" not in value):
+                flags.append(value)
+            elif value is not None:
+                overrides.append(value)
+    if {"--cfg", "-c"} & set(flags) and "--resolve" not in flags:
+        flags.append("--resolve")
+    return flags, overrides
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     for words in (2, 1):
         if " ".join(argv[:words]) in PLAIN_COMMANDS:
             return PLAIN_COMMANDS[" ".join(argv[:words])](argv[words:])
-    name, command, overrides = parse(argv)
+    name, command, given = parse(argv)
+    flags, overrides = hydra_flags(given)
     register_resolvers()
     if command.every_task:
         overrides = pipeline.hold_task_overrides(overrides)
     job_name = name.replace(" ", "_")
-    # hydra.main reads sys.argv; give it only the overrides, and name the job after the command.
-    # (first, so Hydra flags such as --cfg may still follow the user's overrides)
-    sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides]
+    # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
+    sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]
 
     def run(cfg: DictConfig) -> None:
         try:
