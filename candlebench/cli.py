@@ -7,6 +7,7 @@ after the overrides.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -15,14 +16,15 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import hydra
-from omegaconf import DictConfig
+from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.errors import UserError
 from candlebench.paths import CONF_DIR, register_resolvers
-from candlebench.stages import BY_NAME, STAGES
+from candlebench.stages import BY_NAME, STAGES, compose_config
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
 from candlebench.validate import validate
@@ -176,6 +178,15 @@ def hydra_flags(args: list[str]) -> tuple[list[str], list[str]]:
     return flags, overrides
 
 
+# Mappings whose keys are the model's own (chat template and processor arguments): a key set there
+# is added or replaced, as the README and the error messages write it, with no Hydra "+" to know.
+OPEN_MAPPINGS = ("model.chat_template_kwargs.", "model.processor_kwargs.")
+
+
+def open_key(override: str) -> str:
+    return f"++{override}" if override.startswith(OPEN_MAPPINGS) and "=" in override else override
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     for words in (2, 1):
@@ -183,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
             return PLAIN_COMMANDS[" ".join(argv[:words])](argv[words:])
     name, command, given = parse(argv)
     flags, overrides = hydra_flags(given)
+    overrides = [open_key(o) for o in overrides]
     register_resolvers()
     if command.every_task:
         overrides = pipeline.hold_task_overrides(overrides)
@@ -207,7 +219,40 @@ def main(argv: list[str] | None = None) -> None:
         except MissingMandatoryValue as err:
             fail(f"error: {err.full_key} has no value; set it, e.g. {err.full_key}=...")
 
-    hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
+    # Hydra's composition errors reach this process whole (not printed by Hydra over several lines),
+    # so they can be said in one.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
+    except (ConfigCompositionException, MissingConfigException, OverrideParseException) as err:
+        fail(f"error: {composition_error(err, overrides)}")
+
+
+def composition_error(err: Exception, overrides: list[str]) -> str:
+    """Hydra's message about a bad override, in one line: an unknown key with the nearest settings
+    there are, an unknown config of a group with the configs it has."""
+    text = str(err)
+    unknown = re.match(r"Could not override '([^']+)'", text)
+    if unknown:
+        key = unknown.group(1)
+        rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != key]
+        keys = _keys(OmegaConf.to_container(compose_config(rest), resolve=False))
+        nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
+        return (f"{key} is not a setting" + (f"; nearest: {', '.join(nearest)}" if nearest else "")
+                + f" (a new key takes a leading +: +{key}=...)")
+    missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
+    if missing:
+        group, option = missing.groups()
+        options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
+        return f"{group}={option}: no such config in conf/{group}/; choose from {options}"
+    return " ".join(text.split())
+
+
+def _keys(node: object, prefix: str = "") -> list[str]:
+    """Every setting's dotted key (an empty mapping is a setting too)."""
+    if isinstance(node, dict) and node:
+        return [k for name, value in node.items() for k in _keys(value, f"{prefix}{name}.")]
+    return [prefix[:-1]]
 
 
 if __name__ == "__main__":

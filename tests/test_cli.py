@@ -70,3 +70,17 @@ def test_cfg_job_prints_the_resolved_config_wherever_the_flag_stands(tmp_path):
         assert shown["sweep"]["setup"] == [] and shown["paths"]["cache_dir"], args
         if "run" in args:
             assert shown["out_dir"] == str(tmp_path)
+
+
+def test_setting_and_naming_keys(tmp_path):
+    """A chat template argument is set as the README writes it (no Hydra "+"); an unknown key is one
+    line naming the nearest settings; an unknown config of a group names the ones there are."""
+    import yaml
+
+    done = run("samples", "model.chat_template_kwargs.enable_thinking=false", "--cfg", "job", cwd=tmp_path)
+    assert done.returncode == 0 and yaml.safe_load(done.stdout)["model"]["chat_template_kwargs"] == {"enable_thinking": False}
+    for args, said in ((["samples", "render.max_bar=5"], "render.max_bar is not a setting; nearest: render.max_bars"),
+                       (["run", "task.horizn=5"], "task.horizn is not a setting; nearest: task.horizon"),
+                       (["samples", "task=nosuch"], "task=nosuch: no such config in conf/task/; choose from ['caption', 'e2a', 'forecast']")):
+        done = run(*args, cwd=tmp_path)
+        assert done.returncode != 0 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
