@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from candlebench.errors import UserError
 from candlebench.layout import Layout, TaskPaths
 from inference.records import RecordStore
+from inference.run_info import RunInfo
 from inference.runner import Shard
+from rendering.inputs import read_samples
 from rendering.render_job import chart_path, read_manifest
 
 
@@ -24,7 +27,7 @@ def _shards_of(layout: Layout) -> int:
 
 
 def task_lines(paths: TaskPaths, shards: int) -> list[str]:
-    samples = pd.read_parquet(paths.samples)
+    samples = read_samples(paths)
     ids = set(samples["sample_id"])
     name = paths.task
     lines = [f"{name:<9} samples  {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, "
@@ -37,7 +40,7 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
                  f"{'' if merged else ' (not merged into samples yet)'}")
     for run_name in paths.run_names():
         run = paths.run(run_name)
-        key = json.loads(run.info.read_text())["run_key"]
+        key = RunInfo.read(run.info).run_key
         records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
         done = {r.sample_id for r in records if r.error is None}
         failed = {r.sample_id for r in records if r.error is not None} - done
@@ -59,7 +62,12 @@ def report_lines(out_dir: Path) -> list[str]:
     tasks = layout.tasks_present()
     if not tasks:
         return [f"{out_dir}: no samples yet (stage samples not done)"]
-    lines = [line for task in tasks for line in task_lines(layout.task(task), _shards_of(layout))]
+    lines = []
+    for task in tasks:
+        try:
+            lines += task_lines(layout.task(task), _shards_of(layout))
+        except (UserError, FileNotFoundError) as err:  # a damaged file of one task: say which, show the rest
+            lines.append(f"{task:<9} error    {err}")
     report = out_dir / "report" / "report.html"
     lines.append(f"report    {report if report.exists() else 'not written yet'}")
     return lines + _queue_lines(layout)
@@ -81,4 +89,7 @@ def _queue_lines(layout: Layout) -> list[str]:
 def status_command(args: list[str]) -> None:
     if len(args) != 1:
         raise SystemExit("usage: candlebench status RUN_DIR")
-    print("\n".join(report_lines(Path(args[0]))))
+    out = Path(args[0])
+    if not out.is_dir():
+        raise SystemExit(f"error: {out}: no such directory; give the out_dir of a run (e.g. outputs/<data.name>)")
+    print("\n".join(report_lines(out)))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from candlebench.errors import CorruptFile
 from candlebench.io import fingerprint, write_json
 
 KINDS = ("model", "baseline", "import")
@@ -41,4 +42,4 @@ class RunInfo:
         except FileNotFoundError:
             raise FileNotFoundError(f"{path}: no run.json; run `candlebench infer` (or baseline / import) first") from None
         except (json.JSONDecodeError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: not a run.json of this candlebench ({err}); re-run the stage that made the run") from None
+            raise CorruptFile(f"{path}: not a run.json of this candlebench ({err}); re-run the stage that made the run") from None

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from candlebench.errors import UserError
 from tasks.base import Task
+
+
+class UnknownTask(UserError, ValueError):
+    pass
 
 # name -> "module:attribute"; imported on first use, so a stage loads only the task it runs.
 _KNOWN: dict[str, str] = {
@@ -33,7 +38,7 @@ def names() -> list[str]:
 def get_task(name: str) -> Task:
     if name not in _LOADED:
         if name not in _KNOWN:
-            raise ValueError(f"task={name!r}: unknown task; known: {names()}")
+            raise UnknownTask(f"task={name!r}: unknown task; known: {names()}")
         module, attribute = _KNOWN[name].split(":")
         _LOADED[name] = getattr(import_module(module), attribute)
     return _LOADED[name]

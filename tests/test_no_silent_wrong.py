@@ -293,3 +293,24 @@ def test_a_killed_render_leaves_no_worker_drawing(tmp_path, env):
     assert not _alive(workers), "orphaned render workers still drawing"
     finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)
     assert "inputs" in finished.stdout
+
+
+def test_status_names_what_is_damaged_and_a_missing_folder(ws, env, tmp_path):
+    """status on a garbled records line, a garbled run.json or an unreadable samples.parquet says
+    which file, without a traceback; a folder that does not exist is an error, not "no samples yet"."""
+    _infer(ws, env)
+    part = next((run_dir(ws, "r") / "parts").iterdir())
+    part.write_text(part.read_text() + "garbage\n")
+    done = cli("status", str(ws), env=env)
+    assert f"forecast  error    {part}, line" in done.stdout and "Traceback" not in done.stderr
+    (run_dir(ws, "r") / "run.json").write_text("{not json")
+    scored = cli("score", *BASE, f"out_dir={ws}", "score.run=r", env=env, check=False)
+    assert scored.returncode != 0 and "run.json: not a run.json of this candlebench" in scored.stderr
+    assert "Traceback" not in scored.stderr
+    (ws / "forecast" / "samples.parquet").write_bytes(b"PAR1 garbage")
+    done = cli("status", str(ws), env=env)
+    assert "samples.parquet: unreadable" in done.stdout and "Traceback" not in done.stderr
+    missing = cli("status", str(tmp_path / "nowhere"), env=env, check=False)
+    assert missing.returncode != 0 and "no such directory" in missing.stderr
+    unknown = cli("run", *BASE, f"out_dir={tmp_path / 'x'}", "tasks=[nosuch]", env=env, check=False)
+    assert unknown.returncode != 0 and unknown.stderr.strip() == "error: task='nosuch': unknown task; known: ['forecast', 'e2a', 'caption']"
