@@ -48,21 +48,26 @@ class Command:
     every_task: bool = False
 
 
+# One rule for where a study lives: a command that names no data= (nor experiment=) works on the
+# demo study, as `run` (`make demo`) builds it, so a stage, `import` or `report` after `make demo`
+# finds what it made (outputs/demo-run); naming your data replaces the demo experiment whole.
+DEMO, UNLESS = ("experiment=demo",), ("data", "experiment")
+
 COMMANDS: Mapping[str, Command] = {
     "data prepare": Command(
         data_jobs.data_prepare, "download and convert a prepared market (demo) once", ("data",)
     ),
     "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
-    **{stage.name: Command(stage.job, stage.help, stage.positional) for stage in STAGES},
+    **{stage.name: Command(stage.job, stage.help, stage.positional, DEMO, UNLESS) for stage in STAGES},
     "run": Command(
         pipeline.run,
         "the main job: every stage for every task (tasks=[...]); the demo unless you name data=",
-        defaults=("experiment=demo",),
-        unless=("data", "experiment"),
+        defaults=DEMO,
+        unless=UNLESS,
         every_task=True,
     ),
     "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report",
-                     every_task=True),
+                     defaults=DEMO, unless=UNLESS, every_task=True),
 }
 
 

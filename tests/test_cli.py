@@ -84,3 +84,20 @@ def test_setting_and_naming_keys(tmp_path):
                        (["samples", "task=nosuch"], "task=nosuch: no such config in conf/task/; choose from ['caption', 'e2a', 'forecast']")):
         done = run(*args, cwd=tmp_path)
         assert done.returncode != 0 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_every_command_finds_the_study_run_made(tmp_path):
+    """One rule for where a study lives: with no data= named, every command works on the demo study
+    that `run` (make demo) builds; naming your data moves every command to that data's folder."""
+    import yaml
+
+    def out_dir(*args: str) -> str:
+        done = run(*args, "--cfg", "job", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-1000:]
+        return yaml.safe_load(done.stdout)["out_dir"]
+
+    demo = {out_dir(*c) for c in (["run"], ["samples"], ["infer", "task=e2a", "task.method=verify"], ["import", "a.jsonl"],
+                                  ["score"], ["report"], ["sweep"])}
+    assert len(demo) == 1 and demo.pop().endswith("outputs/demo-run")
+    mine = {out_dir(*c, "data=slice") for c in (["run"], ["samples"], ["report"])}
+    assert len(mine) == 1 and mine.pop().endswith("outputs/slice")
