@@ -99,7 +99,9 @@ def import_responses(cfg: DictConfig) -> None:
             )
     table = finalize_run(run, samples, task)
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
-          f"{len(table)} of {len(samples)} samples answered -> {run.root}")
+          f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
+          f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "
+          "with the same data= and out_dir= as here")
 
 
 def _text(value) -> str | None:

@@ -33,12 +33,22 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
 
 
-def score_names(cfg: DictConfig) -> list[str]:
-    """``score.run``: one run name, a list of them, or null = the run `infer` would write."""
+def score_names(cfg: DictConfig, paths: TaskPaths) -> list[str]:
+    """``score.run``: one run name, a list of them, or null = every run of the task's folder not yet
+    scored under its current key (a new or redone run, an import, a baseline, one whose scoring failed)."""
     chosen = cfg.score.run
     if chosen is None:
-        return [cfg.infer.run_name]
+        return [n for n in paths.run_names() if not _scored(paths.run(n))]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
+
+
+def _scored(run: RunPaths) -> bool:
+    if run.score_error.exists() or not run.metrics.exists() or not run.info.exists():
+        return False
+    try:
+        return json.loads(run.metrics.read_text()).get("run_key") == RunInfo.read(run.info).run_key
+    except (ValueError, UserError):
+        return False  # a damaged file: scoring it again says what is wrong
 
 
 class SettingsChanged(UserError, ValueError):
@@ -118,7 +128,10 @@ def score(cfg: DictConfig) -> None:
     if task.uses_market(cfg):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
-    for name in score_names(cfg):
+    names = score_names(cfg, paths)
+    if not names:
+        print(f"{task.name}: every run under {paths.root} is scored under its current key")
+    for name in names:
         run = paths.run(name)
         try:
             metrics = score_run(task, paths, run, samples, cfg)

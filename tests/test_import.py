@@ -93,3 +93,20 @@ def test_csv_with_quoted_multiline_answers(scored, env, tmp_path):
     metrics = json.loads((run_dir(scored, "multi") / "metrics.json").read_text())
     original = json.loads((run_dir(scored, "momentum") / "metrics.json").read_text())
     assert metrics["accuracy"] == original["accuracy"]
+
+
+def test_score_with_no_run_named_scores_every_run_not_yet_scored(scored, env, tmp_path):
+    """After import, `candlebench score` alone scores the imported run (and nothing already scored
+    again); the import's output says what comes next."""
+    jsonl = tmp_path / "more.jsonl"
+    jsonl.write_text("".join(json.dumps({"sample_id": r["sample_id"], "text": r["text"]}) + "\n"
+                             for r in _responses(scored)))
+    done = _import(scored, env, jsonl, "fresh")
+    assert "next: `candlebench score`" in done.stdout
+    before = (run_dir(scored, "momentum") / "metrics.json").stat().st_mtime_ns
+    out = cli("score", *COMMON, f"out_dir={scored}", env=env)
+    assert "forecast/fresh:" in out.stdout and "forecast/momentum:" not in out.stdout
+    assert (run_dir(scored, "fresh") / "metrics.json").exists()
+    assert (run_dir(scored, "momentum") / "metrics.json").stat().st_mtime_ns == before
+    again = cli("score", *COMMON, f"out_dir={scored}", env=env)
+    assert "every run under" in again.stdout and "is scored under its current key" in again.stdout
