@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from candlebench.errors import UserError
 from candlebench.io import write_json, write_parquet
@@ -73,7 +73,9 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
         revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
-        asked = OmegaConf.merge(cfg, {"task": revised or {"method": "direct", "revises": None}})
+        asked = cfg.copy()
+        with open_dict(asked):  # a task's config need not declare the pass keys (the toy task's does not)
+            asked.task.merge_with(revised or {"method": "direct", "revises": None})
         prompt, inputs = task.prompt_identity(asked), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
