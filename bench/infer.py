@@ -26,7 +26,7 @@ from inference.backends.base import Batched, GenerationSpec, Media, PreparedRequ
 from inference.models import ModelSpec, ensure_built  # noqa: E402
 from inference.records import RecordStore  # noqa: E402
 from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
-from rendering.market import load_market  # noqa: E402
+from candlebench.market.market import load_market  # noqa: E402
 from rendering.model_input import ImagePolicy  # noqa: E402
 from rendering.render_job import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from rendering.chart import ChartSpec  # noqa: E402

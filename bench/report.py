@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from candlebench.layout import task_paths  # noqa: E402
+from candlebench.core.layout import task_paths  # noqa: E402
 from candlebench.stages import compose_config  # noqa: E402
 from inference.parsed import GENERIC  # noqa: E402
 from rendering.inputs import read_samples  # noqa: E402

@@ -19,8 +19,8 @@ from omegaconf.errors import MissingMandatoryValue
 
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
-from candlebench.errors import UserError
-from candlebench.paths import CONF_DIR, register_resolvers
+from candlebench.core.errors import UserError
+from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.stages import BY_NAME, STAGES
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
@@ -28,7 +28,7 @@ from candlebench.validate import validate
 from inference.runner import RunAborted
 from scoring.provenance import record_config
 from rendering import jobs as data_jobs
-from rendering.market import MarketDataError
+from candlebench.market.market import MarketDataError
 
 
 @dataclass(frozen=True)

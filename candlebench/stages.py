@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.paths import CONF_DIR, register_resolvers
+from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.validate import validate
 from inference.baseline_job import baseline
 from inference.import_job import import_responses

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from candlebench.layout import Layout, TaskPaths
+from candlebench.core.layout import Layout, TaskPaths
 from inference.records import RecordStore
 from inference.runner import Shard
 from rendering.render_job import chart_path, read_manifest

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from candlebench.io import write_json
-from candlebench.layout import Layout
+from candlebench.core.io import write_json
+from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
 from candlebench.stages import Job, check_jobs, compose_config, for_task, pass_run, plan, run_stage, units
 from inference.models import ModelSpec, check_available

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from candlebench.io import JsonlAppender, atomic_write, read_jsonl
+from candlebench.core.io import JsonlAppender, atomic_write, read_jsonl
 from tasks.base import Parsed
 
 

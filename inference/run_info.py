@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from candlebench.io import fingerprint, write_json
+from candlebench.core.io import fingerprint, write_json
 
 KINDS = ("model", "baseline", "import")
 

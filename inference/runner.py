@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
-from candlebench.split import in_part
+from candlebench.core.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
 from inference.records import RecordStore, ResponseRecord
 from rendering.model_input import ImagePolicy

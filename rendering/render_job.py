@@ -34,13 +34,13 @@ import PIL
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from candlebench.io import JsonlAppender, atomic_write, fingerprint, read_jsonl, write_parquet
-from candlebench.layout import task_paths
-from candlebench.split import in_part
-from rendering.bars import chart_bars, history_before
+from candlebench.core.io import JsonlAppender, atomic_write, fingerprint, read_jsonl, write_parquet
+from candlebench.core.layout import task_paths
+from candlebench.core.split import in_part
+from candlebench.market.bars import chart_bars, history_before
+from candlebench.market.data_source import open_market, same_market
 from rendering.chart import ChartSpec, render_chart
 from rendering.chart_mpl import render_chart_mpl
-from rendering.data_source import open_market, same_market
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.text import sample_text
 from tasks import get_task

@@ -32,8 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from candlebench.io import fingerprint
-from candlebench.layout import TaskPaths
+from candlebench.core.io import fingerprint
+from candlebench.core.layout import TaskPaths
 from rendering.model_input import ImagePolicy
 from tasks.base import RunData, Task
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from candlebench.errors import UserError
-from candlebench.io import write_json, write_parquet
-from candlebench.layout import Layout, RunPaths, TaskPaths, task_paths
+from candlebench.core.errors import UserError
+from candlebench.core.io import write_json, write_parquet
+from candlebench.core.layout import Layout, RunPaths, TaskPaths, task_paths
 from inference.infer_job import build_requests, current_inputs
 from inference.parsed import finalize_run
 from inference.run_info import RunInfo
-from rendering.data_source import same_market
+from candlebench.market.data_source import same_market
 from rendering.inputs import read_samples
 from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html
 from scoring.failures import failure_section

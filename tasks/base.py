@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
 if TYPE_CHECKING:  # kept light: records and the runner import this module
     from pathlib import Path
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # kept light: records and the runner import this module
     import pandas as pd
     from omegaconf import DictConfig
 
-    from rendering.market import Market
+    from candlebench.market.market import Market
     from scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.

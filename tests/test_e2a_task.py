@@ -127,7 +127,7 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
 
 
 def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fact(run):
-    from candlebench.layout import Layout
+    from candlebench.core.layout import Layout
     from candlebench.stages import compose_config
     from inference.infer_job import build_requests
     from tasks.e2a.claims import judge

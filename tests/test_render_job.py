@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from rendering.chart import ChartSpec, render_chart
-from rendering.bars import with_moving_averages
+from candlebench.market.bars import with_moving_averages
 from rendering.render_job import (
     RenderSettings,
     chart_path,

@@ -14,7 +14,7 @@ from hydra.core.config_store import ConfigStore
 
 import tasks
 from candlebench.stages import run_stage
-from rendering.market import Market
+from candlebench.market.market import Market
 from scoring.report import ScoredRun, Section, Table
 from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 

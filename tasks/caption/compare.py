@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from candlebench.errors import UserError
-from candlebench.io import json_safe
+from candlebench.core.errors import UserError
+from candlebench.core.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci
 from tasks.base import RunData, ScoreSettings
 from tasks.caption.metrics import PER_SAMPLE

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from rendering.market import Market
+from candlebench.market.market import Market
 from rendering.render_job import settings_from
 from tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings,
                         Task)

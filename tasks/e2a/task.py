@@ -18,7 +18,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rendering.inputs import text_column
-from rendering.market import Market
+from candlebench.market.market import Market
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
 from tasks.e2a.claims import extract_claims, judge

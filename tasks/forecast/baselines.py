@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from tasks.forecast.features import feature_table
-from rendering.market import Market
+from candlebench.market.market import Market
 from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:  # optional dependency: imported where a model is fit

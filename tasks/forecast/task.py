@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from rendering.market import Market
+from candlebench.market.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
 from rendering.render_job import settings_from
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, Parsed, RequestSpec, RunData, ScoreSettings, Task
