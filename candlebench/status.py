@@ -13,7 +13,7 @@ import pandas as pd
 from candlebench.core.layout import Layout, TaskPaths
 from inference.records import RecordStore
 from inference.runner import Shard
-from rendering.render_job import chart_path, read_manifest
+from rendering.render import chart_path, read_manifest
 
 
 def _shards_of(layout: Layout) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from candlebench.core.io import JsonlAppender, atomic_write, read_jsonl
-from tasks.base import Parsed
+from candlebench.core.results import Parsed
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from tasks.forecast.baselines import (
     walk_forward,
     xgboost_walk_forward,
 )
-from tasks.forecast.features import feature_table, features_for
 from candlebench.market.bars import history_before, weekly
 from candlebench.market.market import Market
+from tasks.forecast.features import feature_table, features_for
 from tasks.forecast.parse import SCORE_MAX as HIGH
 from tasks.forecast.parse import SCORE_MIN as LOW
 from tasks.forecast.samples import SampleSpec, build_samples

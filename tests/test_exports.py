@@ -16,8 +16,8 @@ from omegaconf import OmegaConf
 from helpers import SLICE, cli
 from candlebench.market.adjustment import NO_FACTOR_REASON
 from candlebench.market.data_source import input_files
-from rendering.jobs import data_check
 from candlebench.market.market import MarketDataError, load_market
+from candlebench.stages.samples import data_check
 
 pytestmark = pytest.mark.unit
 

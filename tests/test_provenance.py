@@ -65,7 +65,7 @@ def test_parse_failures_are_counted_by_reason_with_a_raw_text():
 def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
     """responses.jsonl keeps the answers of every key a run was redone under; provenance is of the current one."""
     from candlebench.core.layout import Layout
-    from scoring.provenance import run_provenance
+    from candlebench.stages.provenance import run_provenance
 
     paths = Layout(tmp_path).task("forecast")
     run = paths.run("m")

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from rendering.chart import ChartSpec, render_chart
 from candlebench.market.bars import with_moving_averages
-from rendering.render_job import (
+from rendering.chart import ChartSpec, render_chart
+from rendering.render import (
     RenderSettings,
     chart_path,
     chart_title,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from candlebench.market.bars import chart_bars
-from rendering.chart import ChartSpec
 from candlebench.market.market import Market
+from rendering.chart import ChartSpec
 from tasks.caption.describer import describe, seed_of
 from tasks.windows import evaluation_windows
 

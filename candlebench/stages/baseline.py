@@ -7,7 +7,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
 from candlebench.market.data_source import open_market, same_market
-from inference.parsed import finalize_run
+from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples, samples_fingerprint

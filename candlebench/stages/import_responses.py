@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.layout import run_paths, task_paths
-from inference.parsed import finalize_run
+from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
