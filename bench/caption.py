@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from candlebench.market.market import load_market  # noqa: E402
 from rendering.chart import ChartSpec  # noqa: E402
-from rendering.market import load_market  # noqa: E402
 from tasks.caption.samples import CaptionSpec, build_samples  # noqa: E402
 
 SLICE = Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"

@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rendering.market import load_market  # noqa: E402
+from candlebench.market.market import load_market  # noqa: E402
 from tasks.e2a.anchors import compute_anchors  # noqa: E402
 from tasks.e2a.claims import judge  # noqa: E402
 from tasks.e2a.metrics import e2a_metrics  # noqa: E402

@@ -22,14 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from candlebench.market.market import load_market  # noqa: E402
 from inference.backends.base import Batched, GenerationSpec, Media, PreparedRequest  # noqa: E402
 from inference.models import ModelSpec, ensure_built  # noqa: E402
 from inference.records import RecordStore  # noqa: E402
 from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
-from rendering.market import load_market  # noqa: E402
-from rendering.model_input import ImagePolicy  # noqa: E402
-from rendering.render_job import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from rendering.chart import ChartSpec  # noqa: E402
+from rendering.model_input import ImagePolicy  # noqa: E402
+from rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
 from tasks.forecast.task import TASK  # noqa: E402
 

@@ -143,11 +143,11 @@ def build_model(name: str, device: str, processor):
 
 def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     """n forecast requests over two real rendered charts, and the chart files for the runner."""
-    from candlebench.stages import compose_config
+    from candlebench.market.market import load_market
+    from candlebench.stages.graph import compose_config
     from rendering.chart import ChartSpec
-    from rendering.market import load_market
     from rendering.model_input import prepare_image
-    from rendering.render_job import RenderSettings, collect_manifest, render_samples
+    from rendering.render import RenderSettings, collect_manifest, render_samples
     from tasks.forecast.samples import SampleSpec, build_samples
     from tasks.forecast.task import TASK
 

@@ -171,8 +171,8 @@ def main() -> None:
 
 def job_rate(workers: int) -> float:
     """Charts/s of the whole render job: cut history, weekly bars, MAs, draw, encode, write, manifest."""
-    from rendering.market import load_market
-    from rendering.render_job import RenderSettings, render_samples
+    from candlebench.market.market import load_market
+    from rendering.render import RenderSettings, render_samples
     from tasks.forecast.samples import SampleSpec, build_samples
 
     market = load_market([Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"], name="PSE")

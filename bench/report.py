@@ -35,14 +35,14 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from candlebench.layout import task_paths  # noqa: E402
-from candlebench.stages import compose_config  # noqa: E402
-from inference.parsed import GENERIC  # noqa: E402
+from candlebench.core.layout import task_paths  # noqa: E402
+from candlebench.core.results import RunData  # noqa: E402
+from candlebench.stages.graph import compose_config  # noqa: E402
+from candlebench.stages.parsed import GENERIC  # noqa: E402
 from rendering.inputs import read_samples  # noqa: E402
 from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html, packed  # noqa: E402
 from scoring.report import Section, write_report  # noqa: E402
 from tasks import get_task  # noqa: E402
-from tasks.base import RunData  # noqa: E402
 
 WORDS = ("the close sits above its 20-day average while volume fades; the weekly chart shows a higher low and "
          "the last candle is a doji, so momentum is mixed but leaning up").split()

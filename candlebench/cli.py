@@ -22,19 +22,19 @@ from omegaconf.errors import MissingMandatoryValue
 
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
-from candlebench.errors import UserError
-from candlebench.extras import require
-from candlebench.paths import CONF_DIR, register_resolvers
-from candlebench.stages import BY_NAME, STAGES, compose_config
+from candlebench.core.errors import UserError
+from candlebench.core.extras import require
+from candlebench.core.paths import CONF_DIR, register_resolvers
+from candlebench.market.market import MarketDataError
+from candlebench.stages import samples as data_jobs
+from candlebench.stages.graph import BY_NAME, STAGES, compose_config
+from candlebench.stages.provenance import record_config
+from candlebench.stages.validate import validate
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
-from candlebench.validate import validate
 from inference.backends import BACKEND_REQUIRES
 from inference.runner import RunAborted
 from tasks import get_task
-from scoring.provenance import record_config
-from rendering import jobs as data_jobs
-from rendering.market import MarketDataError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import tasks as registry
-from candlebench.stages import Job, Unit, check_jobs, compose_config, for_task, plan, run_stage
+from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, for_task, plan, run_stage
 from inference.models import ModelSpec, check_available
 from tasks.base import MethodError
 
@@ -66,7 +66,7 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
 def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
     """Run the stages in order. A run that fails to score stops nothing: the report that follows
     lists it with why, and the command fails at the end."""
-    from scoring.jobs import ScoringFailed
+    from candlebench.stages.score import ScoringFailed
 
     unscored = []
     for job in jobs:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from candlebench.errors import UserError
-from candlebench.layout import Layout, TaskPaths
+from candlebench.core.errors import UserError
+from candlebench.core.layout import Layout, TaskPaths
 from inference.records import RecordStore
 from inference.run_info import RunInfo
 from inference.runner import Shard
 from rendering.inputs import read_samples
-from rendering.render_job import chart_path, read_manifest
+from rendering.render import chart_path, read_manifest
 
 
 def _shards_of(layout: Layout) -> int:

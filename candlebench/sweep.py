@@ -1,8 +1,8 @@
-"""``candlebench sweep``: the stage graph (:mod:`candlebench.stages`) on a SLURM cluster, for every
+"""``candlebench sweep``: the stage graph (:mod:`candlebench.stages.graph`) on a SLURM cluster, for every
 task and every model of ``sweep.models``, stages chained by dependencies.
 
 Jobs go through submitit's SlurmExecutor (``sbatch --dependency=afterok:...``), each calling
-:func:`candlebench.stages.run_stage` with the sweep's own overrides plus its job's (task, model,
+:func:`candlebench.stages.graph.run_stage` with the sweep's own overrides plus its job's (task, model,
 shard, chunk). Every stage skips what is on disk, so a re-submitted sweep, or a requeued task,
 finishes the rest; the sweep also leaves out jobs it can see are complete. Everything that can be
 checked before a GPU is asked for is checked first: the partition exists, every checkpoint is
@@ -19,16 +19,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from candlebench.io import write_json
-from candlebench.layout import Layout
+from candlebench.core.io import write_json
+from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
-from candlebench.stages import Job, check_jobs, compose_config, for_task, pass_run, plan, run_stage, units
+from candlebench.stages.graph import Job, check_jobs, compose_config, for_task, pass_run, plan, run_stage, units
+from candlebench.stages.infer import EarlierRunMissing, build_requests
+from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.render import settings_from
 from inference.models import ModelSpec, check_available
-from inference.infer_job import EarlierRunMissing, build_requests
 from inference.records import RecordStore
-from inference.settings import model_run_info, model_spec
 from rendering.inputs import read_samples
-from rendering.render_job import collect_manifest, input_column, settings_from
+from rendering.render import collect_manifest, input_column
 from tasks import get_task
 
 

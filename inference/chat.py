@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
 # A reasoning block of a few hundred tokens is cut short; thinking models need thousands.
 THINKING_BUDGET = 1024

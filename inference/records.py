@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from candlebench.io import JsonlAppender, atomic_write, read_jsonl
-from tasks.base import Parsed
+from candlebench.core.io import JsonlAppender, atomic_write, read_jsonl
+from candlebench.core.results import Parsed
 
 
 @dataclass(frozen=True)

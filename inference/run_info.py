@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from candlebench.errors import CorruptFile
-from candlebench.io import fingerprint, write_json
+from candlebench.core.errors import CorruptFile
+from candlebench.core.io import fingerprint, write_json
 
 KINDS = ("model", "baseline", "import")
 

@@ -23,11 +23,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
-from candlebench.split import in_part
+from candlebench.core.results import Parsed
+from candlebench.core.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
 from inference.records import RecordStore, ResponseRecord
 from rendering.model_input import ImagePolicy
-from tasks.base import Parsed
 
 
 class RunAborted(RuntimeError):

@@ -6,8 +6,8 @@ import hashlib
 
 import pandas as pd
 
-from candlebench.errors import CorruptFile
-from candlebench.layout import TaskPaths
+from candlebench.core.errors import CorruptFile
+from candlebench.core.layout import TaskPaths
 
 # The text input (OHLCV blocks of rendering/text.py) is one file per (code, cutoff) beside its charts.
 TEXT_INPUT = "ohlcv"

@@ -18,7 +18,7 @@ import math
 
 import pandas as pd
 
-from rendering.bars import chart_bars
+from candlebench.market.bars import chart_bars
 
 
 def _price(x: float) -> str:

@@ -28,14 +28,14 @@ import os
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
-from candlebench.io import fingerprint
-from candlebench.layout import TaskPaths
+from candlebench.core.io import fingerprint
+from candlebench.core.layout import TaskPaths
+from candlebench.core.results import RunData
 from rendering.model_input import ImagePolicy
-from tasks.base import RunData, Task
 
 ANSWER_CHARS = 80  # the table's answer column; the detail view shows it whole
 
@@ -51,12 +51,20 @@ class BrowserSettings:
             raise ValueError(f"report.thumb_px must be >= 16 and report.page_size >= 1, got {self.thumb_px}, {self.page_size}")
 
 
+class Browsable(Protocol):
+    """The task as the browser sees it (:meth:`tasks.base.Task.browse`)."""
+
+    name: str
+
+    def browse(self, run: RunData) -> pd.DataFrame: ...
+
+
 @dataclass(frozen=True)
 class BrowsedRun:
     """One run as the browser lists it: its task, the task folder its samples and charts live in,
     its data, and the name shown (prefixed with the market in a pooled report)."""
 
-    task: Task
+    task: Browsable
     paths: TaskPaths
     run: RunData
     shown: str

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from candlebench.io import atomic_write  # noqa: E402
+from candlebench.core.io import atomic_write  # noqa: E402
 
 RANDOM_WEIGHTS = "(random weights)"
 

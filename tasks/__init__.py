@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from tasks.base import Task
 
 

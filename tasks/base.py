@@ -12,8 +12,9 @@ Contracts:
 * ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable), ``task``,
   ``market``, ``code`` and ``cutoff`` — the shared stages key, shard and render by these — plus
   whatever labels and groups the task scores with.
-* ``parser(cfg)`` maps raw text (None when generation failed) to a :class:`Parsed`; it never
-  raises: a failure is ``answer=None`` with a reason.
+* ``parser(cfg)`` maps raw text (None when generation failed) to a
+  :class:`~candlebench.core.results.Parsed`; it never raises: a failure is ``answer=None`` with a
+  reason.
 * ``columns`` are the flat columns the task adds to ``parsed.parquet`` beside the generic ones
   (``answer`` as JSON text, ``tier``, ``reason``, ``error``, ``text``).
 * ``score`` returns JSON-safe metrics, optionally with ``per_sample``: a frame of ``sample_id`` and
@@ -33,18 +34,19 @@ Contracts:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
+from candlebench.core.results import Parsed, RunData
 
-if TYPE_CHECKING:  # kept light: records and the runner import this module
+if TYPE_CHECKING:  # kept light
     from pathlib import Path
 
     import pandas as pd
     from omegaconf import DictConfig
 
-    from rendering.market import Market
+    from candlebench.market.market import Market
     from scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
@@ -52,14 +54,6 @@ SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
 # Every task's parser gives this reason (or flag) to a text whose reasoning block never closed: the
 # token budget ran out while the model was thinking.
 REASONING_CUT = "unclosed <think> block"
-
-
-@dataclass(frozen=True)
-class Parsed:
-    answer: Any  # JSON-safe parsed answer; None when nothing could be parsed
-    tier: str  # how it was parsed (the task's tiers), "none" when it was not
-    reason: str | None  # why it failed, or what is odd about it (a flag)
-    columns: Mapping[str, Any] = field(default_factory=dict)  # the task's flat columns
 
 
 @dataclass(frozen=True)
@@ -103,17 +97,6 @@ class Earlier:
 class BuiltSamples:
     frame: "pd.DataFrame"
     summary: dict  # JSON-safe counts: samples, cutoffs, dropped by reason, ...
-
-
-@dataclass(frozen=True)
-class RunData:
-    """A finalised run as score and compare see it."""
-
-    name: str
-    parsed: "pd.DataFrame"
-    samples: "pd.DataFrame"
-    info: Mapping[str, Any]  # run.json
-    metrics: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from rendering.market import Market
+from candlebench.market.market import Market
 from tasks.forecast.samples import SampleSpec, cutoff_dates
 
 

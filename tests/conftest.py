@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers import SLICE, cli
-from rendering.market import Market, load_market
+from candlebench.market.market import Market, load_market
 
 
 @pytest.fixture(scope="session")

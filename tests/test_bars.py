@@ -7,7 +7,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from rendering.bars import chart_bars, history_before, weekly
+from candlebench.market.bars import chart_bars, history_before, weekly
 
 pytestmark = pytest.mark.unit
 

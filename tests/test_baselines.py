@@ -15,9 +15,9 @@ from tasks.forecast.baselines import (
     walk_forward,
     xgboost_walk_forward,
 )
+from candlebench.market.bars import history_before, weekly
+from candlebench.market.market import Market
 from tasks.forecast.features import feature_table, features_for
-from rendering.bars import history_before, weekly
-from rendering.market import Market
 from tasks.forecast.parse import SCORE_MAX as HIGH
 from tasks.forecast.parse import SCORE_MIN as LOW
 from tasks.forecast.samples import SampleSpec, build_samples
@@ -337,7 +337,7 @@ SHORT_START, SHORT_END = "2018-07-03", "2019-03-01"
 
 @pytest.fixture(scope="module")
 def short_market(slice_market: Market) -> Market:
-    from rendering.market import load_market
+    from candlebench.market.market import load_market
     from helpers import SLICE
 
     return load_market([SLICE], name="PSE", codes=SHORT)

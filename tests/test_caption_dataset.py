@@ -17,7 +17,7 @@ REFERENCE = ("The chart shows a steady advance from 40.00 to 48.00 between 2024-
 
 
 def _charts(folder: Path, n: int, slice_market) -> list[Path]:
-    from rendering.bars import chart_bars, history_before
+    from candlebench.market.bars import chart_bars, history_before
     from rendering.chart import ChartSpec, render_chart
 
     folder.mkdir(parents=True, exist_ok=True)

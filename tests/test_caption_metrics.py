@@ -154,7 +154,8 @@ def test_a_local_sentiment_model_replaces_the_lexicon(tmp_path):
 def test_paired_caption_comparison_on_per_sample_scores():
     import pandas as pd
 
-    from tasks.base import RunData, ScoreSettings
+    from candlebench.core.results import RunData
+    from tasks.base import ScoreSettings
     from tasks.caption.compare import MissingScores, compare_captions
     from tasks.caption.metrics import PER_SAMPLE
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rendering.bars import chart_bars, history_before
+from candlebench.market.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, layout, price_label
 from tasks.caption import describer
 from tasks.caption.iou import mentions

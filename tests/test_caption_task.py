@@ -25,7 +25,7 @@ def run(tmp_path_factory, env):
 
 
 def test_references_describe_the_chart_they_come_with(run, slice_market):
-    from rendering.bars import chart_bars, history_before
+    from candlebench.market.bars import chart_bars, history_before
     from rendering.chart import ChartSpec, layout, price_label
 
     samples = pd.read_parquet(run / "caption" / "samples.parquet")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from helpers import infer
 from inference.backends import AdapterMismatch, adapter_vision_modules, served_model
 from inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava

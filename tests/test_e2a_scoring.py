@@ -296,9 +296,9 @@ def test_stock_bootstrap_and_paired_comparison():
 
 
 def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
+    from candlebench.stages.graph import compose_config
     from tasks.base import Earlier
     from tasks.e2a.verify import verify_prompt
-    from candlebench.stages import compose_config
 
     words = compose_config(["task=e2a"]).task.verify.en
     labels = {"ma_position": "above_both", "ma_cross": "none", "trend": "up", "momentum_5d": "flat",

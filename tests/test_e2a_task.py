@@ -74,7 +74,7 @@ def test_imported_answers_score_like_the_responder_that_wrote_them(run, tmp_path
 
 
 def test_chinese_prompt(tmp_path, env):
-    from candlebench.stages import compose_config
+    from candlebench.stages.graph import compose_config
     from tasks.e2a.task import TASK
 
     cfg = compose_config(["task=e2a", "task.language=zh"])
@@ -127,9 +127,9 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
 
 
 def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fact(run):
-    from candlebench.layout import Layout
-    from candlebench.stages import compose_config
-    from inference.infer_job import build_requests
+    from candlebench.core.layout import Layout
+    from candlebench.stages.graph import compose_config
+    from candlebench.stages.infer import build_requests
     from tasks.e2a.claims import judge
     from tasks.e2a.samples import anchors_of
     from tasks.e2a.task import TASK

@@ -14,9 +14,9 @@ EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "expe
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes_validates_and_plans(name):
-    from candlebench.stages import compose_config
+    from candlebench.stages.graph import compose_config
+    from candlebench.stages.validate import validate
     from candlebench.sweep import sweep_plan
-    from candlebench.validate import validate
 
     # Forecast only: a task another test registered in this process would join a plain plan.
     base = [f"experiment={name}", f"data.path={SLICE}", "tasks=[forecast]"]
@@ -38,7 +38,7 @@ def test_experiment_composes_validates_and_plans(name):
 
 
 def test_paper_experiments_train_xgboost_on_history_from_2015():
-    from candlebench.stages import compose_config
+    from candlebench.stages.graph import compose_config
 
     for name in ("paper_hs300", "paper_sp500"):
         cfg = compose_config([f"experiment={name}", f"data.path={SLICE}"])
@@ -48,7 +48,7 @@ def test_paper_experiments_train_xgboost_on_history_from_2015():
 
 def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
     from candlebench.pipeline import chosen_tasks
-    from candlebench.stages import compose_config
+    from candlebench.stages.graph import compose_config
     from candlebench.sweep import sweep_plan
 
     assert {"forecast", "e2a"} <= set(chosen_tasks(compose_config([])))
@@ -73,7 +73,7 @@ def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
 
 
 def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
-    from candlebench.stages import compose_config, for_task
+    from candlebench.stages.graph import compose_config, for_task
     from candlebench.sweep import sweep_plan
 
     given = ["data.codes=[AC]", "task.language=zh", "task.horizon=30", "task.nonsense=1"]

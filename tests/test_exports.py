@@ -14,10 +14,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import SLICE, cli
-from rendering.adjustment import NO_FACTOR_REASON
-from rendering.data_source import input_files
-from rendering.jobs import data_check
-from rendering.market import MarketDataError, load_market
+from candlebench.market.adjustment import NO_FACTOR_REASON
+from candlebench.market.data_source import input_files
+from candlebench.market.market import MarketDataError, load_market
+from candlebench.stages.samples import data_check
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_csv
-from rendering.market import MarketDataError, OnDefect, load_market
+from candlebench.market.market import MarketDataError, OnDefect, load_market
 
 pytestmark = pytest.mark.unit
 

@@ -30,7 +30,7 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     lines = (out / "e2a" / "runs" / MODEL / "responses.jsonl").read_text().splitlines()
     wall = sum(json.loads(x)["latency_s"] for x in lines)
     assert tiny["records"] == len(lines) and abs(tiny["wall_s"] - wall) < 1e-3 and tiny["samples_per_s"] > 0
-    from rendering.market import load_market
+    from candlebench.market.market import load_market
 
     market = load_market([SLICE], name="PSE", codes=["AC"])
     (data,) = found["data"]
@@ -64,8 +64,8 @@ def test_parse_failures_are_counted_by_reason_with_a_raw_text():
 
 def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
     """responses.jsonl keeps the answers of every key a run was redone under; provenance is of the current one."""
-    from candlebench.layout import Layout
-    from scoring.provenance import run_provenance
+    from candlebench.core.layout import Layout
+    from candlebench.stages.provenance import run_provenance
 
     paths = Layout(tmp_path).task("forecast")
     run = paths.run("m")

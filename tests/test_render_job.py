@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from candlebench.market.bars import with_moving_averages
 from rendering.chart import ChartSpec, render_chart
-from rendering.bars import with_moving_averages
-from rendering.render_job import (
+from rendering.render import (
     RenderSettings,
     chart_path,
     chart_title,

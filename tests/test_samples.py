@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rendering.bars import chart_bars, history_before
-from rendering.market import Market
+from candlebench.market.bars import chart_bars, history_before
+from candlebench.market.market import Market
 from tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
 
 pytestmark = pytest.mark.unit

@@ -214,7 +214,8 @@ def test_release_split_is_the_same_comparison_on_each_side_of_the_date() -> None
 
 
 def test_task_splits_at_the_later_release_only() -> None:
-    from tasks.base import RunData, ScoreSettings
+    from candlebench.core.results import RunData
+    from tasks.base import ScoreSettings
     from tasks.forecast.task import TASK
 
     a, b = two_runs()

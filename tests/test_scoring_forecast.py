@@ -543,7 +543,7 @@ def test_reasoning_models_get_a_budget_that_fits():
     32 tokens a score needs; infer.generation.max_new_tokens follows the model unless set."""
     from hydra import compose, initialize_config_dir
 
-    from candlebench.paths import register_resolvers
+    from candlebench.core.paths import register_resolvers
     from helpers import DATA_DIR
 
     register_resolvers()

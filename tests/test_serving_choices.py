@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 import inference.tiny.builders as tm
-from candlebench.stages import compose_config
+from candlebench.stages.graph import compose_config
+from candlebench.stages.infer import media
+from candlebench.stages.infer_settings import model_run_info, model_spec
 from inference.backends.base import Media
 from inference.backends.vllm import mm_limits
 from inference.chat import chat_text
-from inference.infer_job import media
-from inference.settings import model_run_info, model_spec
 from rendering.model_input import fit_size
 from tasks import get_task
 
@@ -53,7 +53,7 @@ def test_the_layout_is_in_the_run_key_only_when_it_is_the_variant():
         keys[layout] = (info.run_key, info.identity.get("prompt_layout"))
     assert keys["images_first"][1] is None and keys["text_first"][1] == "text_first"
     assert keys["images_first"][0] != keys["text_first"][0]
-    from candlebench.validate import ConfigError, validate
+    from candlebench.stages.validate import ConfigError, validate
 
     with pytest.raises(ConfigError, match="infer.prompt_layout='sideways': must be images_first or text_first"):
         validate(config("infer.prompt_layout=sideways"))
@@ -62,7 +62,7 @@ def test_the_layout_is_in_the_run_key_only_when_it_is_the_variant():
 def test_the_transformers_batch_is_the_models_on_a_gpu_and_8_on_cpu():
     import torch
 
-    from inference.settings import batch_size
+    from candlebench.stages.infer_settings import batch_size
 
     seven = config("model=qwen2_5_vl_7b")
     assert seven.infer.batch_size is None and seven.model.gpu_batch_size == 32

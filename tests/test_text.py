@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rendering.bars import chart_bars, history_before
+from candlebench.market.bars import chart_bars, history_before
 from rendering.text import bars_block, sample_text
 
 pytestmark = pytest.mark.unit

@@ -13,10 +13,11 @@ import pytest
 from hydra.core.config_store import ConfigStore
 
 import tasks
-from candlebench.stages import run_stage
-from rendering.market import Market
+from candlebench.core.results import Parsed, RunData
+from candlebench.market.market import Market
+from candlebench.stages.graph import run_stage
 from scoring.report import ScoredRun, Section, Table
-from tasks.base import BuiltSamples, Column, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task
 
 CONFIG = {
     "task": {

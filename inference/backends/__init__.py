@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 
 from omegaconf import DictConfig
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from inference.backends.base import Backend, GenerationSpec, Media
 from inference.models import ModelSpec, ensure_built, resolve_checkpoint
 from inference.vision_attention import VISION_CONFIG

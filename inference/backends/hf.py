@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
 from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint

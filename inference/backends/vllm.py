@@ -23,8 +23,8 @@ from typing import Any, Iterable, Iterator
 
 from omegaconf import DictConfig
 
-from candlebench.errors import UserError
-from candlebench.io import fingerprint
+from candlebench.core.errors import UserError
+from candlebench.core.io import fingerprint
 from inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
 from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from candlebench.errors import UserError
-from candlebench.io import json_safe
+from candlebench.core.errors import UserError
+from candlebench.core.io import json_safe
+from candlebench.core.results import RunData
 from scoring.bootstrap import date_weights, percentile_ci
-from tasks.base import RunData, ScoreSettings
+from tasks.base import ScoreSettings
 from tasks.caption.metrics import PER_SAMPLE
 
 

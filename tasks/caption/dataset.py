@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")

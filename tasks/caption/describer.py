@@ -104,7 +104,7 @@ def seed_of(sample_id: str, seed: int) -> int:
 
 
 def describe(bars: pd.DataFrame, spec: ChartSpec, code: str, freq: str, seed: int) -> Described:
-    """``bars``: the chart's bars with its moving-average columns (``rendering.bars.chart_bars``)."""
+    """``bars``: the chart's bars with its moving-average columns (``candlebench.market.bars.chart_bars``)."""
     rng = np.random.default_rng(seed)
     lay = layout(bars, spec)
     dates = [f"{d:%Y-%m-%d}" for d in pd.to_datetime(bars["date"])]

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 from scoring.bootstrap import date_weights, percentile_ci
 from tasks.caption.iou import CATEGORIES, mentions, iou
 from tasks.caption.sentiment import CLASSES, SentimentSettings, closing_sentiment, macro_f1

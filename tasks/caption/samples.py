@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rendering.bars import chart_bars
+from candlebench.market.bars import chart_bars
+from candlebench.market.market import Market
 from rendering.chart import ChartSpec
-from rendering.market import Market
 from tasks.caption.describer import describe, seed_of
 from tasks.windows import evaluation_windows
 

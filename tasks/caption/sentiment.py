@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
 CLASSES = ("negative", "neutral", "positive")
 POSITIVE = ("bullish", "uptrend", "upside", "higher highs", "breakout", "rally", "rallies", "buy", "accumulate",

@@ -19,10 +19,10 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from rendering.market import Market
-from rendering.render_job import settings_from
-from tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings,
-                        Task)
+from candlebench.core.results import Parsed, RunData
+from candlebench.market.market import Market
+from rendering.render import render_settings
+from tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
 from tasks.caption.baselines import BASELINES
 from tasks.caption.iou import length
 from tasks.caption.samples import CaptionSpec, build_samples
@@ -72,7 +72,7 @@ class CaptionTask(Task):
             frame = read_dataset(path, name=path.stem)
             return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
                                         "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
-        frame, summary = build_samples(market, spec_of(cfg), settings_from(cfg).spec)
+        frame, summary = build_samples(market, spec_of(cfg), render_settings(cfg.render, self.inputs(cfg).charts).spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, cfg: DictConfig) -> Inputs:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from candlebench.io import json_safe
+from candlebench.core.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci
 from scoring.paired import mcnemar
 from tasks.e2a.metrics import MODALITIES, RATIOS, block, replicates, stock_terms

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rendering.market import Market
+from candlebench.market.market import Market
 from tasks.e2a.anchors import ANCHORS, Anchors, AnchorSettings, compute_anchors
 from tasks.windows import evaluation_windows
 

@@ -17,9 +17,10 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from candlebench.core.results import Parsed, RunData
+from candlebench.market.market import Market
 from rendering.inputs import text_column
-from rendering.market import Market
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
 from tasks.e2a.claims import extract_claims, judge
 from tasks.e2a.parse import parse_response

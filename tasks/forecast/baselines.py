@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from candlebench.market.market import Market
 from tasks.forecast.features import feature_table
-from rendering.market import Market
 from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:  # optional dependency: imported where a model is fit

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from candlebench.io import json_safe
+from candlebench.core.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci
 from scoring.paired import mcnemar, paired_tests
 from tasks.forecast.metrics import direction_metrics, per_date_ic, prepare, return_column

@@ -27,7 +27,7 @@ A feature is NaN unless every bar it needs exists (short history: xgboost handle
 and NaN where its denominator is zero, except candle shares: a flat candle (high = low, common on
 thinly traded stocks) has body and wick shares 0.
 
-Weekly bars follow :func:`rendering.bars.weekly` (Monday–Sunday weeks, first open, max high, min low,
+Weekly bars follow :func:`candlebench.market.bars.weekly` (Monday–Sunday weeks, first open, max high, min low,
 last close, summed volume); the week holding the cutoff is cut at the cutoff, exactly as the chart's
 last weekly candle is. To vectorise, week-to-date aggregates are computed for every daily bar: the
 weekly series as of daily bar ``i`` is the completed weeks before ``i``'s week plus the week-to-date

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from candlebench.io import json_safe
+from candlebench.core.io import json_safe
 from scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
 from tasks.base import REASONING_CUT
 from tasks.forecast.parse import SCORE_MAX, SCORE_MIN

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from rendering.market import Market
+from candlebench.market.market import Market
 
 INPUT_COLUMNS = ("sample_id", "task", "market", "code", "cutoff", "t0", "n_bars")
 GROUP_COLUMNS = ("regime", "market_up_ratio", "continuous_rise", "continuous_fall")

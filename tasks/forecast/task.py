@@ -16,10 +16,11 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from rendering.market import Market
+from candlebench.core.results import Parsed, RunData
+from candlebench.market.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
-from rendering.render_job import settings_from
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, Parsed, RequestSpec, RunData, ScoreSettings, Task
+from rendering.render import render_settings
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task
 from tasks.forecast import baselines
 from tasks.forecast.parse import parse_score
 from tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
@@ -103,7 +104,7 @@ class ForecastTask(Task):
         return feed
 
     def _prompt(self, cfg: DictConfig, ohlcv: str) -> str:
-        up, down = settings_from(cfg).colors
+        up, down = render_settings(cfg.render, self.inputs(cfg).charts).colors
         return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv=ohlcv)
 
     def prompt_identity(self, cfg: DictConfig) -> str:

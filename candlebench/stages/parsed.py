@@ -14,8 +14,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from candlebench.io import write_parquet
-from candlebench.layout import RunPaths
+from candlebench.core.io import write_parquet
+from candlebench.core.layout import RunPaths
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from tasks.base import Task

@@ -11,7 +11,7 @@ from typing import Mapping
 
 REQUIRED = ("code", "date", "open", "high", "low", "close", "volume")
 # adj_factor: the provider's cumulative adjustment factor (TuShare `adj_factor`; Yahoo's Adj Close
-# / Close), read by rendering.adjustment; adj_close is turned into it on the way in.
+# / Close), read by candlebench.market.adjustment; adj_close is turned into it on the way in.
 OPTIONAL = ("amount", "adj_factor")
 CANONICAL = REQUIRED + OPTIONAL
 PRICES = ("open", "high", "low", "close")
@@ -68,7 +68,7 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
             ignored=frozenset({"pre_close", "change", "pct_chg"}),
         ),
         # Yahoo Finance: the CSV download (one stock per file, no code column) and yfinance's
-        # export, whose tickers rendering.exports stacks into a Ticker column.
+        # export, whose tickers candlebench.market.exports stacks into a Ticker column.
         "yahoo": Layout(
             "yahoo",
             {

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from candlebench.errors import UserError
-from candlebench.layout import run_paths, task_paths
-from inference.parsed import finalize_run
+from candlebench.core.errors import UserError
+from candlebench.core.layout import run_paths, task_paths
+from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from candlebench.errors import CorruptFile
+from candlebench.core.errors import CorruptFile
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rendering.layouts import PRICES
+from candlebench.market.layouts import PRICES
 
 ADJUST = ("auto", "none")
 STEP_TOLERANCE = 1e-6

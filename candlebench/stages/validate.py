@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
 
 class ConfigError(UserError, ValueError):

@@ -1,4 +1,4 @@
-"""Turn a ``data`` config into a validated :class:`~rendering.market.Market`."""
+"""Turn a ``data`` config into a validated :class:`~candlebench.market.market.Market`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
-from rendering.demo import prepare_demo
-from rendering.market import Market, MarketDataError, load_market
+from candlebench.market.demo import prepare_demo
+from candlebench.market.market import Market, MarketDataError, load_market
 
 _TABLE_SUFFIXES = {".csv", ".parquet", ".pq", ".txt"}
 

@@ -6,10 +6,10 @@ import json
 
 from omegaconf import DictConfig
 
-from candlebench.errors import UserError
-from candlebench.io import write_json, write_parquet
-from candlebench.layout import task_paths
-from rendering.data_source import built_from, open_market, prepare
+from candlebench.core.errors import UserError
+from candlebench.core.io import write_json, write_parquet
+from candlebench.core.layout import task_paths
+from candlebench.market.data_source import built_from, open_market, prepare
 from tasks import get_task
 from tasks.base import SAMPLE_KEYS
 

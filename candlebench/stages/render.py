@@ -1,0 +1,68 @@
+"""``candlebench render``: every input the task's samples declare (charts of its time frames, the
+OHLCV text blocks when it asks for them), drawn by :mod:`rendering.render`, or the task's own
+images copied in their place.
+
+At the end the manifest is written as ``images/manifest.parquet`` (sample_id, freq, path, sha256,
+width, height) and the paths are merged into ``samples.parquet`` (``image_daily``, ...,
+``text_ohlcv``). On a cluster the stocks split over ``render.chunk.count`` array tasks, each with a
+manifest file of its own; the chunk that finds every file drawn (:func:`finalize_render`) collects
+them, so no separate step is needed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from candlebench.core.io import write_parquet
+from candlebench.core.layout import task_paths
+from candlebench.market.data_source import open_market, same_market
+from rendering.inputs import read_samples
+from rendering.render import RenderSettings, collect_manifest, copy_images, input_column, render_samples, render_settings
+from tasks import get_task
+
+
+def settings_from(cfg: DictConfig) -> RenderSettings:
+    """The render settings of the task a stage runs: its inputs, the chart design of cfg.render."""
+    inputs = get_task(cfg.task.name).inputs(cfg)
+    return render_settings(cfg.render, inputs.charts, inputs.text)
+
+
+def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
+    """Write images/manifest.parquet and merge the input paths into samples.parquet, once every
+    input is drawn; returns None while some chunk is still missing files."""
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    try:
+        manifest = collect_manifest(samples, settings_from(cfg), paths.root)
+    except FileNotFoundError:
+        return None
+    write_parquet(manifest, paths.manifest)
+    columns = manifest.pivot(index="sample_id", columns="freq", values="path")
+    columns.columns = [input_column(c) for c in columns.columns]
+    merged = samples.drop(columns=[c for c in samples.columns if c.startswith(("image_", "text_"))])
+    merged = merged.merge(columns, left_on="sample_id", right_index=True, how="left")
+    write_parquet(merged, paths.samples)
+    return manifest
+
+
+def render(cfg: DictConfig) -> None:
+    """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    settings = settings_from(cfg)
+    workers = int(cfg.render.workers or os.cpu_count() or 1)
+    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
+    provided = get_task(cfg.task.name).provided_images(cfg, samples)
+    if provided is not None:
+        copy_images(samples, provided, settings, paths.root, chunk)
+    else:
+        market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data))
+        render_samples(samples, market.bars, settings, paths.root, workers, chunk)
+    manifest = finalize_render(cfg)
+    if manifest is None:
+        print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
+        return
+    print(f"{len(manifest)} inputs ({settings.renderer}, key {settings.key()}) under {paths.images}")

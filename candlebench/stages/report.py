@@ -1,0 +1,143 @@
+"""``candlebench report``: every task's scored runs → one report, a section per task, with the
+sample browser and the provenance. It dispatches on the task and knows no metric."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from candlebench.core.errors import UserError
+from candlebench.core.io import write_json
+from candlebench.core.layout import Layout, TaskPaths
+from candlebench.core.results import RunData
+from candlebench.stages.provenance import provenance
+from candlebench.stages.provenance import section as provenance_section
+from candlebench.stages.score import score_settings
+from inference.run_info import RunInfo
+from rendering.inputs import read_samples
+from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html
+from scoring.failures import failure_section
+from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, write_report
+from tasks import get_task, names as task_names
+from tasks.base import Task
+
+
+class StaleScores(UserError, FileNotFoundError):
+    """metrics.json or parsed.parquet of another run key than the run's run.json."""
+
+
+def _run_data(paths: TaskPaths, name: str, samples: pd.DataFrame) -> RunData:
+    run = paths.run(name)
+    info = RunInfo.read(run.info)
+    parsed = pd.read_parquet(run.parsed)
+    metrics = json.loads(run.metrics.read_text())
+    keys = set(parsed["run_key"]) | {metrics.get("run_key")}
+    if keys != {info.run_key}:
+        raise StaleScores(
+            f"{run.root}: parsed.parquet / metrics.json hold run key(s) {sorted(map(str, keys))}, but run.json says "
+            f"{info.run_key} (the run was redone since it was scored); run `candlebench score score.run={name}` first"
+        )
+    return RunData(name, parsed, samples, asdict(info), metrics)
+
+
+def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
+    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
+    charts = pd.read_parquet(paths.manifest, columns=["freq"])["freq"].value_counts() if paths.manifest.exists() else {}
+    return Dataset(_market(samples), summary, {str(k): int(v) for k, v in dict(charts).items()})
+
+
+def _market(samples: pd.DataFrame) -> str:
+    return "+".join(sorted(map(str, samples["market"].unique()))) if "market" in samples else ""
+
+
+def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
+                 ) -> tuple[list[Section], list[ScoredRun], dict, list[BrowsedRun]]:
+    """One section per task over the task folders of this out_dir and of ``report.pool`` (other
+    markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
+    the sample browser lists them."""
+    runs, datasets, comparisons, parsed, browsed = [], [], {}, {}, []
+    wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
+    for where in paths:
+        names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
+        if not names:
+            continue
+        samples = read_samples(where)
+        data = {n: _run_data(where, n, samples) for n in names}  # also: every run's scores are of its current key
+        market = _market(samples)
+        runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
+        datasets.append(dataset(where, samples))
+        prefix = f"{market}: " if len(paths) > 1 else ""
+        parsed.update({f"{prefix}{n}": d.parsed for n, d in data.items()})
+        browsed += [BrowsedRun(task, where, d, f"{prefix}{n}") for n, d in data.items()]
+        # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
+        revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
+        comparisons.update({
+            f"{prefix}{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
+            for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
+            if a in data and b in data
+        })
+    sections = task.report(runs, comparisons, datasets) if runs else []
+    failures = failure_section(task.name, parsed)
+    unscored = unscored_section(task.name, paths)
+    return sections + [s for s in (failures, unscored) if s], runs, comparisons, browsed
+
+
+def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
+    """Runs whose last scoring failed: never left out without a word."""
+    rows = [{"Run": n, "Why": json.loads(where.run(n).score_error.read_text()).get("error"),
+             "Older scores shown": "yes" if where.run(n).metrics.exists() else "no"}
+            for where in paths for n in where.run_names() if where.run(n).score_error.exists()]
+    if not rows:
+        return None
+    return Section(f"{task}: runs that could not be scored", (Table(
+        f"{task}: runs not scored", pd.DataFrame(rows),
+        "Scoring failed for these runs; score_error.json in each run folder holds the traceback. "
+        "`candlebench score score.run=<run>` again once the cause is fixed."),), {})
+
+
+def browser_settings(cfg: DictConfig) -> BrowserSettings:
+    return BrowserSettings(embed=bool(cfg.report.embed), thumb_px=int(cfg.report.thumb_px),
+                           page_size=int(cfg.report.page_size))
+
+
+def report(cfg: DictConfig) -> None:
+    layout = Layout.of(cfg)
+    pooled = [layout] + [Layout(Path(p)) for p in (cfg.report.get("pool") or [])]
+    missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
+    if missing_dirs:
+        raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
+    present = {t for p in pooled for t in p.tasks_present()}
+    tasks = list(cfg.tasks) if cfg.get("tasks") else [t for t in task_names() if t in present] + sorted(present - set(task_names()))
+    sections, runs, comparisons, browsed = [], [], {}, []
+    for name in tasks:
+        present = [p.task(name) for p in pooled if p.task(name).samples.exists()]
+        found, scored, compared, listed = task_section(get_task(name), present, cfg)
+        sections += found
+        runs += scored
+        browsed += listed
+        if compared:
+            comparisons[name] = compared
+    if not runs:
+        raise FileNotFoundError(f"{layout.out_dir}: no scored runs of {tasks}; run `candlebench score` first")
+    if cfg.report.runs:
+        missing = sorted(set(map(str, cfg.report.runs)) - {r.name for r in runs})
+        if missing:
+            raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.out_dir}")
+    out = Path(cfg.report.dir)
+    write_json(comparisons, out / "comparisons.json")
+    shown: dict[str, list[str]] = {}
+    for r in runs:  # this out_dir's runs (pooled ones have their own provenance)
+        shown.setdefault(str(r.metrics.get("task")), []).append(r.name)
+    here = [layout.task(t) for t in tasks if layout.task(t).samples.exists()]
+    found = provenance(layout, here, {t: [n for n in names if layout.task(t).run(n).info.exists()] for t, names in shown.items()})
+    write_json(found, out / "provenance.json")
+    sections = [*sections, provenance_section(found)]  # results first; provenance last, folded
+    random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
+    samples = browser_html(browser_data(browsed, out, browser_settings(cfg)))
+    md, page = write_report(sections, out, cfg.report.title, random, samples)
+    print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
+          f"({page.stat().st_size / 1e6:.2f} MB, {sum(len(b.run.parsed) for b in browsed)} answers in its sample browser)")

@@ -1,0 +1,144 @@
+"""``candlebench score``: each run's records → parsed.parquet and metrics.json. It dispatches on
+the task and knows no metric."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import asdict
+
+import pandas as pd
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+
+from candlebench.core.errors import UserError
+from candlebench.core.io import write_json, write_parquet
+from candlebench.core.layout import RunPaths, TaskPaths, task_paths
+from candlebench.core.results import RunData
+from candlebench.market.data_source import same_market
+from candlebench.stages.infer import build_requests, current_inputs
+from candlebench.stages.parsed import finalize_run
+from inference.run_info import RunInfo
+from rendering.inputs import read_samples
+from tasks import get_task
+from tasks.base import ScoreSettings, Task
+
+
+def score_settings(cfg: DictConfig) -> ScoreSettings:
+    return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
+
+
+def score_names(cfg: DictConfig, paths: TaskPaths) -> list[str]:
+    """``score.run``: one run name, a list of them, or null = every run of the task's folder not yet
+    scored under its current key (a new or redone run, an import, a baseline, one whose scoring failed)."""
+    chosen = cfg.score.run
+    if chosen is None:
+        return [n for n in paths.run_names() if not _scored(paths.run(n))]
+    return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
+
+
+def _scored(run: RunPaths) -> bool:
+    if run.score_error.exists() or not run.metrics.exists() or not run.info.exists():
+        return False
+    try:
+        return json.loads(run.metrics.read_text()).get("run_key") == RunInfo.read(run.info).run_key
+    except (ValueError, UserError):
+        return False  # a damaged file: scoring it again says what is wrong
+
+
+class SettingsChanged(UserError, ValueError):
+    """A run about to be scored under other task settings than it was answered under (``score
+    task.horizon=5`` on answers to the 30-day prompt would label them with 5-day returns)."""
+
+
+_PASS_KEYS = ("method", "revises", "passes")  # which pass a run is: its own identity says so
+
+
+def _first_difference(a: str, b: str) -> str:
+    for line_a, line_b in zip([*a.splitlines(), ""], [*b.splitlines(), ""]):
+        if line_a != line_b:
+            return f"{line_a.strip()[:120]!r} there, {line_b.strip()[:120]!r} here"
+    return "same text"
+
+
+def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) -> None:
+    """The task settings this config scores with are the ones the run was answered under: a model
+    run's prompt and inputs, a baseline's task config (its pass bookkeeping aside)."""
+    redo = (f"score it with the settings it ran under, or answer it again under these "
+            f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
+    if info.kind == "model":
+        revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
+        asked = cfg.copy()
+        with open_dict(asked):  # a task's config need not declare the pass keys (the toy task's does not)
+            asked.task.merge_with(revised or {"method": "direct", "revises": None})
+        prompt, inputs = task.prompt_identity(asked), asdict(task.inputs(asked))
+        if prompt != info.identity.get("prompt", prompt):
+            raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
+                                  f"({_first_difference(info.identity['prompt'], prompt)}); {redo}")
+        if json.loads(json.dumps(inputs)) != info.identity.get("inputs", json.loads(json.dumps(inputs))):
+            raise SettingsChanged(f"{run.info}: run {run.name} was given other inputs ({info.identity['inputs']}) than "
+                                  f"this config gives ({inputs}); {redo}")
+    elif info.kind == "baseline" and "task_config" in info.identity:
+        now = OmegaConf.to_container(cfg.task, resolve=True)
+        then = info.identity["task_config"]
+        changed = sorted(k for k in {*now, *then} if k not in _PASS_KEYS and now.get(k) != then.get(k))
+        if changed:
+            raise SettingsChanged(f"{run.info}: baseline {run.name} ran under other task settings than this config's: "
+                                  + ", ".join(f"task.{k}={then.get(k)!r} there, {now.get(k)!r} here" for k in changed)
+                                  + f"; {redo}")
+
+
+def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
+    """Parse the run's records under the key in its run.json (never a stale parsed.parquet), for the
+    input files the samples have now (a model's answers about other charts do not count), and score
+    under the task settings the run was answered under (else refused: :class:`SettingsChanged`)."""
+    info = RunInfo.read(run.info)
+    check_settings(task, cfg, info, run)
+    inputs = current_inputs(build_requests(cfg, task, samples, paths)) if info.kind == "model" else None
+    parsed = finalize_run(run, samples, task, inputs)
+    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
+    per_sample = metrics.pop("per_sample", None)
+    if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
+        scores = per_sample.set_index("sample_id").add_prefix("score_")
+        parsed = parsed.drop(columns=[c for c in scores.columns if c in parsed]).join(scores, on="sample_id")
+        write_parquet(parsed, run.parsed)
+    # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
+    metrics["n_samples"] = len(samples)
+    metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
+    metrics["run_key"] = info.run_key
+    metrics["task"] = task.name
+    write_json(metrics, run.metrics)
+    return metrics
+
+
+class ScoringFailed(UserError, RuntimeError):
+    """Runs that could not be scored; each one's reason is in its score_error.json and the report."""
+
+
+def score(cfg: DictConfig) -> None:
+    """Score each run; one that fails is recorded (score_error.json: the one-line reason and the
+    traceback) and listed in the report, the others are still scored, and the command fails at the
+    end naming every run that did not score."""
+    task = get_task(cfg.task.name)
+    paths = task_paths(cfg)
+    samples = read_samples(paths)
+    if task.uses_market(cfg):
+        same_market(cfg.data, paths.summary, samples["code"].unique())
+    failed = []
+    names = score_names(cfg, paths)
+    if not names:
+        print(f"{task.name}: every run under {paths.root} is scored under its current key")
+    for name in names:
+        run = paths.run(name)
+        try:
+            metrics = score_run(task, paths, run, samples, cfg)
+        except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
+            why = " ".join(f"{type(err).__name__}: {err}".split())
+            write_json({"error": why, "traceback": traceback.format_exc()}, run.score_error)
+            failed.append(f"{task.name}/{name}: {why}")
+            print(f"{task.name}/{name}: not scored: {why}", file=sys.stderr)
+            continue
+        run.score_error.unlink(missing_ok=True)
+        print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}")
+    if failed:
+        raise ScoringFailed(f"{len(failed)} run(s) not scored: " + "; ".join(failed))
