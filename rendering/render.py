@@ -16,6 +16,7 @@ gathers them once every file is drawn.
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import threading
 import time
