@@ -199,6 +199,11 @@ def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_
         ("infer.max_error_rate=2", "infer.max_error_rate=2: must be a number in [0, 1]"),
         ("task.horizon=10", "task.horizon=10: must be one of samples.horizons=[5, 30]"),
         ("samples.start=2019-06-01", "samples.start=2019-06-01 is not before samples.end=2019-01-01"),
+        ("infer.generation.temperature=-1", "infer.generation.temperature=-1: must be a number >= 0"),
+        ("render.colors=purple_up", "render.colors='purple_up': must be one of ['green_up', 'red_up']"),
+        ("render.renderer=nosuch", "render.renderer='nosuch': must be one of ['mplfinance', 'pil']"),
+        ("data.on_defect=ignore", "data.on_defect='ignore': must be one of ['drop', 'fail']"),
+        ("render.ma_windows=[5,20]", "render.ma_windows=[5, 20] and render.ma_colors=['black', 'blue', 'purple']: must be"),
     ],
 )
 def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, override, message):

@@ -14,6 +14,8 @@ import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from candlebench.core.errors import UserError
+from candlebench.market.market import OnDefect
+from rendering.render import COLOR_CONVENTIONS, RENDERERS
 
 
 class ConfigError(UserError, ValueError):
@@ -39,6 +41,17 @@ def _horizons(v: Any) -> bool:
     return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in v)
 
 
+def _number(lo: float, low_open: bool = False, hi: float | None = None) -> tuple[Callable[[Any], bool], str]:
+    def test(v: Any) -> bool:
+        return (isinstance(v, (int, float)) and not isinstance(v, bool) and (v > lo if low_open else v >= lo)
+                and (hi is None or v <= hi))
+    return test, f"a number {'>' if low_open else '>='} {lo}" + (f" and <= {hi}" if hi is not None else "")
+
+
+def _one_of(choices: Any) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v in choices), f"one of {sorted(choices)}"
+
+
 def _date_or_null(v: Any) -> bool:
     if v is None:
         return True
@@ -59,7 +72,12 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("infer.shard.index", *_int(0)),
     ("infer.generation.max_new_tokens", *_int(1)),
     ("infer.generation.min_new_tokens", *_int(0)),
+    ("infer.generation.temperature", *_number(0)),
+    ("infer.generation.top_p", *_number(0, low_open=True, hi=1)),
     ("infer.prompt_layout", lambda v: v in ("images_first", "text_first"), "images_first or text_first"),
+    ("render.colors", *_one_of(COLOR_CONVENTIONS)),
+    ("render.renderer", *_one_of(RENDERERS)),
+    ("data.on_defect", *_one_of([d.value for d in OnDefect])),
     ("render.workers", *_optional_int(1)),
     ("render.chunk.count", *_int(1)),
     ("render.chunk.index", *_int(0)),
@@ -100,6 +118,11 @@ def validate(cfg: DictConfig) -> None:
         present, part = _value(cfg, block)
         if present and part["index"] >= part["count"]:
             raise ConfigError(f"{block}.index={part['index']}: must be < {block}.count={part['count']}")
+    _, windows = _value(cfg, "render.ma_windows")
+    _, colors = _value(cfg, "render.ma_colors")
+    if windows is not None and colors is not None and len(windows) != len(colors):
+        raise ConfigError(f"render.ma_windows={windows} and render.ma_colors={colors}: must be as long as each other "
+                          "(one colour per moving average)")
     _, horizons = _value(cfg, "samples.horizons")
     present, horizon = _value(cfg, "task.horizon")
     if present and horizons is not None and horizon not in horizons:
