@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 from omegaconf import DictConfig
@@ -129,6 +130,7 @@ def infer(cfg: DictConfig) -> None:
     info = model_run_info(cfg, task, model)
     requests = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
     run = run_paths(cfg)
+    fresh = not run.root.exists()
     info.write(run.info)
 
     def make_backend() -> Backend:
@@ -136,13 +138,20 @@ def infer(cfg: DictConfig) -> None:
         return factory(model, generation_spec(cfg, task, model), cfg.backend, media(cfg, task))
 
     part = shard(cfg)
+    refused = False
     try:
         stats = run_requests(
             requests, RecordStore(run.root), info.run_key, model.name, cfg.backend.name, make_backend,
             image_policy(cfg), part, run_settings(cfg), task.parser(cfg),
         )
-    finally:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-        table = finalize_run(run, samples, task, current_inputs(requests))
+    except UserError:
+        refused = fresh and next(RecordStore(run.root).records(), None) is None
+        raise
+    finally:
+        if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
+            shutil.rmtree(run.root)
+        else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
+            table = finalize_run(run, samples, task, current_inputs(requests))
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
