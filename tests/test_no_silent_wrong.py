@@ -135,6 +135,11 @@ def test_a_run_is_never_scored_under_other_task_settings_than_it_was_answered_un
         assert not (run_dir(ws, run) / "metrics.json").exists()
         cli("score", *BASE, f"out_dir={ws}", f"score.run={run}", "score.n_boot=0", env=env)
         assert json.loads((run_dir(ws, run) / "metrics.json").read_text())["horizon"] == 30
+    # ... nor as another task's run (a run folder copied under the wrong task).
+    cli("samples", *BASE, "task=e2a", f"out_dir={ws}", env=env)
+    shutil.copytree(run_dir(ws, "r"), run_dir(ws, "r", "e2a"))
+    refused = cli("score", *BASE, "task=e2a", f"out_dir={ws}", "score.run=r", env=env, check=False)
+    assert refused.returncode != 0 and "answered task forecast, not e2a; score it with task=forecast" in refused.stderr
 
 
 def test_red_up_charts_are_never_answered_under_a_green_up_prompt(ws, env):

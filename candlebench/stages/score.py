@@ -64,6 +64,9 @@ def _first_difference(a: str, b: str) -> str:
 def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) -> None:
     """The task settings this config scores with are the ones the run was answered under: a model
     run's prompt and inputs, a baseline's task config (its pass bookkeeping aside)."""
+    if info.task != task.name:
+        raise SettingsChanged(f"{run.info}: run {run.name} answered task {info.task}, not {task.name}; "
+                              f"score it with task={info.task}")
     redo = (f"score it with the settings it ran under, or answer it again under these "
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
