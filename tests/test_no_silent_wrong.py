@@ -324,3 +324,32 @@ def test_status_names_what_is_damaged_and_a_missing_folder(ws, env, tmp_path):
     assert missing.returncode != 0 and "no such directory" in missing.stderr
     unknown = cli("run", *BASE, f"out_dir={tmp_path / 'x'}", "tasks=[nosuch]", env=env, check=False)
     assert unknown.returncode != 0 and unknown.stderr.strip() == "error: task='nosuch': unknown task; known: ['forecast', 'e2a', 'caption']"
+
+
+def test_damaged_inputs_and_foreign_files_are_one_line_errors(ws, env, tmp_path):
+    """A garbage or incomplete render manifest before infer, a response file that is not UTF-8, a
+    market where no stock ever traded, a column no layout knows: each named, no traceback."""
+    manifest = ws / "forecast" / "images" / "manifest.parquet"
+    good = manifest.read_bytes()
+    manifest.write_bytes(b"PAR1 garbage")
+    cases = [(["infer", *BASE, f"out_dir={ws}"], f"{manifest}: unreadable")]
+    binary, latin = tmp_path / "answers.jsonl", tmp_path / "answers.csv"
+    binary.write_bytes(b"\x00\x01binary\xff\xfe")
+    latin.write_bytes(b"sample_id,text\nabc,caf\xe9\n")
+    cases += [(["import", str(binary), *BASE, f"out_dir={ws}", "infer.run_name=b"], "answers.jsonl, line 1: not UTF-8 text"),
+              (["import", str(latin), *BASE, f"out_dir={ws}", "infer.run_name=c"], "answers.csv, line 2: not UTF-8 text")]
+    frame = pd.read_csv(SLICE)
+    quiet, extra = tmp_path / "quiet.csv", tmp_path / "extra.csv"
+    frame.assign(volume=0).to_csv(quiet, index=False)
+    frame.assign(**{"adj close*": frame["close"]}).to_csv(extra, index=False)
+    for path, said in ((quiet, "no bar with a volume above 0"), (extra, "match no known layout: ['adj close*'] belong(s) to none")):
+        cases += [(["data", "check", "data=csv", f"data.path={path}"], said),
+                  (["samples", "data=csv", f"data.path={path}", f"out_dir={tmp_path / 'q'}"], said)]
+    for args, said in cases:
+        done = cli(*args, env=env, check=False)
+        assert done.returncode != 0 and said in done.stderr and "Traceback" not in done.stderr, (args, done.stderr[-1500:])
+    manifest.write_bytes(good)
+    import pyarrow.parquet as pq
+    pq.write_table(pq.read_table(manifest).drop(["sha256"]), manifest)
+    done = cli("infer", *BASE, f"out_dir={ws}", env=env, check=False)
+    assert done.returncode != 0 and "no column ['sha256'], not a render manifest" in done.stderr

@@ -185,6 +185,14 @@ def date_notes(path: Path, values: pd.Series) -> tuple[str, ...]:
 def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
     if layout == "auto":
         found = detect_layout(columns)
+        fits = [(n, sorted(set(columns) - lay.source_columns())) for n, lay in LAYOUTS.items()
+                if lay.required_sources() <= set(columns)]
+        if found is None and fits:
+            name, extra = fits[0]
+            raise MarketDataError(
+                f"{path}: columns {columns} match no known layout: {extra} belong(s) to none; the others are the {name} layout's "
+                f"({sorted(LAYOUTS[name].rename)}). Drop or rename them, or pass data.layout=<name>."
+            )
         if found is None:
             known = ", ".join(f"{n}: {sorted(lay.rename)}" for n, lay in LAYOUTS.items())
             raise MarketDataError(
@@ -398,6 +406,10 @@ def load_market(
     calendar = pd.DatetimeIndex(np.unique(frame["date"].to_numpy()), name="date")
     suspended = frame["volume"] == 0
     bars = frame.loc[~suspended, [c for c in CANONICAL if c in frame]].reset_index(drop=True)
+    if bars.empty:
+        raise MarketDataError(f"market {name!r} ({', '.join(str(p) for p in paths)}): no bar with a volume above 0, so no "
+                              f"stock traded on any day ({sum(filler.values())} rows dropped as days nobody traded, zero-volume rows as suspended); "
+                              "check the volume column")
     report = LoadReport(
         files=tuple(str(p) for p in paths),
         rows=len(bars),

@@ -36,7 +36,13 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
     """(line number, row) pairs; line numbers count from 1 as an editor shows them."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such response file")
-    raw = path.read_text(encoding="utf-8-sig")
+    data = path.read_bytes()
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ResponseFileError(f"{path}, line {line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
+                                "a response file is UTF-8 JSONL or CSV (save it as UTF-8)") from None
     if not raw.strip():
         raise ResponseFileError(f"{path}: empty file, no responses to import")
     if path.suffix.lower() == ".csv":

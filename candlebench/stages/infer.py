@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 from omegaconf import DictConfig
 
-from candlebench.core.errors import UserError
+from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import fingerprint
 from candlebench.core.layout import TaskPaths, run_paths, task_paths
 from candlebench.market.data_source import same_market
@@ -39,7 +39,14 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
     if missing or not paths.manifest.exists():
         raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
                                 f"run `candlebench render task={task.name}` first")
-    manifest = pd.read_parquet(paths.manifest)
+    rerender = f"run `candlebench render task={task.name}` again"
+    try:
+        manifest = pd.read_parquet(paths.manifest)
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise CorruptFile(f"{paths.manifest}: unreadable ({type(err).__name__}); {rerender}") from None
+    lacking = sorted({"sample_id", "freq", "sha256"} - set(manifest.columns))
+    if lacking:
+        raise CorruptFile(f"{paths.manifest}: no column {lacking}, not a render manifest of this candlebench; {rerender}")
     settings = settings_from(cfg)
     expected = settings.key()
     drawn = set(manifest["settings"]) if "settings" in manifest else {"(unknown)"}
