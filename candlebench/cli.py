@@ -210,7 +210,10 @@ def main(argv: list[str] | None = None) -> None:
     # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
     sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]
 
+    started = []
+
     def run(cfg: DictConfig) -> None:
+        started.append(True)
         try:
             check_extras(name, command, cfg)
             validate(cfg)
@@ -235,6 +238,11 @@ def main(argv: list[str] | None = None) -> None:
         hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(run)()
     except (ConfigCompositionException, MissingConfigException, OverrideParseException) as err:
         fail(f"error: {composition_error(err, overrides)}")
+    except OSError as err:
+        if started:  # the job's own: its traceback is owed
+            raise
+        # Hydra's log folder under out_dir, made before the job starts: a folder that cannot be written
+        fail(f"error: cannot write {err.filename}: {err.strerror}; out_dir must be a folder you can create and write")
 
 
 # Commands that load a model: they need their backend's packages.

@@ -130,3 +130,10 @@ def test_a_missing_extra_or_checkpoint_is_one_line_before_any_work(tmp_path):
         assert done.returncode != 0 and done.stderr.strip().startswith(said), (args, done.stderr[-1500:])
         assert len(done.stderr.strip().splitlines()) == 1
         assert not any(out.glob("*/samples.parquet"))
+
+
+def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path):
+    """Hydra makes its log folder under out_dir before any stage; /proc takes no new folder, even as root."""
+    done = run("samples", "data=slice", "out_dir=/proc/candlebench-test", cwd=tmp_path)
+    assert done.returncode != 0 and done.stderr.strip() == (
+        "error: cannot write /proc/candlebench-test: No such file or directory; out_dir must be a folder you can create and write")
