@@ -220,3 +220,15 @@ def test_time_zone_aware_parquet_with_date_only_csv_counts_each_day_once(tmp_pat
     assert list(market.calendar.strftime("%Y-%m-%d")) == ["2024-01-02", "2024-01-03", "2024-01-04"]
     notes = market.report.as_dict()["notes"]
     assert any("time zone Asia/Shanghai" in n for n in notes) and any("time of day" in n for n in notes)
+
+
+def test_csv_dates_with_a_time_of_day_say_that_only_the_day_is_kept(tmp_path):
+    """As for datetime columns: a text date with a time after the day is cut to the day, and the load
+    report says so; midnight alone is no time of day."""
+    timed = [[r[0], f"{r[1]} 15:30:00", *r[2:]] for r in GOOD if r[0] == "AAA"]
+    midnight = [[r[0], f"{r[1]} 00:00:00", *r[2:]] for r in GOOD if r[0] == "AAA"]
+    a = load_market([write_csv(tmp_path / "t.csv", HEADER, timed)], name="T")
+    b = load_market([write_csv(tmp_path / "m.csv", HEADER, midnight)], name="T")
+    pd.testing.assert_frame_equal(a.bars, b.bars)
+    assert any("dates carry a time of day on 3 rows (e.g. '2024-01-02 15:30:00')" in n for n in a.report.notes)
+    assert not any("time of day" in n for n in b.report.notes)

@@ -172,8 +172,15 @@ def read_table(path: Path, layout: str = "auto", code: str | None = None, date_f
 
 
 def date_notes(path: Path, values: pd.Series) -> tuple[str, ...]:
+    """What :func:`_parse_dates` drops from a date column, said in the load report: a zone, a time
+    of day (written as text, "2024-01-02 15:30", or as datetimes)."""
     if not pd.api.types.is_datetime64_any_dtype(values):
-        return ()
+        after = values.astype(str).str.strip().str.split(r"[ T]", n=1, regex=True).str[1].dropna().astype(str)
+        timed = after[after.str.contains(r"[1-9]")]
+        if timed.empty:
+            return ()
+        return (f"{path}: dates carry a time of day on {len(timed)} rows (e.g. {values[timed.index[0]]!r}); "
+                "only the day is kept",)
     notes = []
     if values.dt.tz is not None:
         notes.append(f"{path}: dates carry time zone {values.dt.tz}; each is taken as its calendar day in that zone")
