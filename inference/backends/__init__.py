@@ -99,8 +99,9 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
     outside = adapter_vision_modules(resolve_checkpoint(spec.path, spec.revision), adapter, spec.trust_remote_code)
     if not outside:
         return spec
-    print(f"note: adapter {adapter} also changes {outside[0]}{f' and {len(outside) - 1} more' if len(outside) > 1 else ''} "
-          "outside the language model, which vLLM's LoRA would ignore or covers only experimentally: "
+    more = f" and {len(outside) - 1} more" if len(outside) > 1 else ""
+    print(f"note: adapter {adapter} also changes the vision tower or connector ({outside[0]}{more}, outside the "
+          "language model), which vLLM's LoRA would ignore or covers only experimentally: "
           "merging it into a copy of the checkpoint (model.merge_adapter=true)", file=sys.stderr)
     return replace(spec, merge_adapter=True)
 
