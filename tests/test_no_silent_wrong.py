@@ -353,3 +353,12 @@ def test_damaged_inputs_and_foreign_files_are_one_line_errors(ws, env, tmp_path)
     pq.write_table(pq.read_table(manifest).drop(["sha256"]), manifest)
     done = cli("infer", *BASE, f"out_dir={ws}", env=env, check=False)
     assert done.returncode != 0 and "no column ['sha256'], not a render manifest" in done.stderr
+
+
+def test_a_caption_manifest_that_is_not_utf8_names_its_line(tmp_path, env):
+    """The captioning dataset reads user JSONL as import does: another encoding is one line naming it."""
+    manifest = tmp_path / "captions.jsonl"
+    manifest.write_bytes(b'{"image": "a.png", "reference": "caf\xe9"}\n')
+    done = cli("samples", "task=caption", f"task.dataset={manifest}", f"out_dir={tmp_path / 'o'}", env=env, check=False)
+    assert done.returncode != 0 and "captions.jsonl, line 1: not UTF-8 text (byte 0xe9)" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -88,6 +88,33 @@ def read_jsonl(path: Path, writer: str = "the stage that wrote it") -> Iterator[
             )
 
 
+def read_utf8(path: Path, error: type[Exception], kind: str) -> str:
+    """A user's file as text (UTF-8, a byte-order mark allowed); another encoding is ``error``
+    naming the line and byte, and what ``kind`` of file is UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise error(f"{path}, line {line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
+                    f"{kind} (save it as UTF-8)") from None
+
+
+def json_objects(text: str, path: Path, error: type[Exception]) -> Iterator[tuple[int, dict]]:
+    """(line number from 1, object) of each non-blank line of a user's JSONL; a line that is not a
+    JSON object is ``error`` naming it."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise error(f"{path}, line {number}: not JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise error(f"{path}, line {number}: a JSON object is needed, got {type(row).__name__}")
+        yield number, row
+
+
 def _cut_torn_tail(path: Path) -> None:
     """A writer killed mid-line leaves a line without its newline; appending after it would glue
     the next record onto it. Cut it off first (its work was not recorded, so it is redone)."""

@@ -12,12 +12,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
+from candlebench.core.io import json_objects, read_utf8
 from candlebench.core.layout import run_paths, task_paths
 from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord
@@ -36,13 +36,7 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
     """(line number, row) pairs; line numbers count from 1 as an editor shows them."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such response file")
-    data = path.read_bytes()
-    try:
-        raw = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ResponseFileError(f"{path}, line {line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
-                                "a response file is UTF-8 JSONL or CSV (save it as UTF-8)") from None
+    raw = read_utf8(path, ResponseFileError, "a response file is UTF-8 JSONL or CSV")
     if not raw.strip():
         raise ResponseFileError(f"{path}: empty file, no responses to import")
     if path.suffix.lower() == ".csv":
@@ -52,15 +46,7 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
             raise ResponseFileError(f"{path}: no column {missing} (columns: {reader.fieldnames}); need {list(REQUIRED)}")
         return [(reader.line_num, row) for row in reader]
     rows = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ResponseFileError(f"{path}, line {number}: not JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise ResponseFileError(f"{path}, line {number}: a JSON object is needed, got {type(row).__name__}")
+    for number, row in json_objects(raw, path, ResponseFileError):
         missing = [c for c in REQUIRED if c not in row]
         if missing:
             raise ResponseFileError(f"{path}, line {number}: no {missing}; every line needs {list(REQUIRED)}")

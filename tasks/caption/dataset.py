@@ -29,6 +29,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from candlebench.core.errors import UserError
+from candlebench.core.io import json_objects, read_utf8
 from tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")
@@ -86,18 +87,8 @@ def _entries(path: Path) -> list[tuple[str, dict]]:
         return entries
     if not path.is_file():
         raise DatasetError(f"task.dataset={path}: no such file or folder")
-    entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DatasetError(f"{where}: not JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{where}: a JSON object is needed, got {type(row).__name__}")
-        entries.append((where, row))
+    text = read_utf8(path, DatasetError, "a caption manifest is UTF-8 JSONL")
+    entries = [(f"{path}, line {number}", row) for number, row in json_objects(text, path, DatasetError)]
     if not entries:
         raise DatasetError(f"{path}: empty manifest, no captioned charts")
     return entries
