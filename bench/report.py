@@ -49,7 +49,7 @@ WORDS = ("the close sits above its 20-day average while volume fades; the weekly
 
 
 def study(out: Path) -> list[str]:
-    common = ["data=slice", f"out_dir={out}", "samples.interval=10"]
+    common = ["data=slice", f"out_dir={out}", "task.samples.interval=10"]
     exe = str(Path(sys.executable).with_name("candlebench"))
     for stage in (["samples"], ["render", "render.workers=1"]):
         subprocess.run([exe, *stage, *common], check=True, capture_output=True, cwd=out)

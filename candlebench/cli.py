@@ -7,7 +7,6 @@ after the overrides.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -17,24 +16,26 @@ from typing import Callable, Mapping
 
 import hydra
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from omegaconf.errors import MissingMandatoryValue
 
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.core.errors import UserError
 from candlebench.core.extras import require
+from candlebench.core.overrides import key_of, open_key
 from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
-from candlebench.stages.graph import BY_NAME, STAGES, compose_config
+from candlebench.stages.graph import BY_NAME, STAGES, composition_error
+from candlebench.stages.per_task import apply_per_task
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
 from candlebench.status import status_command
 from candlebench.sweep import SweepError
 from inference.backends import BACKEND_REQUIRES
 from inference.runner import RunAborted
-from tasks import get_task
+from tasks import get_task, store_configs
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Command:
     defaults: tuple[str, ...] = ()
     # ... nor any key under these prefixes (your own data= replaces the demo experiment whole).
     unless: tuple[str, ...] = ()
-    # Covers every task: a key of one task's config only (task.language) goes to that task's jobs.
+    # Covers every task (tasks=[...]): each job takes its task's own settings from per_task.<task>.
     every_task: bool = False
 
 
@@ -110,7 +111,7 @@ def usage() -> str:
     lines.append(f"  {'convert llava SRC DST':<26} rewrite an original LLaVA checkpoint to the transformers layout")
     lines.append(f"  {'status RUN_DIR':<26} per-stage and per-shard progress of a run directory")
     lines.append("")
-    lines.append("e.g. candlebench samples data=slice samples.interval=20 out_dir=/tmp/run")
+    lines.append("e.g. candlebench samples data=slice task.samples.interval=20 out_dir=/tmp/run")
     return "\n".join(lines)
 
 
@@ -142,10 +143,10 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
             for group in command.positional:
                 if rest and "=" not in rest[0] and not rest[0].startswith("-"):
                     overrides.append(f"{group}={_quoted(rest.pop(0))}")
-            given = {a.split("=", 1)[0].lstrip("+~") for a in overrides + rest if "=" in a or a.startswith("~")}
+            given = {key_of(a) for a in overrides + rest if "=" in a or a.startswith("~")}
             if any(g.split(".", 1)[0] in command.unless for g in given):
                 return name, command, overrides + [_as_typed(a) for a in rest]
-            implied = [d for d in command.defaults if d.split("=", 1)[0] not in given]
+            implied = [d for d in command.defaults if key_of(d) not in given]
             return name, command, implied + overrides + [_as_typed(a) for a in rest]
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
 
@@ -186,15 +187,6 @@ def hydra_flags(args: list[str]) -> tuple[list[str], list[str]]:
     return flags, overrides
 
 
-# Mappings whose keys are the model's own (chat template and processor arguments): a key set there
-# is added or replaced, as the README and the error messages write it, with no Hydra "+" to know.
-OPEN_MAPPINGS = ("model.chat_template_kwargs.", "model.processor_kwargs.")
-
-
-def open_key(override: str) -> str:
-    return f"++{override}" if override.startswith(OPEN_MAPPINGS) and "=" in override else override
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     for words in (2, 1):
@@ -204,8 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     flags, overrides = hydra_flags(given)
     overrides = [open_key(o) for o in overrides]
     register_resolvers()
-    if command.every_task:
-        overrides = pipeline.hold_task_overrides(overrides)
+    store_configs()
     job_name = name.replace(" ", "_")
     # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
     sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]
@@ -215,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         started.append(True)
         try:
+            apply_per_task(cfg)
             check_extras(name, command, cfg)
             validate(cfg)
             if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs
@@ -256,33 +248,6 @@ def check_extras(name: str, command: Command, cfg: DictConfig) -> None:
         require(f"task {task}", get_task(task).requires)
     if name in MODEL_COMMANDS:
         require(f"backend={cfg.backend.name}", BACKEND_REQUIRES.get(str(cfg.backend.name)))
-
-
-def composition_error(err: Exception, overrides: list[str]) -> str:
-    """Hydra's message about a bad override, in one line: an unknown key with the nearest settings
-    there are, an unknown config of a group with the configs it has."""
-    text = str(err)
-    unknown = re.match(r"Could not override '([^']+)'", text)
-    if unknown:
-        key = unknown.group(1)
-        rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != key]
-        keys = _keys(OmegaConf.to_container(compose_config(rest), resolve=False))
-        nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
-        return (f"{key} is not a setting" + (f"; nearest: {', '.join(nearest)}" if nearest else "")
-                + f" (a new key takes a leading +: +{key}=...)")
-    missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
-    if missing:
-        group, option = missing.groups()
-        options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
-        return f"{group}={option}: no such config in conf/{group}/; choose from {options}"
-    return " ".join(text.split())
-
-
-def _keys(node: object, prefix: str = "") -> list[str]:
-    """Every setting's dotted key (an empty mapping is a setting too)."""
-    if isinstance(node, dict) and node:
-        return [k for name, value in node.items() for k in _keys(value, f"{prefix}{name}.")]
-    return [prefix[:-1]]
 
 
 if __name__ == "__main__":

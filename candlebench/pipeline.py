@@ -8,29 +8,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import tasks as registry
-from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, for_task, plan, run_stage
+from candlebench.core.overrides import without_keys
+from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, plan, run_stage
 from inference.models import ModelSpec, check_available
 from tasks.base import MethodError
 
 
-# Overrides of keys that only some task's config has, held back from the command's own config
-# (composed with the default task, which lacks them) and handed to the stages with the others.
-_HELD: list[str] = []
-
-
-def hold_task_overrides(overrides: list[str]) -> list[str]:
-    """``overrides`` minus those for other tasks than the default (kept for :func:`user_overrides`)."""
-    kept = for_task(overrides, None, registry.names())
-    _HELD[:] = [o for o in overrides if o not in kept]
-    return kept
-
-
 def user_overrides(skip_prefix: str | None = None) -> list[str]:
-    """The command's own overrides (minus settings of the command itself), handed to every stage."""
-    overrides = [*HydraConfig.get().overrides.task, *_HELD]
-    if skip_prefix is None:
-        return overrides
-    return [o for o in overrides if not o.split("=", 1)[0].lstrip("+~").startswith(skip_prefix)]
+    """The command's own overrides, handed to every stage, minus the tasks it covers (each job
+    names its own) and settings of the command itself (``skip_prefix``)."""
+    return without_keys(HydraConfig.get().overrides.task, "task", "tasks", prefix=skip_prefix)
 
 
 def chosen_tasks(cfg: DictConfig) -> list[str]:
@@ -45,7 +32,7 @@ def run_names(base: list[str], tasks: list[str], models: list[Unit]) -> dict[tup
     names = {}
     for t in tasks:
         for u in models:
-            name = compose_config([*for_task(base, t, tasks), f"task={t}", f"model={u.model}", *u.overrides]).infer.run_name
+            name = compose_config([*base, f"task={t}", f"model={u.model}", *u.overrides]).infer.run_name
             names[(t, u.key)] = name if u.variant is None else f"{name}-{u.variant}"
     return names
 
@@ -54,7 +41,7 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
     """Each task's second passes (``task.passes``), checked against the methods it has."""
     out = {}
     for t in tasks:
-        wanted = tuple(str(m) for m in (compose_config([*for_task(base, t, tasks), f"task={t}"]).task.get("passes") or ()))
+        wanted = tuple(str(m) for m in (compose_config([*base, f"task={t}"]).task.get("passes") or ()))
         unknown = sorted(set(wanted) - set(registry.get_task(t).methods))
         if unknown:
             raise MethodError(f"task.passes={list(wanted)}: the {t} task has no method {unknown} "
@@ -82,11 +69,11 @@ def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
 
 
 def run(cfg: DictConfig) -> None:
-    base = [o for o in user_overrides() if o.split("=", 1)[0] not in {"task", "tasks"}]
+    base = user_overrides()
     tasks = chosen_tasks(cfg)
     model = [Unit(HydraConfig.get().runtime.choices["model"])]
     check_available(ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
-    jobs = plan(base, tasks, model, names, baselines=bool(cfg.baseline.names), passes=passes_of(base, tasks))
+    jobs = plan(base, tasks, model, names, baselines=bool(cfg.task.baseline.names), passes=passes_of(base, tasks))
     check_jobs(jobs)
     run_jobs(jobs)

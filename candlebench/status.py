@@ -8,7 +8,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pandas as pd
 
 from candlebench.core.errors import UserError
 from candlebench.core.layout import Layout, TaskPaths

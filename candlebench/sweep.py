@@ -22,61 +22,18 @@ from omegaconf import DictConfig
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
-from candlebench.stages.graph import Job, check_jobs, compose_config, for_task, pass_run, plan, run_stage, units
-from candlebench.stages.infer import EarlierRunMissing, build_requests
-from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.render import settings_from
+from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, pass_run, plan, run_stage, units
 from inference.models import ModelSpec, check_available
-from inference.records import RecordStore
-from rendering.inputs import read_samples
-from rendering.render import collect_manifest, input_column
-from tasks import get_task
 
 
 class SweepError(RuntimeError):
     pass
 
 
-def _samples_done(cfg: DictConfig) -> bool:
-    return Layout.of(cfg).task(cfg.task.name).samples.exists()
-
-
-def _render_done(cfg: DictConfig) -> bool:
-    if not _samples_done(cfg):
-        return False
-    paths = Layout.of(cfg).task(cfg.task.name)
-    samples = read_samples(paths)
-    settings = settings_from(cfg)
-    try:
-        collect_manifest(samples, settings, paths.root)
-    except FileNotFoundError:
-        return False
-    return {input_column(name) for name in settings.inputs} <= set(samples.columns)
-
-
-def _infer_done(cfg: DictConfig) -> bool:
-    if not _samples_done(cfg):
-        return False
-    paths = Layout.of(cfg).task(cfg.task.name)
-    task = get_task(cfg.task.name)
-    if not _render_done(cfg):
-        return False
-    key = model_run_info(cfg, task, model_spec(cfg)).run_key
-    try:
-        wanted = {(r.sample_id, r.inputs) for r in build_requests(cfg, task, read_samples(paths), paths)}
-    except EarlierRunMissing:  # a second pass whose first is still to run
-        return False
-    return wanted <= RecordStore(paths.run(cfg.infer.run_name).root).done(key)
-
-
-# Jobs whose work can be seen complete on disk; the others are cheap and always run.
-DONE_CHECKS = {"samples": _samples_done, "render": _render_done, "infer": _infer_done}
-
-
 def finished_jobs(jobs: list[Job]) -> set[str]:
     return {
         job.key for job in jobs
-        if job.stage in DONE_CHECKS and DONE_CHECKS[job.stage](compose_config(list(job.overrides[0])))
+        if BY_NAME[job.stage].done is not None and BY_NAME[job.stage].done(compose_config(list(job.overrides[0])))
     }
 
 
@@ -87,10 +44,10 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     models = units([str(m) for m in s.models], variants)
     names = run_names(base, tasks, models)
     passes = passes_of(base, tasks)
-    with_baselines = bool(s.baselines) and bool(cfg.baseline.names)
+    with_baselines = bool(s.baselines) and bool(cfg.task.baseline.names)
     revisions = {pass_run(name, m) for (t, _), name in names.items() for m in passes[t]}
     # Each task's own baselines (forecast: xgboost, ...; e2a: anchor_oracle, ...).
-    own = {str(b) for t in tasks for b in compose_config([*for_task(base, t, tasks), f"task={t}"]).baseline.names}
+    own = {str(b) for t in tasks for b in compose_config([*base, f"task={t}"]).task.baseline.names}
     runs = sorted({*names.values(), *revisions, *(own if with_baselines else ())})
     keys = {u.key for u in models}
     # "@variant" pairs stand for the same pair of variants of every model.
@@ -106,9 +63,8 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
 
 def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
     """Fail in seconds, naming the cause, rather than after CPU stages ran and GPU jobs queued."""
-    common = for_task(base, None, chosen_tasks(cfg))
     for model in cfg.sweep.models:
-        check_available(ModelSpec.from_config(compose_config([*common, f"model={model}"]).model))
+        check_available(ModelSpec.from_config(compose_config([*base, f"model={model}"]).model))
     if cfg.sweep.executor != "slurm":
         return
     partitions = {p for p in (cfg.sweep.cpu.partition, cfg.sweep.gpu.partition) if p}
@@ -216,7 +172,7 @@ def wait(jobs: dict[str, list], poll_s: float) -> None:
 
 
 def sweep(cfg: DictConfig) -> None:
-    base = [o for o in user_overrides(skip_prefix="sweep.") if o.split("=", 1)[0] not in {"task", "tasks"}]
+    base = user_overrides(skip_prefix="sweep.")
     check_before_submitting(cfg, base)
     jobs = sweep_plan(cfg, base)
     check_jobs(jobs)

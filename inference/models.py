@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -46,8 +46,8 @@ class ModelSpec:
     # transformers backend: "varlen" = one attention call per vision layer where the model type has
     # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
     vision_attention: str = "varlen"
-    # Used when task.answer_regex is unset (the random fixtures: so their answers parse).
-    answer_regex: str | Mapping[str, str | None] | None = None
+    # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
+    constrain_answers: bool = False
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
     # project's cache each may write. A fixture is built only when `path` / `adapter` is that path:
     # a directory you name instead is loaded as it is, never written or deleted.

@@ -83,9 +83,10 @@ class StockJob:
     recorded: Mapping[str, tuple[str, str]]  # relative path -> (sha256, data) of earlier runs, same settings
 
 
-def render_settings(r: DictConfig, freqs: Sequence[str], text: bool = False) -> RenderSettings:
-    """The render settings of the chart design ``r`` (a config's ``render:`` block) for the inputs
-    a task declares: charts of the time frames ``freqs``, and the OHLCV text blocks when ``text``."""
+def render_settings(r: DictConfig, design: DictConfig, freqs: Sequence[str], text: bool = False) -> RenderSettings:
+    """The render settings of the drawing ``r`` (a config's ``render:`` block: renderer, size, colour
+    convention) and a task's chart ``design`` (its ``task.render:``: bars, moving averages) for the
+    inputs the task declares: charts of the time frames ``freqs``, and the OHLCV text blocks when ``text``."""
     if r.colors not in COLOR_CONVENTIONS:
         raise ValueError(f"render.colors={r.colors!r}: choose from {sorted(COLOR_CONVENTIONS)}")
     if r.renderer not in RENDERERS:
@@ -96,11 +97,11 @@ def render_settings(r: DictConfig, freqs: Sequence[str], text: bool = False) -> 
         height=int(r.height),
         up_color=up,
         down_color=down,
-        ma_windows=tuple(int(w) for w in r.ma_windows),
-        ma_colors=tuple(str(c) for c in r.ma_colors),
+        ma_windows=tuple(int(w) for w in design.ma_windows),
+        ma_colors=tuple(str(c) for c in design.ma_colors),
     )
     return RenderSettings(
-        spec=spec, freqs=tuple(freqs), max_bars=int(r.max_bars), renderer=str(r.renderer), text=text,
+        spec=spec, freqs=tuple(freqs), max_bars=int(design.max_bars), renderer=str(r.renderer), text=text,
         colors=(up, down),
     )
 

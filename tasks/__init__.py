@@ -1,44 +1,74 @@
-"""The task registry: one line per task, its package and the object that implements it.
-
-Adding a task = one folder under ``tasks/``, one ``conf/task/<name>.yaml`` and one line here. A task
-defined elsewhere (a test, a user's own package) joins with :func:`register`.
+"""The task registry: every folder under ``tasks/`` with a ``task.py`` that defines ``TASK`` and a
+``config.yaml`` (its whole ``task:`` block) is a task, found by listing the folder, so adding a task
+is adding a folder (lmms-eval's shape). Folders elsewhere join through ``CANDLEBENCH_TASKS`` (a
+path list of directories holding task folders); a task object built in code joins with :func:`register`.
 """
 
 from __future__ import annotations
 
+import os
+from functools import cache
 from importlib import import_module
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from candlebench.core.errors import UserError
 from tasks.base import Task
+
+# The forecast paper's task is the primary one: reports open on it; the others follow by name.
+PRIMARY = "forecast"
+# Your own tasks' folders, found as the shipped ones are: `tasks.<name>.task` imports from there.
+__path__ += [p for p in os.environ.get("CANDLEBENCH_TASKS", "").split(os.pathsep) if p]
 
 
 class UnknownTask(UserError, ValueError):
     pass
 
-# name -> "module:attribute"; imported on first use, so a stage loads only the task it runs.
-_KNOWN: dict[str, str] = {
-    "forecast": "tasks.forecast.task:TASK",
-    "e2a": "tasks.e2a.task:TASK",
-    "caption": "tasks.caption.task:TASK",
-}
-_LOADED: dict[str, Task] = {}
+
+_REGISTERED: dict[str, Task] = {}
 
 
 def register(task: Task) -> Task:
-    _LOADED[task.name] = task
+    _REGISTERED[task.name] = task
     return task
 
 
+def _folders() -> dict[str, Path]:
+    """name -> folder of every task folder on the package's path (the first of a name wins)."""
+    found: dict[str, Path] = {}
+    for root in __path__:
+        for code in sorted(Path(root).glob("*/task.py")):
+            found.setdefault(code.parent.name, code.parent)
+    return found
+
+
 def names() -> list[str]:
-    """The registry's order (the primary task, forecast, first; reports follow it), then tasks
-    registered from elsewhere by name."""
-    return [*_KNOWN, *sorted(set(_LOADED) - set(_KNOWN))]
+    """The primary task, then every other task by name (tasks registered from elsewhere too)."""
+    return sorted({*_folders(), *_REGISTERED}, key=lambda n: (n != PRIMARY, n))
+
+
+def store_configs() -> None:
+    """Each task folder's config.yaml as the option ``task=<name>`` of Hydra's task group."""
+    store = ConfigStore.instance()
+    for name, folder in _folders().items():
+        if (folder / "config.yaml").exists():
+            store.store(group="task", name=name, node=OmegaConf.load(folder / "config.yaml"))
+
+
+@cache
+def _load(name: str) -> Task:
+    # Imported on first use, so a stage loads only the task it runs.
+    task = import_module(f"tasks.{name}.task").TASK
+    if task.name != name:
+        raise UnknownTask(f"tasks/{name}/task.py defines the task {task.name!r}: a task's folder carries its name")
+    return task
 
 
 def get_task(name: str) -> Task:
-    if name not in _LOADED:
-        if name not in _KNOWN:
-            raise UnknownTask(f"task={name!r}: unknown task; known: {names()}")
-        module, attribute = _KNOWN[name].split(":")
-        _LOADED[name] = getattr(import_module(module), attribute)
-    return _LOADED[name]
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name not in _folders():
+        raise UnknownTask(f"task={name!r}: unknown task; known: {names()}")
+    return _load(name)

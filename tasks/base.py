@@ -127,6 +127,11 @@ class Task(ABC):
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
 
+    def validate(self, cfg: DictConfig) -> None:
+        """Raise ``candlebench.core.rules.ConfigError`` for a value of the task's own config (its
+        ``task:`` block) it cannot run with; the shared keys (samples window, chart size) are checked
+        by the stages."""
+
     @abstractmethod
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples: ...
 
@@ -167,9 +172,10 @@ class Task(ABC):
     def images_per_prompt(self, cfg: DictConfig) -> int:
         return len(self.inputs(cfg).charts)
 
-    def answer_constraint(self, cfg: DictConfig) -> str | None:
-        """A regex that constrained decoding holds answers to (both backends), None = free text."""
-        return cfg.task.get("answer_regex")
+    def answer_constraint(self, cfg: DictConfig, constrain: bool = False) -> str | None:
+        """A regex that constrained decoding holds answers to (both backends), None = free text:
+        ``task.answer_regex``, else the task's answer format when the model is to be held to it."""
+        return cfg.task.get("answer_regex") or (cfg.task.get("answer_format") if constrain else None)
 
     @abstractmethod
     def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]: ...

@@ -1,6 +1,6 @@
 """Evaluation windows shared by the tasks that ask about one stock on one date (E2A-style,
 captioning): every ``interval`` trading days of the market calendar in [start, end) (the forecast
-task's grid), each stock's bars strictly before the date. A stock is skipped at a date, and the
+task's grid, on :mod:`candlebench.market.calendar`), each stock's bars strictly before the date. A stock is skipped at a date, and the
 reason counted, when it has fewer than ``min_bars`` bars before it or has not traded in the
 ``max_stale_days`` trading days before it."""
 
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Collection, Iterator
 
 import numpy as np
 import pandas as pd
+from omegaconf import DictConfig
 
 from candlebench.market.market import Market
-from tasks.forecast.samples import SampleSpec, cutoff_dates
+from candlebench.market.calendar import every_nth_day
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,17 @@ class Window:
 
 
 def evaluation_windows(market: Market, start: str | None, end: str | None, interval: int, min_bars: int,
-                       max_stale_days: int, dropped: Counter[str]) -> tuple[pd.DatetimeIndex, Iterator[Window]]:
-    """The evaluation dates and, stock by stock (code order), each stock's usable windows."""
+                       max_stale_days: int, dropped: Counter[str], codes: Collection[str] | None = None
+                       ) -> tuple[pd.DatetimeIndex, Iterator[Window]]:
+    """The evaluation dates and, stock by stock (code order), each stock's usable windows; only
+    the stocks ``codes`` when given (the market's other stocks still make its calendar)."""
     cal = market.calendar
-    dates = cutoff_dates(cal, SampleSpec(start=start, end=end, interval=interval))
+    dates = every_nth_day(cal, start, end, interval)
 
     def windows() -> Iterator[Window]:
         for code, bars in market.bars.groupby("code", sort=True):
+            if codes is not None and code not in codes:
+                continue
             bars = bars.reset_index(drop=True)
             days = bars["date"].to_numpy(dtype="datetime64[ns]")
             for date in dates:
@@ -51,3 +56,9 @@ def evaluation_windows(market: Market, start: str | None, end: str | None, inter
                 yield Window(str(code), date, bars, n)
 
     return dates, windows()
+
+
+def codes_of(samples: DictConfig) -> tuple[str, ...] | None:
+    """A task's ``samples.codes``: the stocks it asks about (null = every stock of the data)."""
+    codes = samples.get("codes")
+    return None if codes is None else tuple(str(c) for c in codes)

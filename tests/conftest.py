@@ -54,7 +54,7 @@ def workspace(tmp_path_factory, env) -> Path:
     """samples.parquet + rendered charts for 27 real samples of the committed slice."""
     out = tmp_path_factory.mktemp("infer")
     common = ["data=slice", f"out_dir={out}", "data.codes=[AC,ALI,PHN,SM]"]
-    cli("samples", *common, "samples.interval=90", env=env)
+    cli("samples", *common, "task.samples.interval=90", env=env)
     cli("render", *common, "render.workers=1", env=env)
     assert len(pd.read_parquet(out / "forecast" / "samples.parquet")) == 27
     return out

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import cli, records
 
-COMMON = ["data=slice", "data.codes=[AC,ALI,SM]", "samples.interval=60", "score.n_boot=0",
+COMMON = ["data=slice", "data.codes=[AC,ALI,SM]", "task.samples.interval=60", "score.n_boot=0",
           "sweep.executor=local", "sweep.baselines=false", "model=tiny_qwen2_5_vl", "infer.batch_size=8"]
 MODEL = "tiny_qwen2_5_vl-transformers"
 
@@ -57,6 +57,6 @@ def test_modality_variants_give_the_ohlcv_text_instead_of_or_beside_the_charts(t
 
 
 def test_feed_must_come_from_what_is_rendered(tmp_path, env):
-    done = cli("run", "data=slice", "data.codes=[AC]", "task.feed=[ohlcv]", f"out_dir={tmp_path / 'x'}",
+    done = cli("run", "data=slice", "data.codes=[AC]", "per_task.forecast.feed=[ohlcv]", f"out_dir={tmp_path / 'x'}",
                env=env, check=False)
     assert done.returncode != 0 and "task.feed=['ohlcv']" in done.stderr and "task.text=true" in done.stderr

@@ -290,7 +290,7 @@ def _job_config(start: str, **xgb) -> "DictConfig":
     from omegaconf import OmegaConf
 
     spec = dataclasses.asdict(SampleSpec(start=start))
-    return OmegaConf.create({"samples": {k: v for k, v in spec.items() if k != "task"}, "task": {"horizon": H}})
+    return OmegaConf.create({"task": {"samples": {k: v for k, v in spec.items() if k != "task"}, "horizon": H}})
 
 
 def test_xgboost_trains_on_history_before_the_test_window(slice_market):
@@ -327,7 +327,7 @@ def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     assert history_spec(slice_market.calendar, SampleSpec(), None) is None
 
 
-# --- training on every trading day (baseline.params.xgboost.train_stride) ---------------------------
+# --- training on every trading day (task.baseline.params.xgboost.train_stride) ---------------------------
 
 SHORT = ["AC", "ALI", "BPI", "SM", "TEL"]
 # 18 months of history before the test window (the slice starts 2017-01-03): on the 30-day grid that
@@ -344,12 +344,12 @@ def short_market(slice_market: Market) -> Market:
 
 
 def _defaults() -> dict:
-    """The xgboost block of conf/task/forecast.yaml, as `candlebench baseline` passes it."""
+    """The xgboost block of tasks/forecast/config.yaml, as `candlebench baseline` passes it."""
     from pathlib import Path
 
     from omegaconf import OmegaConf
 
-    conf = OmegaConf.load(Path(__file__).parents[1] / "conf" / "task" / "forecast.yaml")
+    conf = OmegaConf.load(Path(__file__).parents[1] / "tasks" / "forecast" / "config.yaml")
     return OmegaConf.to_container(conf.baseline.params.xgboost)
 
 
@@ -357,12 +357,12 @@ def _window_config(start: str | None, end: str | None = None, interval: int = 30
     from omegaconf import OmegaConf
 
     spec = dataclasses.asdict(SampleSpec(start=start, end=end, interval=interval))
-    return OmegaConf.create({"samples": {k: v for k, v in spec.items() if k != "task"}, "task": {"horizon": H}})
+    return OmegaConf.create({"task": {"samples": {k: v for k, v in spec.items() if k != "task"}, "horizon": H}})
 
 
 def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
-    """5 stocks, 18 months before samples.start, the shipped defaults: every test sample is answered
-    (training on every trading day); on the test grid alone (train_stride = samples.interval, the
+    """5 stocks, 18 months before task.samples.start, the shipped defaults: every test sample is answered
+    (training on every trading day); on the test grid alone (train_stride = task.samples.interval, the
     former rule) none is, and each says why."""
     from tasks.base import NoAnswer
     from tasks.forecast.task import TASK
@@ -453,7 +453,7 @@ def test_daily_training_is_reproducible_and_independent_of_row_order(short_marke
 @pytest.mark.parametrize("start, interval, train_start", [("2018-09-01", 30, None), ("2018-09-01", 20, "2017-06-01"),
                                                           ("2018-09-01", 30, "2019-01-01")])
 def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market, start, interval, train_start):
-    """train_stride = samples.interval gives the former pool: history_spec's cutoffs (from
+    """train_stride = task.samples.interval gives the former pool: history_spec's cutoffs (from
     train_start, which floors the history only) followed by the test cutoffs."""
     from tasks.forecast.samples import history_spec, training_spec
 

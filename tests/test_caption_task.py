@@ -12,7 +12,7 @@ import pytest
 
 from helpers import cli, records
 
-COMMON = ["tasks=[caption]", "data=slice", "data.codes=[AC,SM,TEL]", "samples.interval=120", "score.n_boot=100",
+COMMON = ["tasks=[caption]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100",
           "infer.generation.max_new_tokens=48"]
 MODEL = "tiny_qwen2_5_vl-transformers"
 

@@ -27,8 +27,8 @@ def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
 
 
 def test_overrides_reach_the_job_and_output_is_byte_identical(tmp_path):
-    args = ["samples", "data=slice", "samples.interval=20", "samples.horizons=[5,10]", "task.horizon=10",
-            "samples.start=2018-01-01"]
+    args = ["samples", "data=slice", "task.samples.interval=20", "task.samples.horizons=[5,10]", "task.horizon=10",
+            "task.samples.start=2018-01-01"]
     first = run(*args, f"out_dir={tmp_path / 'a'}", cwd=tmp_path)
     second = run(*args, f"out_dir={tmp_path / 'b'}", cwd=tmp_path)
     assert first.returncode == 0 and second.returncode == 0, first.stderr
@@ -79,9 +79,9 @@ def test_setting_and_naming_keys(tmp_path):
 
     done = run("samples", "model.chat_template_kwargs.enable_thinking=false", "--cfg", "job", cwd=tmp_path)
     assert done.returncode == 0 and yaml.safe_load(done.stdout)["model"]["chat_template_kwargs"] == {"enable_thinking": False}
-    for args, said in ((["samples", "render.max_bar=5"], "render.max_bar is not a setting; nearest: render.max_bars"),
+    for args, said in ((["samples", "task.render.max_bar=5"], "task.render.max_bar is not a setting; nearest: task.render.max_bars"),
                        (["run", "task.horizn=5"], "task.horizn is not a setting; nearest: task.horizon"),
-                       (["samples", "task=nosuch"], "task=nosuch: no such config in conf/task/; choose from ['caption', 'e2a', 'forecast']")):
+                       (["samples", "task=nosuch"], "task=nosuch: no such task in tasks/; choose from ['caption', 'e2a', 'forecast']")):
         done = run(*args, cwd=tmp_path)
         assert done.returncode != 0 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import cli, records
 from tasks.e2a.anchors import ANCHORS, compute_anchors
 
-COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "samples.interval=60", "score.n_boot=100"]
+COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=60", "score.n_boot=100"]
 MODEL = "tiny_qwen2_5_vl-transformers"
 
 
@@ -139,7 +139,7 @@ def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fac
     paths = Layout.of(cfg).task("e2a")
     samples = pd.read_parquet(paths.samples)
     oracle = records(run, "anchor_oracle", task="e2a")
-    prompts = {r.sample_id: r.prompt for r in build_requests(cfg, TASK, samples, paths)}
+    prompts = {r.sample_id: r.prompt for r in build_requests(cfg, TASK, samples, paths)[0]}
     for _, row in samples.iterrows():
         prompt, said = prompts[row["sample_id"]], oracle.loc[row["sample_id"], "text"]
         assert said in prompt and prompt.index("Your earlier answer was") < prompt.index(said)

@@ -42,8 +42,8 @@ def test_paper_experiments_train_xgboost_on_history_from_2015():
 
     for name in ("paper_hs300", "paper_sp500"):
         cfg = compose_config([f"experiment={name}", f"data.path={SLICE}"])
-        assert str(cfg.baseline.params.xgboost.train_start) == "2015-01-01"
-        assert str(cfg.samples.start) == "2023-01-01" and str(cfg.samples.end) == "2025-01-01"
+        assert str(cfg.task.baseline.params.xgboost.train_start) == "2015-01-01"
+        assert str(cfg.task.samples.start) == "2023-01-01" and str(cfg.task.samples.end) == "2025-01-01"
 
 
 def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
@@ -73,30 +73,32 @@ def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
 
 
 def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
-    from candlebench.stages.graph import compose_config, for_task
+    """per_task.<task> settings ride on every job's overrides and are taken by that task's jobs
+    only: no job composes another task's config to route them."""
+    from candlebench.stages.graph import compose_config
     from candlebench.sweep import sweep_plan
 
-    given = ["data.codes=[AC]", "task.language=zh", "task.horizon=30", "task.nonsense=1"]
-    tasks = ["forecast", "e2a"]
-    assert for_task(given, "forecast", tasks) == ["data.codes=[AC]", "task.horizon=30", "task.nonsense=1"]
-    assert for_task(given, "e2a", tasks) == ["data.codes=[AC]", "task.language=zh", "task.nonsense=1"]
-    base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]", "task.language=zh", "task.horizon=30"]
-    # The command's own config is the default task's: the e2a key is held back from it (cli.py).
-    jobs = {j.key: j for j in sweep_plan(compose_config(for_task(base, None, tasks)), base)}
-    assert "task.language=zh" in jobs["infer:e2a:tiny_qwen2_5_vl"].overrides[0]
-    assert "task.language=zh" not in jobs["infer:forecast:tiny_qwen2_5_vl"].overrides[0]
-    assert "task.horizon=30" in jobs["score:forecast:tiny_qwen2_5_vl"].overrides[0]
-    assert not any("task.language" in o for o in jobs["report"].overrides[0])  # composed with the default task
+    base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]",
+            "per_task.e2a.language=zh", "per_task.forecast.horizon=5", "per_task.e2a.samples.interval=60"]
+    jobs = {j.key: j for j in sweep_plan(compose_config(base), base)}
+    e2a = compose_config(list(jobs["infer:e2a:tiny_qwen2_5_vl"].overrides[0]))
+    forecast = compose_config(list(jobs["infer:forecast:tiny_qwen2_5_vl"].overrides[0]))
+    assert e2a.task.language == "zh" and "你是一名专业的技术分析师" in e2a.task.prompt
+    assert e2a.task.samples.interval == 60 and forecast.task.samples.interval == 30
+    assert forecast.task.horizon == 5 and "language" not in forecast.task
+    assert compose_config(list(jobs["report"].overrides[0])).task.name == "forecast"
 
 
 def test_run_with_a_key_of_one_task_and_a_key_of_none(tmp_path, env):
     from helpers import cli
 
-    # A key no task has is Hydra's error, before any work.
+    # A key no task has is Hydra's error, before any work; a key of another task names its per_task form.
+    done = cli("run", "data=slice", "data.codes=[AC]", "task.language=zh", f"out_dir={tmp_path}", env=env, check=False)
+    assert done.returncode != 0 and "per_task.e2a.language=... sets it for that task only" in done.stderr
     done = cli("run", "data=slice", "data.codes=[AC]", "task.nonsense=1", f"out_dir={tmp_path}", env=env, check=False)
     assert done.returncode != 0 and "task.nonsense" in done.stderr
     assert not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
     # A bad value of the second task's key fails before the first task's work.
-    done = cli("run", "data=slice", "data.codes=[AC]", "task.language=xx", f"out_dir={tmp_path}", env=env, check=False)
+    done = cli("run", "data=slice", "data.codes=[AC]", "per_task.e2a.language=xx", f"out_dir={tmp_path}", env=env, check=False)
     assert done.returncode != 0 and "task.language='xx': must be one of ['en', 'zh']" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()

@@ -10,13 +10,13 @@ import pytest
 
 from helpers import cli, run_dir, write_csv
 
-COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "samples.interval=60", "score.n_boot=50"]
+COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=60", "score.n_boot=50"]
 
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory, env):
     out = tmp_path_factory.mktemp("import")
-    for stage in (["samples"], ["baseline", "baseline.names=[momentum]"], ["score", "score.run=momentum"]):
+    for stage in (["samples"], ["baseline", "task.baseline.names=[momentum]"], ["score", "score.run=momentum"]):
         cli(*stage, *COMMON, f"out_dir={out}", env=env)
     return out
 

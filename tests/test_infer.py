@@ -41,7 +41,7 @@ def test_each_fixture_answers_end_to_end(workspace, env, model):
 
 
 def test_unconstrained_answers_are_kept_with_their_reason(workspace, env):
-    infer(workspace, env, "free", "model.answer_regex=null", "infer.batch_size=8")
+    infer(workspace, env, "free", "model.constrain_answers=false", "infer.batch_size=8")
     got = records(workspace, "free")
     assert set(got["tier"]) <= {"tag", "interval", "scan", "none"}
     assert (got["answer"].isna() == (got["tier"] == "none")).all()
@@ -52,8 +52,8 @@ def test_unconstrained_answers_are_kept_with_their_reason(workspace, env):
 
 def test_answers_do_not_depend_on_batch_size(workspace, env):
     # Free decoding: its longer, varied outputs are what padding would corrupt first.
-    infer(workspace, env, "batch1", "infer.batch_size=1", "model.answer_regex=null")
-    infer(workspace, env, "batch8", "infer.batch_size=8", "model.answer_regex=null")
+    infer(workspace, env, "batch1", "infer.batch_size=1", "model.constrain_answers=false")
+    infer(workspace, env, "batch8", "infer.batch_size=8", "model.constrain_answers=false")
     one, eight = records(workspace, "batch1"), records(workspace, "batch8")
     pd.testing.assert_frame_equal(one[ANSWER], eight[ANSWER])
     assert one["text"].nunique() > 1  # answers depend on the charts, so the comparison has teeth
@@ -110,7 +110,7 @@ def test_a_finished_run_is_skipped_without_loading_the_model(workspace, env):
 
 
 def test_lora_unmerged_equals_merged_and_differs_from_base(workspace, env):
-    free = "model.answer_regex=null"
+    free = "model.constrain_answers=false"
     infer(workspace, env, "base", "model=tiny_qwen2_5_vl", free, "infer.batch_size=8")
     infer(workspace, env, "lora", "model=tiny_qwen2_5_vl_lora", free, "infer.batch_size=8")
     infer(workspace, env, "merged", "model=tiny_qwen2_5_vl_lora", free, "model.merge_adapter=true", "infer.batch_size=8")

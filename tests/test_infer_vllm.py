@@ -16,9 +16,9 @@ pytestmark = pytest.mark.vllm
 
 @pytest.mark.parametrize(
     ("model", "extra"),
-    [("tiny_qwen2_5_vl", ("model.answer_regex=null",)), ("tiny_qwen2_5_vl", ()), ("tiny_llava", ()),
-     ("tiny_qwen3_vl", ("model.answer_regex=null",)), ("tiny_gemma3", ()),
-     ("tiny_gemma4_e4b", ("model.answer_regex=null",)), ("tiny_gemma4_31b", ())],
+    [("tiny_qwen2_5_vl", ("model.constrain_answers=false",)), ("tiny_qwen2_5_vl", ()), ("tiny_llava", ()),
+     ("tiny_qwen3_vl", ("model.constrain_answers=false",)), ("tiny_gemma3", ()),
+     ("tiny_gemma4_e4b", ("model.constrain_answers=false",)), ("tiny_gemma4_31b", ())],
     ids=["qwen-free", "qwen-constrained", "llava-constrained", "qwen3-free", "gemma3-constrained",
          "gemma4-e4b-free", "gemma4-31b-constrained"],
 )
@@ -35,7 +35,7 @@ def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
 
 
 def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
-    free = "model.answer_regex=null"
+    free = "model.constrain_answers=false"
     infer(workspace, env, "hf-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
     infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true",
           "model.merge_adapter=false")  # served unmerged, through LoRARequest
@@ -57,7 +57,7 @@ def test_structured_output_constrains_the_answer_to_the_score_format(workspace, 
 def test_vllm_merged_adapter_equals_transformers(workspace, env):
     """vLLM merges a run's adapter by default: the merged copy (saved under the base's key names)
     answers as the adapter does, unmerged, in transformers; both run keys say which ran."""
-    free = "model.answer_regex=null"
+    free = "model.constrain_answers=false"
     infer(workspace, env, "hf-lora-m", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
     infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true")
     hf, vllm = records(workspace, "hf-lora-m"), records(workspace, "vllm-merged")
@@ -69,7 +69,7 @@ def test_vllm_merged_adapter_equals_transformers(workspace, env):
 
 def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
     """vLLM's LoRA leaves the vision tower out; such an adapter is merged (and says so), never dropped."""
-    free = "model.answer_regex=null"
+    free = "model.constrain_answers=false"
     infer(workspace, env, "hf-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=transformers", "infer.batch_size=8")
     done = infer(workspace, env, "vllm-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=vllm",
                  "backend.enforce_eager=true", "model.merge_adapter=false")  # asked unmerged: merged all the same
@@ -85,7 +85,7 @@ def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     constrained to the answer object, and its verify pass: the same greedy tokens as transformers."""
     from helpers import cli
 
-    common = ["task=e2a", "data=slice", f"out_dir={tmp_path}", "data.codes=[AC,SM]", "samples.interval=120"]
+    common = ["task=e2a", "data=slice", f"out_dir={tmp_path}", "data.codes=[AC,SM]", "task.samples.interval=120"]
     cli("samples", *common, env=env)
     cli("render", *common, "render.workers=1", env=env)
     cli("infer", *common, "infer.run_name=hf", "backend=transformers", "infer.batch_size=8", env=env)

@@ -18,7 +18,7 @@ import pytest
 
 from helpers import CANDLEBENCH, SLICE, cli, records, run_dir
 
-BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "samples.interval=90", "render.workers=1"]
+BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=90", "render.workers=1"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_failed_samples_are_retried_and_a_lasting_failure_stays_visible(ws, env)
 
 def test_rerendered_charts_are_answered_again(ws, env):
     _infer(ws, env)
-    rerender = ["render.max_bars=20"]
+    rerender = ["task.render.max_bars=20"]
     refused = _infer(ws, env, *rerender, check=False)  # the charts on disk are 50-bar charts
     assert refused.returncode != 0 and "other render settings" in refused.stderr and "Traceback" not in refused.stderr
     cli("render", *BASE, *rerender, f"out_dir={ws}", env=env)
@@ -109,7 +109,7 @@ def test_no_stage_mixes_the_market_its_samples_came_from_with_another(ws, env, t
     other = tmp_path / "restated.csv"
     frame.to_csv(other, index=False)
     moved = ["data=csv", f"data.path={other}", "data.market=PSE", *BASE[1:], f"out_dir={ws}"]
-    for stage in (["baseline", "baseline.names=[momentum]"], ["render"], ["infer", "infer.run_name=r"],
+    for stage in (["baseline", "task.baseline.names=[momentum]"], ["render"], ["infer", "infer.run_name=r"],
                   ["score", "score.run=r"]):
         refused = cli(*stage, *moved, env=env, check=False)
         assert refused.returncode != 0 and "Traceback" not in refused.stderr, (stage, refused.stderr)
@@ -126,7 +126,7 @@ def test_a_run_is_never_scored_under_other_task_settings_than_it_was_answered_un
     """`score task.horizon=5` on answers to the 30-day prompt (and on a 30-day baseline) would label
     them with 5-day returns: refused, naming the setting; the run's own settings still score it."""
     _infer(ws, env)
-    cli("baseline", *BASE, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    cli("baseline", *BASE, "task.baseline.names=[momentum]", f"out_dir={ws}", env=env)
     for run, said in (("r", "was asked another prompt than this config gives"),
                       ("momentum", "task.horizon=30 there, 5 here")):
         refused = cli("score", *BASE, f"out_dir={ws}", f"score.run={run}", "task.horizon=5", "score.n_boot=0",
@@ -153,7 +153,7 @@ def test_red_up_charts_are_never_answered_under_a_green_up_prompt(ws, env):
 
 def test_replaced_market_data_redoes_charts_answers_and_baselines(ws, env, tmp_path):
     _infer(ws, env)
-    cli("baseline", *BASE, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    cli("baseline", *BASE, "task.baseline.names=[momentum]", f"out_dir={ws}", env=env)
     frame = pd.read_csv(SLICE)
     frame.loc[frame["code"] == "AC", ["open", "high", "low", "close"]] *= 1.5  # AC restated
     other = tmp_path / "restated.csv"
@@ -167,7 +167,7 @@ def test_replaced_market_data_redoes_charts_answers_and_baselines(ws, env, tmp_p
     answered = cli("infer", *moved, f"out_dir={ws}", "infer.run_name=r", env=env)
     assert f"{len(ac)} generated" in answered.stdout  # exactly AC's charts changed
     before = sorted((run_dir(ws, "momentum") / "parts").iterdir())
-    cli("baseline", *moved, "baseline.names=[momentum]", f"out_dir={ws}", env=env)
+    cli("baseline", *moved, "task.baseline.names=[momentum]", f"out_dir={ws}", env=env)
     assert len(sorted((run_dir(ws, "momentum") / "parts").iterdir())) == len(before) + 1
 
 
@@ -198,21 +198,21 @@ def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_
         ("infer.batch_size=-1", "infer.batch_size=-1: must be null or an integer >= 1"),
         ("infer.prefetch_batches=-2", "infer.prefetch_batches=-2: must be an integer >= 0"),
         ("infer.shard.index=2", "infer.shard.index=2: must be < infer.shard.count=1"),
-        ("samples.interval=0", "samples.interval=0: must be an integer >= 1"),
-        ("render.max_bars=-1", "render.max_bars=-1: must be an integer >= 1"),
+        ("task.samples.interval=0", "task.samples.interval=0: must be an integer >= 1"),
+        ("task.render.max_bars=-1", "task.render.max_bars=-1: must be an integer >= 1"),
         ("render.workers=0", "render.workers=0: must be null or an integer >= 1"),
         ("infer.max_error_rate=2", "infer.max_error_rate=2: must be a number in [0, 1]"),
-        ("task.horizon=10", "task.horizon=10: must be one of samples.horizons=[5, 30]"),
-        ("samples.start=2019-06-01", "samples.start=2019-06-01 is not before samples.end=2019-01-01"),
+        ("task.horizon=10", "task.horizon=10: must be one of task.samples.horizons=[5, 30]"),
+        ("task.samples.start=2019-06-01", "task.samples.start=2019-06-01 is not before task.samples.end=2019-01-01"),
         ("infer.generation.temperature=-1", "infer.generation.temperature=-1: must be a number >= 0"),
         ("render.colors=purple_up", "render.colors='purple_up': must be one of ['green_up', 'red_up']"),
         ("render.renderer=nosuch", "render.renderer='nosuch': must be one of ['mplfinance', 'pil']"),
         ("data.on_defect=ignore", "data.on_defect='ignore': must be one of ['drop', 'fail']"),
-        ("render.ma_windows=[5,20]", "render.ma_windows=[5, 20] and render.ma_colors=['black', 'blue', 'purple']: must be"),
+        ("task.render.ma_windows=[5,20]", "task.render.ma_windows=[5, 20] and task.render.ma_colors=['black', 'blue', 'purple']: must be"),
     ],
 )
 def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, override, message):
-    extra = ["samples.end=2019-01-01"] if override.startswith("samples.start") else []
+    extra = ["task.samples.end=2019-01-01"] if override.startswith("task.samples.start") else []
     for command in ("infer", "run"):
         done = cli(command, *BASE, f"out_dir={tmp_path}", override, *extra, env=env, check=False)
         assert done.returncode != 0 and message in done.stderr, done.stderr[-800:]
@@ -221,7 +221,7 @@ def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, ov
 
 
 def test_a_window_after_the_data_says_so(tmp_path, env):
-    done = cli("samples", *BASE, f"out_dir={tmp_path}", "samples.start=2021-01-01", env=env, check=False)
+    done = cli("samples", *BASE, f"out_dir={tmp_path}", "task.samples.start=2021-01-01", env=env, check=False)
     assert done.returncode != 0 and "no samples in the window" in done.stderr and "2019-12" in done.stderr
     assert "KeyError" not in done.stderr
 
@@ -277,7 +277,7 @@ def _alive(pids: list[int]) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, sig):
     out = tmp_path / "term"
-    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+    cli("samples", "data=slice", "task.samples.interval=5", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
     sent = time.monotonic()
     proc.send_signal(sig)
@@ -293,7 +293,7 @@ def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, si
 def test_a_killed_render_leaves_no_worker_drawing(tmp_path, env):
     """SIGKILL gives the parent no say: its workers see they were orphaned and end by themselves."""
     out = tmp_path / "kill"
-    cli("samples", "data=slice", "samples.interval=5", f"out_dir={out}", env=env)
+    cli("samples", "data=slice", "task.samples.interval=5", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
     proc.kill()
     proc.communicate(timeout=60)

@@ -15,7 +15,7 @@ MODEL = "tiny_qwen2_5_vl-transformers"
 
 def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     out = tmp_path / "out"
-    cli("run", "tasks=[e2a]", "data=slice", "data.codes=[AC]", "samples.interval=200", "task.passes=[]",
+    cli("run", "tasks=[e2a]", "data=slice", "data.codes=[AC]", "task.samples.interval=200", "task.passes=[]",
         f"out_dir={out}", env=env)
     found = json.loads((out / "report" / "provenance.json").read_text())
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=SLICE.parents[2]).stdout.strip()

@@ -135,7 +135,7 @@ def test_rerun_skips_valid_files_and_redraws_missing_corrupt_or_restyled(tmp_pat
 
 def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
     """SIGKILL the whole process group (job and pool) at two points; the re-runs finish the rest."""
-    args = ["data=slice", "samples.interval=40"]
+    args = ["data=slice", "task.samples.interval=40"]
     for out in ("ref", "run"):
         done = subprocess.run([CANDLEBENCH, "samples", *args, f"out_dir={tmp_path / out}"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

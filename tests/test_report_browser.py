@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(_PROBLEM is not None, reas
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, env) -> Path:
     out = tmp_path_factory.mktemp("browser")
-    common = ["data=slice", "data.codes=[AC,ALI]", "samples.interval=60", f"out_dir={out}"]
+    common = ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=60", f"out_dir={out}"]
     cli("run", "tasks=[forecast]", *common, env=env)
     cli("infer", *common, f"infer.run_name={SMALL}", f"infer.image.max_pixels={BUDGET}", env=env)
     cli("score", *common, f"score.run={SMALL}", env=env)

@@ -19,8 +19,8 @@ RUNS = ("xgboost", "momentum", "constant", "random", "tiny_qwen2_5_vl-transforme
 # edited into the golden file from the records already there).
 # XGBoost trains on the test grid (train_stride = the interval), as the golden records were made;
 # its default, every day, has its own tests.
-GOLDEN = ["tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "samples.interval=40",
-          "baseline.params.xgboost.min_train=20", "baseline.params.xgboost.train_stride=40", "score.n_boot=100",
+GOLDEN = ["tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,BPI,JFC,SM,TEL]", "task.samples.interval=40",
+          "task.baseline.params.xgboost.min_train=20", "task.baseline.params.xgboost.train_stride=40", "score.n_boot=100",
           "render.workers=1"]
 
 

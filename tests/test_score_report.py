@@ -24,7 +24,7 @@ def cli(*args: str, cwd: Path) -> str:
 def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     common = ["data=slice", f"out_dir={out}", "score.n_boot=200"]
-    cli("samples", *common, "samples.interval=15", cwd=out)
+    cli("samples", *common, "task.samples.interval=15", cwd=out)
     (out / "baseline.stdout").write_text(cli("baseline", *common, cwd=out))
     for name in ("xgboost", "momentum", "constant", "random"):
         cli("score", *common, f"score.run={name}", cwd=out)
@@ -83,7 +83,7 @@ def test_each_run_says_in_the_headline_table_how_many_samples_it_left_unanswered
 def test_rerun_appends_nothing(scored):
     before = (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes()
     parts = sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir())
-    cli("baseline", "data=slice", f"out_dir={scored}", "baseline.names=[random]", cwd=scored)
+    cli("baseline", "data=slice", f"out_dir={scored}", "task.baseline.names=[random]", cwd=scored)
     assert sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir()) == parts
     assert (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes() == before
 
@@ -137,8 +137,8 @@ def test_pooled_report_of_two_markets(tmp_path):
     for market, codes in (("PSE-A", "[AC,ALI,BPI,JFC]"), ("PSE-B", "[SM,TEL,URC,MER]")):
         out = tmp_path / market
         common = ["data=slice", f"data.codes={codes}", f"data.market={market}", f"out_dir={out}", "score.n_boot=0"]
-        cli("samples", *common, "samples.interval=20", cwd=tmp_path)
-        cli("baseline", *common, "baseline.names=[momentum,constant]", cwd=tmp_path)
+        cli("samples", *common, "task.samples.interval=20", cwd=tmp_path)
+        cli("baseline", *common, "task.baseline.names=[momentum,constant]", cwd=tmp_path)
         for name in ("momentum", "constant"):
             cli("score", *common, f"score.run={name}", cwd=tmp_path)
         runs[market] = out

@@ -151,8 +151,8 @@ def test_submitit_map_array(tmp_path):
 def _sweep(tmp_path: Path, launcher: str) -> subprocess.CompletedProcess:
     # Each job of the sweep gets its own out_dir (a shared one would have both write samples.parquet).
     return subprocess.run(
-        [CANDLEBENCH, "samples", "data=slice", f"out_dir={tmp_path}/i${{samples.interval}}",
-         "samples.interval=20,30", f"hydra/launcher={launcher}", "--multirun"],
+        [CANDLEBENCH, "samples", "data=slice", f"out_dir={tmp_path}/i${{task.samples.interval}}",
+         "task.samples.interval=20,30", f"hydra/launcher={launcher}", "--multirun"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
 

@@ -19,7 +19,7 @@ pytestmark = [needs_cluster, pytest.mark.cluster]
 MODELS = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
 RUNS = ["tiny_qwen2_5_vl-transformers", "tiny_qwen2_5_vl_lora-transformers", "xgboost", "momentum", "constant", "random"]
 COMMON = [
-    "tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,SM]", "samples.interval=60", "score.n_boot=100",
+    "tasks=[forecast]", "data=slice", "data.codes=[AC,ALI,SM]", "task.samples.interval=60", "score.n_boot=100",
     f"sweep.models=[{','.join(MODELS)}]", f"sweep.compare=[[{MODELS[0]},{MODELS[1]}]]",
     "sweep.render_chunks=2", "sweep.infer_shards=2", "sweep.poll_s=0.5",
 ]

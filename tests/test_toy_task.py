@@ -1,97 +1,24 @@
-"""The task seam holds: a task defined only here — this file and its config, registered from the
-test — runs through samples → render → baseline → infer (tiny fixture) → import → score → report
-with no change to the shared stages."""
+"""The task seam holds: a task that is one folder (tests/toy_tasks/toy: task.py and config.yaml),
+found on the registry's path, runs through samples → render → baseline → infer (tiny fixture) →
+import → score → report with no change to any shared file."""
 
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Callable, Mapping
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra.core.config_store import ConfigStore
 
 import tasks
-from candlebench.core.results import Parsed, RunData
-from candlebench.market.market import Market
 from candlebench.stages.graph import run_stage
-from scoring.report import ScoredRun, Section, Table
-from tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task
-
-CONFIG = {
-    "task": {
-        "name": "toy",
-        "prompt": "Bars before {cutoff}:\n{ohlcv}\nDid the next close rise? Answer UP or DOWN.",
-        "answer_regex": "(UP|DOWN)",
-    },
-    "samples": {"every": 120, "min_bars": 30},
-    "render": {"max_bars": 20, "ma_windows": [5], "ma_colors": ["black"]},
-    "baseline": {"names": ["always_up"], "params": {}},
-}
 
 
-def _always_up(samples: pd.DataFrame, market: Market, cfg, **params) -> Mapping[str, str | None]:
-    return {sid: "UP" for sid in samples["sample_id"]}
-
-
-class ToyTask(Task):
-    """Did the stock close up on the cutoff day? One daily chart and the OHLCV text per sample."""
-
-    name = "toy"
-    columns = (Column("direction", "string"),)
-    baselines = {"always_up": _always_up}
-
-    def build_samples(self, market: Market, cfg) -> BuiltSamples:
-        cal, bars = market.calendar, market.bars
-        rows = []
-        for cutoff in cal[int(cfg.samples.min_bars):: int(cfg.samples.every)]:
-            day = bars[bars["date"] == cutoff].set_index("code")["close"]
-            before = bars[bars["date"] < cutoff].groupby("code")["close"].last()
-            for code in sorted(set(day.index) & set(before.index)):
-                rows.append({"sample_id": f"toy-{code}-{cutoff:%Y%m%d}", "task": "toy", "market": market.name,
-                             "code": code, "cutoff": cutoff, "up": bool(day[code] > before[code])})
-        frame = pd.DataFrame(rows)
-        return BuiltSamples(frame, {"samples": len(frame)})
-
-    def inputs(self, cfg) -> Inputs:
-        return Inputs(charts=("daily",), text=True)
-
-    def prompt_identity(self, cfg) -> str:
-        return cfg.task.prompt
-
-    def request(self, cfg, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
-        prompt = cfg.task.prompt.format(cutoff=f"{sample['cutoff']:%Y-%m-%d}", ohlcv=texts["text_ohlcv"])
-        return RequestSpec(prompt, ("daily",), ("text_ohlcv",))
-
-    def parser(self, cfg) -> Callable[[str | None], Parsed]:
-        def parse(text: str | None) -> Parsed:
-            found = re.search(r"\b(UP|DOWN)\b", text or "")
-            if found is None:
-                return Parsed(None, "none", "no UP or DOWN", {"direction": None})
-            return Parsed(found.group(1), "word", None, {"direction": found.group(1).lower()})
-
-        return parse
-
-    def score(self, run: RunData, cfg, settings: ScoreSettings) -> dict:
-        answered = run.parsed[run.parsed["direction"].notna()]
-        right = (answered["direction"] == "up") == answered["up"]
-        return {"accuracy": float(right.mean()) if len(answered) else None,
-                "parse_failure_rate": float(run.parsed["direction"].isna().mean())}
-
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
-        return {"accuracy_diff": b.metrics["accuracy"] - a.metrics["accuracy"]}
-
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets=()) -> list[Section]:
-        frame = pd.DataFrame({"Run": [r.label for r in runs], "Accuracy": [r.metrics["accuracy"] for r in runs]})
-        return [Section("Toy task", (Table("Accuracy on the cutoff day's direction", frame),))]
-
-
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory, env):
-    ConfigStore.instance().store(group="task", name="toy", node=CONFIG, package="_global_")
-    tasks.register(ToyTask())
-    return tmp_path_factory.mktemp("toy")
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    """The toy folder on the registry's path, as CANDLEBENCH_TASKS puts it there."""
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(Path(__file__).parent / "toy_tasks")])
+    return tmp_path
 
 
 def test_a_task_defined_in_a_test_runs_every_stage(toy, env, monkeypatch):

@@ -42,6 +42,11 @@ class RunPaths:
         return self.root / "run.json"
 
     @property
+    def inputs(self) -> Path:
+        """The inputs infer sent with each sample, by name (charts, text, the earlier answer)."""
+        return self.root / "inputs.parquet"
+
+    @property
     def metrics(self) -> Path:
         return self.root / "metrics.json"
 

@@ -15,23 +15,31 @@ from tasks import get_task
 from tasks.base import NoAnswer
 
 NO_ANSWER = "no prediction"
+# Keys of the task's config that say nothing of a baseline's answers: which pass a run is, the
+# chart design (baselines read bars, not charts), and the baselines' own list (its params are kept apart).
+NOT_ITS_SETTINGS = ("method", "revises", "passes", "render", "baseline")
+
+
+def task_settings(cfg: DictConfig) -> dict:
+    """The task settings a baseline's answers depend on: part of its run key, checked by score."""
+    return {k: v for k, v in OmegaConf.to_container(cfg.task, resolve=True).items() if k not in NOT_ITS_SETTINGS}
 
 
 def baseline(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
-    names = list(cfg.baseline.names)
+    names = list(cfg.task.baseline.names)
     unknown = [n for n in names if n not in task.baselines]
     if unknown:
-        raise ValueError(f"baseline.names: {unknown} are not baselines of task {task.name}; known: {sorted(task.baselines)}")
+        raise ValueError(f"task.baseline.names: {unknown} are not baselines of task {task.name}; known: {sorted(task.baselines)}")
     if not names:
         return
     paths = task_paths(cfg)
     samples = read_samples(paths)
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(cfg) else None
     parse = task.parser(cfg)
-    task_config = OmegaConf.to_container(cfg.task, resolve=True)
+    task_config = task_settings(cfg)
     for name in names:
-        given = cfg.baseline.params.get(name)
+        given = cfg.task.baseline.params.get(name)
         params = {} if given is None else OmegaConf.to_container(given, resolve=True)
         # The market and the samples are inputs too: walk-forward models train on both.
         info = RunInfo(task=task.name, kind="baseline", model_name=name,

@@ -19,26 +19,33 @@ plan includes it: it replaces ``infer`` when the answers already exist.
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 
+from candlebench.core.overrides import key_of, open_key, with_overrides
 from candlebench.core.paths import CONF_DIR, register_resolvers
+from candlebench.core.rules import ConfigError
 from candlebench.stages.baseline import baseline
 from candlebench.stages.import_responses import import_responses
-from candlebench.stages.infer import infer
+from candlebench.stages.infer import infer, infer_done
 from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.per_task import apply_per_task
 from candlebench.stages.provenance import record_config
-from candlebench.stages.render import render
+from candlebench.stages.render import render, render_done
 from candlebench.stages.report import report
-from candlebench.stages.samples import samples
+from candlebench.stages.samples import samples, samples_done
 from candlebench.stages.score import score
 from candlebench.stages.validate import validate
-from tasks import get_task
+from tasks import get_task, store_configs
+from tasks import names as task_names
 
 
 @dataclass(frozen=True)
@@ -51,14 +58,18 @@ class StageDef:
     gpu: bool = False
     positional: tuple[str, ...] = ()  # command-line words taken as these keys (`import FILE`)
     planned: bool = True  # part of `run` / `sweep`; import stands in for infer when you have answers
+    # Whether a job's work is complete on disk under its config (a sweep leaves such jobs out);
+    # None: the stage is cheap and always runs (it skips what is done itself).
+    done: Callable[[DictConfig], bool] | None = None
 
 
 STAGES: tuple[StageDef, ...] = (
-    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task"),
-    StageDef("render", render, "draw every input the task's samples need (parallel, resumable)", "task", "render.chunk"),
+    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task", done=samples_done),
+    StageDef("render", render, "draw every input the task's samples need (parallel, resumable)", "task", "render.chunk",
+             done=render_done),
     StageDef("baseline", baseline, "the task's non-VLM baselines, as runs", "task"),
     StageDef("infer", infer, "run a model over the task's samples (transformers or vLLM), resumable", "model",
-             "infer.shard", gpu=True),
+             "infer.shard", gpu=True, done=infer_done),
     StageDef("import", import_responses, "responses made elsewhere (JSONL/CSV: sample_id, text) as a run", "model",
              positional=("import_file",), planned=False),
     StageDef("score", score, "parse and score runs: metrics.json", "model"),
@@ -74,16 +85,6 @@ class Job:
     overrides: tuple[tuple[str, ...], ...]  # one tuple per array task
     after: tuple[str, ...] = ()
     gpu: bool = False
-
-
-def _keys(overrides: list[str]) -> set[str]:
-    return {o.split("=", 1)[0].lstrip("+~") for o in overrides}
-
-
-def with_overrides(base: list[str], *extra: str) -> tuple[str, ...]:
-    """``base`` with ``extra`` replacing any override of the same key."""
-    replaced = _keys(list(extra))
-    return (*(o for o in base if o.split("=", 1)[0].lstrip("+~") not in replaced), *extra)
 
 
 def _split(base: tuple[str, ...], block: str | None, count: int) -> tuple[tuple[str, ...], ...]:
@@ -113,39 +114,6 @@ def units(models: list[str], variants: dict[str, tuple[str, ...]] | None = None)
     return [Unit(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
 
 
-def _is_value(override: str) -> bool:
-    """``task.horizon=10``, not a group choice (``model=x``) nor an addition / deletion (``+k``, ``~k``)."""
-    key = override.split("=", 1)[0]
-    return "." in key and not key.startswith(("+", "~"))
-
-
-def _composed(groups: tuple[str, ...], task: str | None) -> DictConfig:
-    return compose_config([*groups, *((f"task={task}",) if task else ())])
-
-
-_ABSENT = object()
-
-
-def for_task(base: list[str], task: str | None, tasks: list[str]) -> list[str]:
-    """``base`` as one task's jobs take it when a plan covers several tasks: a value override of a
-    key this task's config lacks but another planned task's has (``task.horizon`` belongs to
-    forecast, ``task.language`` to e2a) stays with that task. A key no task has is kept, so
-    Hydra names it. ``task=None``: the report's config (the default task)."""
-    groups = tuple(o for o in base if not _is_value(o))
-    mine = _composed(groups, task)
-    others = [_composed(groups, t) for t in tasks if t != task]
-
-    def keep(override: str) -> bool:
-        if not _is_value(override):
-            return True
-        key = override.split("=", 1)[0]
-        if OmegaConf.select(mine, key, default=_ABSENT) is not _ABSENT:
-            return True
-        return not any(OmegaConf.select(o, key, default=_ABSENT) is not _ABSENT for o in others)
-
-    return [o for o in base if keep(o)]
-
-
 def pass_run(run: str, method: str) -> str:
     """The run a second pass over ``run`` writes (infer.run_name's default says the same)."""
     return f"{run}-{method}"
@@ -167,12 +135,12 @@ def plan(
     jobs: list[Job] = []
     scored: list[str] = []
     for task in tasks:
-        on_task = with_overrides(for_task(base, task, tasks), f"task={task}")
+        on_task = with_overrides(base, f"task={task}")
         jobs.append(Job(f"samples:{task}", "samples", (on_task,)))
         jobs.append(Job(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
         if baselines:
             jobs.append(Job(f"baseline:{task}", "baseline", (on_task,), (f"samples:{task}",)))
-            jobs.append(Job(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${baseline.names}"),),
+            jobs.append(Job(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${task.baseline.names}"),),
                             (f"baseline:{task}",)))
             scored.append(jobs[-1].key)
         for unit in models:
@@ -193,17 +161,20 @@ def plan(
                 jobs.append(Job(f"score:{task}:{unit.key}:{method}", "score",
                                 (with_overrides(list(on_pass), f"score.run={revision}"),), (pass_key,)))
                 scored.append(jobs[-1].key)
-    jobs.append(Job("report", "report", (with_overrides(for_task(base, None, tasks), f"tasks=[{','.join(tasks)}]", *report),),
+    jobs.append(Job("report", "report", (with_overrides(base, f"tasks=[{','.join(tasks)}]", *report),),
                     tuple(scored)))
     return jobs
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
+    """The config a job runs with: conf/ under ``overrides``, its task's ``per_task`` settings merged in."""
     register_resolvers()
+    store_configs()
+    overrides = [open_key(o) for o in overrides]
     if GlobalHydra.instance().is_initialized():  # inside a Hydra job (run, sweep)
-        return compose(config_name="config", overrides=overrides)
+        return apply_per_task(compose(config_name="config", overrides=overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
-        return compose(config_name="config", overrides=overrides)
+        return apply_per_task(compose(config_name="config", overrides=overrides))
 
 
 def check_jobs(jobs: list[Job]) -> None:
@@ -211,7 +182,10 @@ def check_jobs(jobs: list[Job]) -> None:
     the prompt included) before the first job runs: a bad value of the second task fails the
     command before the first task's work."""
     for job in jobs:
-        cfg = compose_config(list(job.overrides[0]))
+        try:
+            cfg = compose_config(list(job.overrides[0]))
+        except (ConfigCompositionException, MissingConfigException) as err:
+            raise ConfigError(f"{job.key}: {composition_error(err, list(job.overrides[0]))}") from None
         validate(cfg)
         if job.stage == "infer":
             model_run_info(cfg, get_task(cfg.task.name), model_spec(cfg))
@@ -223,3 +197,39 @@ def run_stage(name: str, overrides: list[str]) -> str:
     record_config(name, cfg)
     BY_NAME[name].job(cfg)
     return name
+
+
+def composition_error(err: Exception, overrides: list[str]) -> str:
+    """Hydra's message about a bad override, in one line: an unknown key with the nearest settings
+    there are, an unknown config of a group with the configs it has."""
+    text = str(err)
+    unknown = re.match(r"Could not override '([^']+)'", text)
+    if unknown:
+        key = unknown.group(1)
+        rest = [o for o in overrides if key_of(o) != key]
+        if key.startswith("task."):
+            mine = str(compose_config(rest).task.name)
+            owners = [t for t in task_names() if t != mine
+                      and key in _keys(OmegaConf.to_container(compose_config([*rest, f"task={t}"]), resolve=False))]
+            if owners:
+                return (f"{key} is a setting of task {' and '.join(owners)}, not of task {mine}: "
+                        f"per_task.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
+        keys = _keys(OmegaConf.to_container(compose_config(rest), resolve=False))
+        nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
+        return (f"{key} is not a setting" + (f"; nearest: {', '.join(nearest)}" if nearest else "")
+                + f" (a new key takes a leading +: +{key}=...)")
+    missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
+    if missing:
+        group, option = missing.groups()
+        if group == "task":
+            return f"task={option}: no such task in tasks/; choose from {sorted(task_names())}"
+        options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
+        return f"{group}={option}: no such config in conf/{group}/; choose from {options}"
+    return " ".join(text.split())
+
+
+def _keys(node: object, prefix: str = "") -> list[str]:
+    """Every setting's dotted key (an empty mapping is a setting too)."""
+    if isinstance(node, dict) and node:
+        return [k for name, value in node.items() for k in _keys(value, f"{prefix}{name}.")]
+    return [prefix[:-1]]

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 
 import pandas as pd
 from omegaconf import DictConfig
 
 from candlebench.core.errors import CorruptFile, UserError
-from candlebench.core.io import fingerprint
-from candlebench.core.layout import TaskPaths, run_paths, task_paths
+from candlebench.core.io import fingerprint, write_parquet
+from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.render import settings_from
+from candlebench.stages.render import render_done, settings_from
 from inference.backends import backend_factory
 from inference.backends.base import Backend, Media
 from inference.models import ModelSpec, check_available, ensure_built
@@ -87,27 +88,63 @@ def earlier_answers(paths: TaskPaths, name: str, samples: pd.DataFrame, method: 
     }
 
 
-def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> list[Request]:
-    """One request per sample, each with the fingerprint of the input files it sends (and, in a
-    second pass, of the earlier answer it shows)."""
-    manifest = rendered_inputs(cfg, task, samples, paths)
-    sha = dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
-    with_text = task.inputs(cfg).text
+# The name under which a second pass's earlier answer enters a sample's input fingerprint.
+EARLIER = "earlier"
+
+
+def input_fingerprint(shas: Mapping[str, str], earlier: Earlier | None) -> str:
+    """A request's inputs: the render manifest's sha256 of each file it sends, and the text of the
+    earlier answer a second pass shows (a redone first pass makes the second one's answers stale)."""
+    return fingerprint(shas if earlier is None else {**shas, EARLIER: earlier.text})
+
+
+def _earlier(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> dict[str, Earlier]:
     revised = task.revises(cfg)
-    earlier = earlier_answers(paths, revised, samples, str(cfg.task.method)) if revised else {}
-    requests = []
+    return earlier_answers(paths, revised, samples, str(cfg.task.method)) if revised else {}
+
+
+def _shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
+    return dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
+
+
+def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:
+    """One request per sample, each with the fingerprint of the input files it sends (and, in a
+    second pass, of the earlier answer it shows); and what :func:`current_inputs` reads back of them:
+    per sample the names of the inputs sent (run/inputs.parquet)."""
+    sha = _shas(rendered_inputs(cfg, task, samples, paths))
+    with_text = task.inputs(cfg).text
+    earlier = _earlier(cfg, task, samples, paths)
+    requests, sent = [], []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
         before = earlier.get(row["sample_id"])
         # A first pass calls the three-argument form: a task without second passes need not take `earlier`.
         spec = task.request(cfg, row, texts) if before is None else task.request(cfg, row, texts, before)
-        used = {name: sha[(row["sample_id"], name)] for name in [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]}
-        inputs = fingerprint(used if before is None else {**used, "earlier": before.text})
+        names = [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]
+        inputs = input_fingerprint({name: sha[(row["sample_id"], name)] for name in names}, before)
         requests.append(
             Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs,
                     spec.charts, tuple(sha[(row["sample_id"], f)] for f in spec.charts))
         )
-    return requests
+        sent.append({"sample_id": row["sample_id"], "names": ",".join(names), EARLIER: before is not None, "inputs": inputs})
+    return requests, pd.DataFrame(sent, columns=["sample_id", "names", EARLIER, "inputs"])
+
+
+def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths, run: RunPaths) -> dict[str, str] | None:
+    """Each sample's input fingerprint as its request would send it now: the inputs infer sent, by
+    name (run/inputs.parquet), under the render manifest's sha256s and the revised run's answers of
+    now, so answers about charts redrawn since (or a redone first pass) are not current. No prompt is
+    built and no text input read. None: infer has not written the run's inputs."""
+    if not run.inputs.exists():
+        return None
+    sent = pd.read_parquet(run.inputs)
+    sha = _shas(rendered_inputs(cfg, task, samples, paths))
+    earlier = _earlier(cfg, task, samples, paths) if sent[EARLIER].any() else {}
+    return {
+        row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
+                                            earlier.get(row["sample_id"]) if row[EARLIER] else None)
+        for row in sent.to_dict("records") if row["sample_id"] in set(samples["sample_id"])
+    }
 
 
 def media(cfg: DictConfig, task: Task) -> Media:
@@ -121,10 +158,6 @@ def media(cfg: DictConfig, task: Task) -> Media:
     return Media(task.images_per_prompt(cfg), size, str(cfg.infer.prompt_layout))
 
 
-def current_inputs(requests: list[Request]) -> dict[str, str | None]:
-    return {r.sample_id: r.inputs for r in requests}
-
-
 def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
@@ -135,10 +168,11 @@ def infer(cfg: DictConfig) -> None:
     check_available(ModelSpec.from_config(cfg.model))
     model = model_spec(cfg)
     info = model_run_info(cfg, task, model)
-    requests = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
+    requests, sent = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
     run = run_paths(cfg)
     fresh = not run.root.exists()
     info.write(run.info)
+    write_parquet(sent, run.inputs)
 
     def make_backend() -> Backend:
         ensure_built(model)
@@ -158,9 +192,27 @@ def infer(cfg: DictConfig) -> None:
         if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
             shutil.rmtree(run.root)
         else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-            table = finalize_run(run, samples, task, current_inputs(requests))
+            table = finalize_run(run, samples, task, dict(zip(sent["sample_id"], sent["inputs"])))
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
         f"{len(table)} of {len(samples)} samples answered so far -> {run.root}"
     )
+
+
+def infer_done(cfg: DictConfig) -> bool:
+    """Every sample is answered under this config's run key, for the inputs it has now."""
+    if not render_done(cfg):
+        return False
+    paths = task_paths(cfg)
+    task = get_task(cfg.task.name)
+    run = run_paths(cfg)
+    samples = read_samples(paths)
+    try:
+        current = current_inputs(cfg, task, samples, paths, run)
+    except EarlierRunMissing:  # a second pass whose first is still to run
+        return False
+    if current is None or len(current) < len(samples):
+        return False
+    key = model_run_info(cfg, task, model_spec(cfg)).run_key
+    return set(current.items()) <= RecordStore(run.root).done(key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,8 +17,7 @@ from tasks.base import Task
 
 def generation_spec(cfg: DictConfig, task: Task, model: ModelSpec) -> GenerationSpec:
     values = OmegaConf.to_container(cfg.infer.generation, resolve=True)
-    own = model.answer_regex.get(task.name) if isinstance(model.answer_regex, Mapping) else model.answer_regex
-    return GenerationSpec(**values, regex=task.answer_constraint(cfg) or own)
+    return GenerationSpec(**values, regex=task.answer_constraint(cfg, model.constrain_answers))
 
 
 def image_policy(cfg: DictConfig) -> ImagePolicy:

@@ -25,9 +25,9 @@ from tasks import get_task
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs: its inputs, the chart design of cfg.render."""
+    """The render settings of the task a stage runs: its inputs, drawn by cfg.render to its chart design (cfg.task.render)."""
     inputs = get_task(cfg.task.name).inputs(cfg)
-    return render_settings(cfg.render, inputs.charts, inputs.text)
+    return render_settings(cfg.render, cfg.task.render, inputs.charts, inputs.text)
 
 
 def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
@@ -66,3 +66,17 @@ def render(cfg: DictConfig) -> None:
         print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
         return
     print(f"{len(manifest)} inputs ({settings.renderer}, key {settings.key()}) under {paths.images}")
+
+
+def render_done(cfg: DictConfig) -> bool:
+    """Every input of every sample is drawn under this config's settings and merged into the samples."""
+    paths = task_paths(cfg)
+    if not paths.samples.exists():
+        return False
+    samples = read_samples(paths)
+    settings = settings_from(cfg)
+    try:
+        collect_manifest(samples, settings, paths.root)
+    except FileNotFoundError:
+        return False
+    return {input_column(name) for name in settings.inputs} <= set(samples.columns)

@@ -39,10 +39,10 @@ def samples(cfg: DictConfig) -> None:
     built = task.build_samples(market, cfg)
     paths = task_paths(cfg)
     if built.frame.empty:
-        window = f"[{cfg.samples.get('start')}, {cfg.samples.get('end')})"
+        window = f"[{cfg.task.samples.get('start')}, {cfg.task.samples.get('end')})"
         runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
         raise UserError(
-            f"task {task.name}: no samples in the window samples.start/end = {window}{runs}"
+            f"task {task.name}: no samples in the window task.samples.start/end = {window}{runs}"
             + (f"; dropped: {built.summary['dropped_samples']}" if built.summary.get("dropped_samples") else "")
         )
     missing = [k for k in SAMPLE_KEYS if k not in built.frame.columns]
@@ -58,3 +58,8 @@ def samples(cfg: DictConfig) -> None:
     write_json(summary, paths.summary)
     print(json.dumps({k: v for k, v in built.summary.items() if k != "data"}, indent=2))
     print(f"{task.name}: {len(built.frame)} samples -> {table}")
+
+
+def samples_done(cfg: DictConfig) -> bool:
+    """The task's samples are on disk."""
+    return task_paths(cfg).samples.exists()

@@ -9,14 +9,15 @@ import traceback
 from dataclasses import asdict
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, open_dict
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.results import RunData
 from candlebench.market.data_source import same_market
-from candlebench.stages.infer import build_requests, current_inputs
+from candlebench.stages.baseline import task_settings
+from candlebench.stages.infer import current_inputs
 from candlebench.stages.parsed import finalize_run
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
@@ -51,9 +52,6 @@ class SettingsChanged(UserError, ValueError):
     task.horizon=5`` on answers to the 30-day prompt would label them with 5-day returns)."""
 
 
-_PASS_KEYS = ("method", "revises", "passes")  # which pass a run is: its own identity says so
-
-
 def _first_difference(a: str, b: str) -> str:
     for line_a, line_b in zip([*a.splitlines(), ""], [*b.splitlines(), ""]):
         if line_a != line_b:
@@ -82,9 +80,8 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
             raise SettingsChanged(f"{run.info}: run {run.name} was given other inputs ({info.identity['inputs']}) than "
                                   f"this config gives ({inputs}); {redo}")
     elif info.kind == "baseline" and "task_config" in info.identity:
-        now = OmegaConf.to_container(cfg.task, resolve=True)
-        then = info.identity["task_config"]
-        changed = sorted(k for k in {*now, *then} if k not in _PASS_KEYS and now.get(k) != then.get(k))
+        now, then = task_settings(cfg), info.identity["task_config"]
+        changed = sorted(k for k in {*now, *then} if now.get(k) != then.get(k))
         if changed:
             raise SettingsChanged(f"{run.info}: baseline {run.name} ran under other task settings than this config's: "
                                   + ", ".join(f"task.{k}={then.get(k)!r} there, {now.get(k)!r} here" for k in changed)
@@ -97,7 +94,10 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     under the task settings the run was answered under (else refused: :class:`SettingsChanged`)."""
     info = RunInfo.read(run.info)
     check_settings(task, cfg, info, run)
-    inputs = current_inputs(build_requests(cfg, task, samples, paths)) if info.kind == "model" else None
+    inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
+    if info.kind == "model" and inputs is None:
+        raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
+                                f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     parsed = finalize_run(run, samples, task, inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)

@@ -1,6 +1,6 @@
 """Reference captioners of the captioning task: two floors and the ceiling check.
 
-* ``template``: one generic chart caption for every sample (``baseline.params.template.text``):
+* ``template``: one generic chart caption for every sample (``task.baseline.params.template.text``):
   what fluent text with no look at the chart scores.
 * ``shuffled``: another sample's reference (a seeded derangement: never its own): what a real
   analyst's text about a different chart scores.

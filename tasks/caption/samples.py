@@ -31,6 +31,7 @@ class CaptionSpec:
     interval: int = 30
     min_bars: int = 60
     max_stale_days: int = 5
+    codes: tuple[str, ...] | None = None  # the stocks asked about; None = every stock of the market
     freq: str = "daily"
     max_bars: int = 60
     seed: int = 0
@@ -43,7 +44,7 @@ def sample_id(code: str, date: pd.Timestamp) -> str:
 def build_samples(market: Market, spec: CaptionSpec, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
     dropped: Counter[str] = Counter()
     dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
-                                        spec.max_stale_days, dropped)
+                                        spec.max_stale_days, dropped, spec.codes)
     rows = []
     for w in windows:
         sid = sample_id(w.code, w.date)

@@ -26,16 +26,17 @@ from tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, Req
 from tasks.caption.baselines import BASELINES
 from tasks.caption.iou import length
 from tasks.caption.samples import CaptionSpec, build_samples
+from tasks.windows import codes_of
 
 _THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
 _THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
 
 
 def spec_of(cfg: DictConfig) -> CaptionSpec:
-    s = cfg.samples
+    s = cfg.task.samples
     return CaptionSpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
                        interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
-                       freq=str(cfg.task.freq), max_bars=int(cfg.render.max_bars), seed=int(cfg.task.seed))
+                       codes=codes_of(s), freq=str(cfg.task.freq), max_bars=int(cfg.task.render.max_bars), seed=int(cfg.task.seed))
 
 
 def scorer_settings(cfg: DictConfig):
@@ -72,7 +73,7 @@ class CaptionTask(Task):
             frame = read_dataset(path, name=path.stem)
             return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
                                         "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
-        frame, summary = build_samples(market, spec_of(cfg), render_settings(cfg.render, self.inputs(cfg).charts).spec)
+        frame, summary = build_samples(market, spec_of(cfg), render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, cfg: DictConfig) -> Inputs:

@@ -1,4 +1,4 @@
 """The E2A-style evidence-to-action task (after E2A-Bench, whose code and rules were never
 published): anchors.py (evidence anchors), samples.py, parse.py, claims.py, metrics.py,
-compare.py, responders.py (reference baselines), report.py and task.py (the Task). Opt-in
-(tasks/__init__.py) until the verify method is in (issue 11)."""
+compare.py, responders.py (reference baselines), verify.py (the second pass), report.py and
+task.py (the Task)."""

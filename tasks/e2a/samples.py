@@ -1,7 +1,7 @@
 """Samples of the E2A-style task: one per stock x evaluation date x modality, with the window's anchors.
 
 Evaluation dates are trading days of the market calendar, every ``interval`` days from
-``samples.start`` (the forecast task's grid and keys); the window is the stock's last
+``task.samples.start`` (the forecast task's grid and keys); the window is the stock's last
 ``anchors.window`` bars strictly before the date. A stock is skipped at a date (and counted) when it
 has fewer than ``min_bars`` bars before it (the window plus MA20's history) or has not traded in
 the ``max_stale_days`` trading days before it. Each sample carries ``anchor_<name>`` (label),
@@ -33,6 +33,7 @@ class E2ASpec:
     interval: int = 30
     min_bars: int = 50
     max_stale_days: int = 5
+    codes: tuple[str, ...] | None = None  # the stocks asked about; None = every stock of the market
     modalities: tuple[str, ...] = MODALITIES
 
     def __post_init__(self) -> None:
@@ -64,7 +65,7 @@ def anchors_of(row) -> Anchors:
 def build_samples(market: Market, spec: E2ASpec, settings: AnchorSettings = AnchorSettings()) -> tuple[pd.DataFrame, dict]:
     dropped: Counter[str] = Counter()
     dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
-                                        spec.max_stale_days, dropped)
+                                        spec.max_stale_days, dropped, spec.codes)
     rows = []
     arrays: dict[str, dict[str, np.ndarray]] = {}
     for w in windows:

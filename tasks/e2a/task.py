@@ -18,6 +18,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import Parsed, RunData
+from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from rendering.inputs import text_column
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
@@ -26,16 +27,17 @@ from tasks.e2a.claims import extract_claims, judge
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
 from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
+from tasks.windows import codes_of
 from tasks.e2a.verify import verify_prompt
 
 CHART = "daily"
 
 
 def spec_of(cfg: DictConfig) -> E2ASpec:
-    s = cfg.samples
+    s = cfg.task.samples
     return E2ASpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
                    interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
-                   modalities=tuple(str(m) for m in cfg.task.modalities))
+                   codes=codes_of(s), modalities=tuple(str(m) for m in cfg.task.modalities))
 
 
 def anchor_settings(cfg: DictConfig) -> AnchorSettings:
@@ -84,6 +86,11 @@ class E2ATask(Task):
     baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})
     methods = ("verify",)
 
+    def validate(self, cfg: DictConfig) -> None:
+        language, prompts = cfg.task.language, list(cfg.task.prompts)
+        if language not in prompts:
+            raise ConfigError(f"task.language={language!r}: must be one of {sorted(prompts)} (task.prompts)")
+
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
         frame, summary = build_samples(market, spec_of(cfg), anchor_settings(cfg))
         return BuiltSamples(frame, summary)
@@ -113,9 +120,6 @@ class E2ATask(Task):
             prompt = verify_prompt(words.prompt, words, prompt, earlier, anchors_of(sample))
         return RequestSpec(prompt, (CHART,) if modality in ("chart", "both") else (),
                            (text_column(),) if with_text else ())
-
-    def answer_constraint(self, cfg: DictConfig) -> str | None:
-        return cfg.task.get("answer_regex")
 
     def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:

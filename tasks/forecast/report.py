@@ -138,7 +138,7 @@ def table1(datasets: Sequence[Dataset]) -> Table:
         row["Total days"] = total
         rows.append(row)
     return Table("Table 1 layout: market regime of each trading day", pd.DataFrame(rows),
-                 "Bull: more than samples.regime_threshold of the stocks trading that day closed up; bear: "
+                 "Bull: more than task.samples.regime_threshold of the stocks trading that day closed up; bear: "
                  "more than that share closed down; every trading day after the market's first.")
 
 

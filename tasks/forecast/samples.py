@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from candlebench.market.calendar import every_nth_day
 from candlebench.market.market import Market
 
 INPUT_COLUMNS = ("sample_id", "task", "market", "code", "cutoff", "t0", "n_bars")
@@ -66,15 +67,15 @@ class SampleSpec:
 
     def __post_init__(self) -> None:
         if self.trend_by not in TREND_READINGS:
-            raise ValueError(f"samples.trend_by must be one of {TREND_READINGS}, got {self.trend_by!r}")
+            raise ValueError(f"task.samples.trend_by must be one of {TREND_READINGS}, got {self.trend_by!r}")
         if self.trend_by == "cutoffs" and self.trend_horizon not in self.horizons:
-            raise ValueError(f"samples.trend_horizon {self.trend_horizon} is not one of samples.horizons {self.horizons}")
+            raise ValueError(f"task.samples.trend_horizon {self.trend_horizon} is not one of task.samples.horizons {self.horizons}")
         if self.interval < 1:
-            raise ValueError(f"samples.interval must be >= 1, got {self.interval}")
+            raise ValueError(f"task.samples.interval must be >= 1, got {self.interval}")
         if not self.horizons or min(self.horizons) < 1:
-            raise ValueError(f"samples.horizons must be positive trading-day counts, got {self.horizons}")
+            raise ValueError(f"task.samples.horizons must be positive trading-day counts, got {self.horizons}")
         if self.min_bars < 1:
-            raise ValueError(f"samples.min_bars must be >= 1, got {self.min_bars}")
+            raise ValueError(f"task.samples.min_bars must be >= 1, got {self.min_bars}")
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,7 @@ def sample_id(task: str, code: str, cutoff: pd.Timestamp) -> str:
 
 
 def cutoff_dates(calendar: pd.DatetimeIndex, spec: SampleSpec) -> pd.DatetimeIndex:
-    in_window = np.ones(len(calendar), dtype=bool)
-    if spec.start is not None:
-        in_window &= calendar >= pd.Timestamp(spec.start)
-    if spec.end is not None:
-        in_window &= calendar < pd.Timestamp(spec.end)
-    return calendar[in_window][:: spec.interval]
+    return every_nth_day(calendar, spec.start, spec.end, spec.interval)
 
 
 def history_spec(calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str | None) -> SampleSpec | None:

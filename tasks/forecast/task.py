@@ -17,6 +17,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import Parsed, RunData
+from candlebench.core.rules import ConfigError, Rule, check, integer, share, value
 from candlebench.market.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
 from rendering.render import render_settings
@@ -25,8 +26,17 @@ from tasks.forecast import baselines
 from tasks.forecast.parse import parse_score
 from tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
 
+RULES: tuple[Rule, ...] = (
+    ("task.horizon", *integer(1)),
+    ("task.samples.horizons", lambda v: isinstance(v, list) and len(v) > 0 and all(integer(1)[0](h) for h in v),
+     "a non-empty list of integers >= 1"),
+    ("task.samples.regime_threshold", *share(closed=False)),
+    ("task.samples.trend_threshold", *share(closed=False)),
+)
+
+
 def sample_spec(cfg: DictConfig, task: str) -> SampleSpec:
-    values = OmegaConf.to_container(cfg.samples, resolve=True)
+    values = OmegaConf.to_container(cfg.task.samples, resolve=True)
     values["horizons"] = tuple(values["horizons"])
     for key in ("start", "end"):
         values[key] = None if values[key] is None else str(values[key])
@@ -82,6 +92,13 @@ class ForecastTask(Task):
         **{name: _baseline(_on_horizon(baselines.BASELINES[name])) for name in ("constant", "random")},
     })
 
+    def validate(self, cfg: DictConfig) -> None:
+        check(cfg, RULES)
+        _, horizons = value(cfg, "task.samples.horizons")
+        horizon = cfg.task.horizon
+        if horizon not in horizons:
+            raise ConfigError(f"task.horizon={horizon}: must be one of task.samples.horizons={horizons} (its label is scored)")
+
     def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
         spec = sample_spec(cfg, self.name)
         built = build_samples(market, spec)
@@ -104,7 +121,7 @@ class ForecastTask(Task):
         return feed
 
     def _prompt(self, cfg: DictConfig, ohlcv: str) -> str:
-        up, down = render_settings(cfg.render, self.inputs(cfg).charts).colors
+        up, down = render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).colors
         return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv=ohlcv)
 
     def prompt_identity(self, cfg: DictConfig) -> str:

@@ -1,0 +1,78 @@
+"""Config rules as a table: (key, test, what is allowed), so a bad value is a one-line error naming
+the key, the value and what is allowed. The shared stages check theirs (candlebench.stages.validate),
+each task its own (``Task.validate``). A key absent from the config is not checked."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from candlebench.core.errors import UserError
+
+Rule = tuple[str, Callable[[Any], bool], str]
+
+
+class ConfigError(UserError, ValueError):
+    pass
+
+
+def _plain_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def integer(lo: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo), f"an integer >= {lo}"
+
+
+def optional_integer(lo: int) -> tuple[Callable[[Any], bool], str]:
+    test, allowed = integer(lo)
+    return (lambda v: v is None or test(v)), f"null or {allowed}"
+
+
+def number(lo: float, low_open: bool = False, hi: float | None = None, high_open: bool = False) -> tuple[Callable[[Any], bool], str]:
+    def test(v: Any) -> bool:
+        return (_plain_number(v) and (v > lo if low_open else v >= lo)
+                and (hi is None or (v < hi if high_open else v <= hi)))
+    low = f"{'>' if low_open else '>='} {lo}"
+    high = "" if hi is None else f" and {'<' if high_open else '<='} {hi}"
+    return test, f"a number {low}{high}"
+
+
+def share(closed: bool) -> tuple[Callable[[Any], bool], str]:
+    """A share: in [0, 1], or in (0, 1) when not ``closed``."""
+    test, _ = number(0, low_open=not closed, hi=1, high_open=not closed)
+    return test, "a number in [0, 1]" if closed else "a number in (0, 1)"
+
+
+def one_of(choices: Any) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v in choices), f"one of {sorted(choices)}"
+
+
+def date_or_null(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        pd.Timestamp(str(v))
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def value(cfg: DictConfig, key: str) -> tuple[bool, Any]:
+    """(whether ``key`` is in the config, its resolved value as plain Python)."""
+    node = OmegaConf.select(cfg, key, default="\0missing")
+    if isinstance(node, str) and node == "\0missing":
+        return False, None
+    if isinstance(node, (DictConfig, ListConfig)):
+        return True, OmegaConf.to_container(node, resolve=True)
+    return True, node
+
+
+def check(cfg: DictConfig, rules: Sequence[Rule]) -> None:
+    """Raise :class:`ConfigError` for the first present key whose value breaks its rule."""
+    for key, test, allowed in rules:
+        present, found = value(cfg, key)
+        if present and not test(found):
+            raise ConfigError(f"{key}={found!r}: must be {allowed}")
