@@ -225,7 +225,26 @@ _CUES: Final[dict[str, tuple[str, ...]]] = {
 }
 _FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] + [(kind,) for kind, words in _CUES.items() if w in words]
                     for ws in (*_TRIGGERS.values(), *_CUES.values()) for w in ws}
-_TRIGGER: Final = re.compile("|".join(re.escape(w) for w in sorted(_FAMILIES, key=len, reverse=True)))
+
+
+def _trie(words: list[str]) -> str:
+    """The alternation of ``words``, longest match first, as a trie ("c(?:ould|ross|andle)|..."): the
+    engine tests each next character once, not once per word."""
+    heads: dict[str, list[str]] = {}
+    for w in words:
+        heads.setdefault(w[0], []).append(w[1:])
+    branches = []
+    for c, tails in heads.items():
+        longer = [t for t in tails if t]
+        rest = _trie(longer) if longer else ""
+        branches.append(re.escape(c) + (f"(?:{rest})?" if longer and "" in tails else rest))
+    return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+
+
+# Two scans, words starting with an ASCII character and the others: in each the engine skips the
+# characters no word starts with (most of a Chinese text, or of an English one, in the other scan).
+_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _FAMILIES if w[0].isascii() == ascii_)))
+                              for ascii_ in (True, False))
 
 
 _FRAME_PATTERNS: Final = {name: re.compile(f"(?P<{name}>{pattern})") for name, pattern in _FRAMES.items()}
@@ -249,8 +268,9 @@ def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Mat
     (frame families and the :data:`_CUES` kinds), so the rest runs only where it can apply."""
     starts = [s for s, _ in spans]
     wanted: dict[int, set[tuple[str, ...]]] = {}
-    for m in _TRIGGER.finditer(norm):
-        wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
+    for scan in _TRIGGER_SCANS:
+        for m in scan.finditer(norm):
+            wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
     found = sorted((m for i, families in wanted.items() for names in families for name in names if name in _FRAME_PATTERNS
                     for m in _FRAME_PATTERNS[name].finditer(norm, *spans[i])),
                    key=lambda m: (m.start(), _ORDER[m.lastgroup]))
