@@ -148,10 +148,29 @@ def normalise(text: str) -> str:
 
 
 # --- 2. clauses ------------------------------------------------------------------------------------
+# The engine skips ahead to the characters a pattern can start with only when each of its
+# alternatives starts with a character (or it is one character class): a leading \b, look-behind or
+# repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
+# "[.][.]*" and the words of _words.
 
-_SENTENCE_END: Final = re.compile(r"[.!?;。！？；\n]+(?!\d)")
+
+def _words(*alternatives: str, edge: str = r"\b") -> str:
+    r"""``\b(?:a|b|...)\b`` (``edge`` \b), or with no letter of ``edge`` (a class, "[a-z]") on either side,
+    each alternative starting with its own first character (a plain one) and the edge before it
+    checked just after that character."""
+    def one(a: str) -> str:
+        if edge == r"\b":
+            return rf"{a[0]}(?<=\b{a[0]}){a[1:]}\b"
+        return rf"{a[0]}(?<!{edge}{a[0]}){a[1:]}(?!{edge})"
+    assert all(a[0].isalnum() for a in alternatives)
+    return "|".join(map(one, alternatives))
+
+
+_END: Final = r"[.!?;。！？；\n]"
+_SENTENCE_END: Final = re.compile(rf"{_END}{_END}*(?!\d)")
 _CLAUSE_CUT: Final = re.compile(
-    r"[,:，：]|\b(?:but|while|whereas|although|though|however|despite|even though)\b|但是?|而且?|虽然|尽管|不过|然而")
+    r",|:|，|：|" + _words("but", "while", "whereas", "although", "though", "however", "despite", "even though")
+    + r"|但是?|而且?|虽然|尽管|不过|然而")
 
 # --- 3. frames ------------------------------------------------------------------------------------
 
@@ -285,7 +304,8 @@ def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Mat
 
 
 _OTHER_INDICATOR: Final = re.compile(
-    r"(?<![a-z])(?:rsi|macd|kdj|stoch\w*|cci|obv|adx|dmi|atr|vwap|williams|boll|dif|dea)(?![a-z])|bollinger|布林|ichimoku|随机指标")
+    _words("rsi", "macd", "kdj", r"stoch\w*", "cci", "obv", "adx", "dmi", "atr", "vwap", "williams", "boll", "dif", "dea", edge="[a-z]")
+    + "|bollinger|布林|ichimoku|随机指标")
 # Starts with no look-behind, so the scan can skip ahead: a letter before "rsi" etc. is checked apart.
 UNVERIFIABLE: Final = re.compile(
     r"(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
@@ -295,10 +315,11 @@ UNVERIFIABLE: Final = re.compile(
 # --- 4. modality and negation -----------------------------------------------------------------------
 
 _HEDGE: Final = re.compile(
-    r"\b(?:could|might|may|would|if|unless|whether|should it|once|potential(?:ly)?|possible|possibly|likely to|expected to|"
-    r"about to|on the verge of|poised to|set to|chance of|risk of|watch for|look for|wait for|waiting for|until|will|"
-    r"going to|needs? to|tries to|trying to|attempt\w*|fails? to confirm)\b|有望|若|如果|一旦|或将|可能|预计|假如|倘若|"
-    r"如若|是否|将会|即将|等待|关注|需要|能否|有待|若能|可望|或许|也许|估计|将")
+    _words("could", "might", "may", "would", "if", "unless", "whether", "should it", "once", "potential(?:ly)?", "possible",
+           "possibly", "likely to", "expected to", "about to", "on the verge of", "poised to", "set to", "chance of",
+           "risk of", "watch for", "look for", "wait for", "waiting for", "until", "will", "going to", "needs? to",
+           "tries to", "trying to", r"attempt\w*", "fails? to confirm")
+    + r"|有望|若|如果|一旦|或将|可能|预计|假如|倘若|如若|是否|将会|即将|等待|关注|需要|能否|有待|若能|可望|或许|也许|估计|将")
 # A modal after the claim's noun, then a verb of coming into being: "a golden cross could form soon".
 _HEDGE_AFTER: Final = re.compile(
     r"\s*(?:(?:is|are|has|have|may|might|could|would|will|likely|soon|now|also|still|not yet)\s+){0,3}?"
@@ -306,22 +327,24 @@ _HEDGE_AFTER: Final = re.compile(
     r"(?:soon\s+|still\s+|be\s+)?(?:form\w*|appear\w*|develop\w*|emerg\w*|occur\w*|happen\w*|materiali[sz]e|confirm\w*|trigger\w*)"
     r"|\s*.{0,3}?(?:有望|可能|或将|即将|将会?|或)(?:会)?(?:形成|出现|确认|发生|走出)")
 _NEGATION: Final = re.compile(
-    r"\b(?:no|not|never|without|neither|nor|lacks?|lacking|absence of|yet to|has yet|have yet|fails? to|failed to|"
-    r"no longer|none)\b|n't|未能|未|没有|没|并无|无|不再|不是|不存在|并非|尚未|不")
+    _words("no", "not", "never", "without", "neither", "nor", "lacks?", "lacking", "absence of", "yet to", "has yet",
+           "have yet", "fails? to", "failed to", "no longer", "none")
+    + r"|n't|未能|未|没有|没|并无|无|不再|不是|不存在|并非|尚未|不")
 # Words that hold a negation character or word but negate nothing.
 _NOT_NEGATION: Final = re.compile(
     r"no doubt|not only|nothing but|not just|未来|无疑|毫无疑问|无论|不仅|不只|不断|不少|不错|不过|不久|不远|不足|"
-    r"不宜|不建议|不排除|不变|不大|\bno (?:sign|signs) of (?:weakness|strength) (?:but|and)\b")
+    r"不宜|不建议|不排除|不变|不大|" + _words("no (?:sign|signs) of (?:weakness|strength) (?:but|and)"))
 
 
-_COORDINATION: Final = re.compile(r"\b(?:and|or)\b|(?=\bnor\b)|和|与|并且|以及|且")
+_COORDINATION: Final = re.compile(_words("and", "or", "nor") + "|和|与|并且|以及|且")
 
 
 def _scope(norm: str, start: int, at: int) -> int:
     """Where a negation of the frame at ``at`` can start: after the last "and" / "or" of its clause
     ("no breakout and no breakdown" negates each once), and the frame's own words count too
     ("volume is not heavy", "MA5 is not yet above MA20")."""
-    return max((m.end() for m in _COORDINATION.finditer(norm, start, at)), default=start)
+    return max((m.start() if m.group() == "nor" else m.end() for m in _COORDINATION.finditer(norm, start, at)),
+               default=start)  # "nor" itself negates
 
 
 def _negations(before: str) -> int:
