@@ -88,6 +88,24 @@ CLAIMS: Final[dict[str, tuple[str, Callable[[Anchors], bool]]]] = {
     "doji": ("last_candle", _label("last_candle", "doji")),
 }
 
+# The regex engine skips ahead to the characters a pattern can start with only when each of its
+# alternatives starts with a character (or it is one character class): a leading \b, look-behind or
+# repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
+# "[.][.]*", "(?<![a-z])ma" written "m(?<![a-z]m)a", and _words.
+
+
+def _words(*alternatives: str, edge: str = r"\b") -> str:
+    r"""``\b(?:a|b|...)\b`` (``edge`` \b), or with no letter of ``edge`` (a class, "[a-z]") on either side,
+    each alternative starting with its own first character (a plain one) and the edge before it
+    checked just after that character."""
+    def one(a: str) -> str:
+        if edge == r"\b":
+            return rf"{a[0]}(?<=\b{a[0]}){a[1:]}\b"
+        return rf"{a[0]}(?<!{edge}{a[0]}){a[1:]}(?!{edge})"
+    assert all(a[0].isalnum() for a in alternatives)
+    return "|".join(map(one, alternatives))
+
+
 # --- 1. normalisation --------------------------------------------------------------------------------
 
 _CN_NUMBERS: Final = (("二百五十", "250"), ("一百二十", "120"), ("六十", "60"), ("三十", "30"), ("二十", "20"),
@@ -97,22 +115,25 @@ _DAY: Final = r"(?:\s*-?\s*(?:days?|d|period|sessions?)\b|\s*日)"
 _MA_NOUN: Final = (r"(?:(?:simple|exponential|weighted)\s+)?(?:moving[- ]averages?|mas?\b|smas?\b|emas?\b|lines?\b|averages?\b)"
                    r"|(?:移动)?(?:平均线|均线)|线|ema|sma|ma")
 _LIST_SEP: Final = r"\s*(?:,\s*(?:and|&)?|、|/|\band\b|&|\bor\b|和|与|及|以及|或)\s*(?:the\s+)?"
-# "5-, 10- and 20-day moving averages", "5日和10日均线", "20-day SMA", "5日线"
+# "5-, 10- and 20-day moving averages", "5日和10日均线", "20-day SMA", "5日线". The patterns of this
+# step start with a character and check what precedes it after it (above).
 _PERIOD_LIST: Final = re.compile(
-    r"(?<![\d.])(\d{1,3})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
+    r"(\d(?<![\d.]\d)\d{0,2})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
     + r"\s*(?:" + _MA_NOUN + r")")
 # "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
-_MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_PREFIXED: Final = re.compile(r"(?:s(?<![a-z]s)m|e(?<![a-z]e)m|w(?<![a-z]w)m|m(?<![a-z]m))a\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
 _MA_ALL: Final = re.compile(
-    r"(?:every|each) (?:moving )?average\b|moving[- ]averages|\bmas\b|averages\b|(?:all|both) (?:three |two )?lines\b|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
+    r"every (?:moving )?average\b|each (?:moving )?average\b|moving[- ]averages|" + _words("mas")
+    + r"|averages\b|all (?:three |two )?lines\b|both (?:three |two )?lines\b|"
+    + "|".join(f"{which}均线(?:系统|组)?" for which in ("所有", "各条", "各", "全部", "短期", "中短期", "")))
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
 _SHORT_LONG: Final = re.compile(r"(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
                                 r"|(短期|长期)均线")
 # "the short-term average (MA5)": the average named in brackets.
 _NAMED_AVERAGE: Final = re.compile(r"(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
 # "the 5-day is above the 20-day": a bare period next to another, in a comparison.
-_BARE_DAYS: Final = re.compile(r"(?<=the )(\d{1,2})-day(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
-                               r"|(?<=the )(\d{1,2})-day\b(?=[\s.,;]*$|[.,;])")
+_BARE_DAYS: Final = re.compile(r"(\d(?<=the \d)\d?)-day(?:(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
+                               r"|\b(?=[\s.,;]*$|[.,;]))")
 # A list ends before a verb: in "above MA20 and MA5 remains above MA20" the second MA is a subject.
 _TOKEN_LIST: Final = re.compile(r"‹m([\d+]+)›(?:" + _LIST_SEP + r"‹m([\d+]+)›(?!\s*(?:is|are|was|were|remains?|has|have|had|"
                                 r"stays?|moved|crossed|sits?|trades?|dropped|fell|rose|turned|line|also|still|now)\b|\s*(?:位于|处于|运行|仍|已|也|上穿|下穿|"
@@ -141,30 +162,13 @@ def normalise(text: str) -> str:
     if "(" in text and "‹" in text:
         text = _NAMED_AVERAGE.sub(r" \1 ", text)
     if "-day" in text:
-        text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
+        text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1)}› ", text)
     if text.count("‹") > 1:
         text = _TOKEN_LIST.sub(_merge_list, text)
     return _MA_ALL.sub(" ‹mall› ", text) if "average" in text or "均线" in text or "mas" in text else text
 
 
 # --- 2. clauses ------------------------------------------------------------------------------------
-# The engine skips ahead to the characters a pattern can start with only when each of its
-# alternatives starts with a character (or it is one character class): a leading \b, look-behind or
-# repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
-# "[.][.]*" and the words of _words.
-
-
-def _words(*alternatives: str, edge: str = r"\b") -> str:
-    r"""``\b(?:a|b|...)\b`` (``edge`` \b), or with no letter of ``edge`` (a class, "[a-z]") on either side,
-    each alternative starting with its own first character (a plain one) and the edge before it
-    checked just after that character."""
-    def one(a: str) -> str:
-        if edge == r"\b":
-            return rf"{a[0]}(?<=\b{a[0]}){a[1:]}\b"
-        return rf"{a[0]}(?<!{edge}{a[0]}){a[1:]}(?!{edge})"
-    assert all(a[0].isalnum() for a in alternatives)
-    return "|".join(map(one, alternatives))
-
 
 _END: Final = r"[.!?;。！？；\n]"
 _SENTENCE_END: Final = re.compile(rf"{_END}{_END}*(?!\d)")
