@@ -487,23 +487,27 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
             continue
         negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
         for name in _frame_claims(m):
+            key = (name, negated and not name.startswith("?"))
+            if key in found:
+                continue  # said before (free text is both the analysis and the rationale)
             if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
                     and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
                 continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
             if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
                 continue  # "MACD golden cross": the indicator itself is counted unverifiable below
             if name.startswith("?"):
-                found.setdefault((name, False), Claim(sentence(i), None, name[1:], False, "unverifiable"))
+                found[key] = Claim(sentence(i), None, name[1:], False, "unverifiable")
                 continue
             anchor, holds = CLAIMS[name]
             verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
-            found.setdefault((name, negated), Claim(sentence(i), anchor, name, negated, verdict))
+            found[key] = Claim(sentence(i), anchor, name, negated, verdict)
     for i in sorted(i for i, kinds in present.items() if ("unverifiable",) in kinds):
         for m in UNVERIFIABLE.finditer(norm, *spans[i]):
             if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
                 continue  # inside a word ("parsing", "flatr...")
             key = ("?" + m.group(0).strip("‹›"), False)
-            found.setdefault(key, Claim(sentence(i), None, key[0][1:], False, "unverifiable"))
+            if key not in found:
+                found[key] = Claim(sentence(i), None, key[0][1:], False, "unverifiable")
     return list(found.values())
 
 
