@@ -312,7 +312,8 @@ _OTHER_INDICATOR: Final = re.compile(
     + "|bollinger|布林|ichimoku|随机指标")
 # Starts with no look-behind, so the scan can skip ahead: a letter before "rsi" etc. is checked apart.
 UNVERIFIABLE: Final = re.compile(
-    r"(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
+    "|".join(rf"{w}(?![a-z])" for w in ("rsi", "macd", "kdj", "stochastic", "cci", "obv", "adx", "atr", "vwap"))
+    + r"|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
     r"double (?:top|bottom)|双顶|双底|w底|m头|elliott|艾略特|ichimoku|cup[- ]and[- ]handle|hammer|engulfing|shooting star|"
     r"锤子线|吞没|射击之星|flag pattern|wedge|triangle|三角形|楔形|‹m(?:\d+\+)*(?:30|60|90|100|120|150|200|250)(?:\+\d+)*›")
 
