@@ -88,6 +88,24 @@ CLAIMS: Final[dict[str, tuple[str, Callable[[Anchors], bool]]]] = {
     "doji": ("last_candle", _label("last_candle", "doji")),
 }
 
+# The regex engine skips ahead to the characters a pattern can start with only when each of its
+# alternatives starts with a character (or it is one character class): a leading \b, look-behind or
+# repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
+# "[.][.]*", "(?<![a-z])ma" written "m(?<![a-z]m)a", and _words.
+
+
+def _words(*alternatives: str, edge: str = r"\b") -> str:
+    r"""``\b(?:a|b|...)\b`` (``edge`` \b), or with no letter of ``edge`` (a class, "[a-z]") on either side,
+    each alternative starting with its own first character (a plain one) and the edge before it
+    checked just after that character."""
+    def one(a: str) -> str:
+        if edge == r"\b":
+            return rf"{a[0]}(?<=\b{a[0]}){a[1:]}\b"
+        return rf"{a[0]}(?<!{edge}{a[0]}){a[1:]}(?!{edge})"
+    assert all(a[0].isalnum() for a in alternatives)
+    return "|".join(map(one, alternatives))
+
+
 # --- 1. normalisation --------------------------------------------------------------------------------
 
 _CN_NUMBERS: Final = (("二百五十", "250"), ("一百二十", "120"), ("六十", "60"), ("三十", "30"), ("二十", "20"),
@@ -97,22 +115,25 @@ _DAY: Final = r"(?:\s*-?\s*(?:days?|d|period|sessions?)\b|\s*日)"
 _MA_NOUN: Final = (r"(?:(?:simple|exponential|weighted)\s+)?(?:moving[- ]averages?|mas?\b|smas?\b|emas?\b|lines?\b|averages?\b)"
                    r"|(?:移动)?(?:平均线|均线)|线|ema|sma|ma")
 _LIST_SEP: Final = r"\s*(?:,\s*(?:and|&)?|、|/|\band\b|&|\bor\b|和|与|及|以及|或)\s*(?:the\s+)?"
-# "5-, 10- and 20-day moving averages", "5日和10日均线", "20-day SMA", "5日线"
+# "5-, 10- and 20-day moving averages", "5日和10日均线", "20-day SMA", "5日线". The patterns of this
+# step start with a character and check what precedes it after it (above).
 _PERIOD_LIST: Final = re.compile(
-    r"(?<![\d.])(\d{1,3})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
+    r"(\d(?<![\d.]\d)\d{0,2})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
     + r"\s*(?:" + _MA_NOUN + r")")
 # "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
-_MA_PREFIXED: Final = re.compile(r"(?<![a-z])[sew]?ma\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_PREFIXED: Final = re.compile(r"(?:s(?<![a-z]s)m|e(?<![a-z]e)m|w(?<![a-z]w)m|m(?<![a-z]m))a\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
 _MA_ALL: Final = re.compile(
-    r"(?:every|each) (?:moving )?average\b|moving[- ]averages|\bmas\b|averages\b|(?:all|both) (?:three |two )?lines\b|(?:所有|各条|各|全部|短期|中短期)?均线(?:系统|组)?")
+    r"every (?:moving )?average\b|each (?:moving )?average\b|moving[- ]averages|" + _words("mas")
+    + r"|averages\b|all (?:three |two )?lines\b|both (?:three |two )?lines\b|"
+    + "|".join(f"{which}均线(?:系统|组)?" for which in ("所有", "各条", "各", "全部", "短期", "中短期", "")))
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
 _SHORT_LONG: Final = re.compile(r"(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
                                 r"|(短期|长期)均线")
 # "the short-term average (MA5)": the average named in brackets.
 _NAMED_AVERAGE: Final = re.compile(r"(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
 # "the 5-day is above the 20-day": a bare period next to another, in a comparison.
-_BARE_DAYS: Final = re.compile(r"(?<=the )(\d{1,2})-day(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
-                               r"|(?<=the )(\d{1,2})-day\b(?=[\s.,;]*$|[.,;])")
+_BARE_DAYS: Final = re.compile(r"(\d(?<=the \d)\d?)-day(?:(?= (?:is|has|was|stays|remains|moved|crossed|line)\b)"
+                               r"|\b(?=[\s.,;]*$|[.,;]))")
 # A list ends before a verb: in "above MA20 and MA5 remains above MA20" the second MA is a subject.
 _TOKEN_LIST: Final = re.compile(r"‹m([\d+]+)›(?:" + _LIST_SEP + r"‹m([\d+]+)›(?!\s*(?:is|are|was|were|remains?|has|have|had|"
                                 r"stays?|moved|crossed|sits?|trades?|dropped|fell|rose|turned|line|also|still|now)\b|\s*(?:位于|处于|运行|仍|已|也|上穿|下穿|"
@@ -141,7 +162,7 @@ def normalise(text: str) -> str:
     if "(" in text and "‹" in text:
         text = _NAMED_AVERAGE.sub(r" \1 ", text)
     if "-day" in text:
-        text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
+        text = _BARE_DAYS.sub(lambda m: f" ‹m{m.group(1)}› ", text)
     if text.count("‹") > 1:
         text = _TOKEN_LIST.sub(_merge_list, text)
     return _MA_ALL.sub(" ‹mall› ", text) if "average" in text or "均线" in text or "mas" in text else text
@@ -149,9 +170,11 @@ def normalise(text: str) -> str:
 
 # --- 2. clauses ------------------------------------------------------------------------------------
 
-_SENTENCE_END: Final = re.compile(r"[.!?;。！？；\n]+(?!\d)")
+_END: Final = r"[.!?;。！？；\n]"
+_SENTENCE_END: Final = re.compile(rf"{_END}{_END}*(?!\d)")
 _CLAUSE_CUT: Final = re.compile(
-    r"[,:，：]|\b(?:but|while|whereas|although|though|however|despite|even though)\b|但是?|而且?|虽然|尽管|不过|然而")
+    r",|:|，|：|" + _words("but", "while", "whereas", "although", "though", "however", "despite", "even though")
+    + r"|但是?|而且?|虽然|尽管|不过|然而")
 
 # --- 3. frames ------------------------------------------------------------------------------------
 
@@ -225,11 +248,31 @@ _CUES: Final[dict[str, tuple[str, ...]]] = {
 }
 _FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] + [(kind,) for kind, words in _CUES.items() if w in words]
                     for ws in (*_TRIGGERS.values(), *_CUES.values()) for w in ws}
-_TRIGGER: Final = re.compile("|".join(re.escape(w) for w in sorted(_FAMILIES, key=len, reverse=True)))
 
 
-_FRAME_PATTERNS: Final = {name: re.compile(f"(?P<{name}>{pattern})") for name, pattern in _FRAMES.items()}
+def _trie(words: list[str]) -> str:
+    """The alternation of ``words``, longest match first, as a trie ("c(?:ould|ross|andle)|..."): the
+    engine tests each next character once, not once per word."""
+    heads: dict[str, list[str]] = {}
+    for w in words:
+        heads.setdefault(w[0], []).append(w[1:])
+    branches = []
+    for c, tails in heads.items():
+        longer = [t for t in tails if t]
+        rest = _trie(longer) if longer else ""
+        branches.append(re.escape(c) + (f"(?:{rest})?" if longer and "" in tails else rest))
+    return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+
+
+# Two scans, words starting with an ASCII character and the others: in each the engine skips the
+# characters no word starts with (most of a Chinese text, or of an English one, in the other scan).
+_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _FAMILIES if w[0].isascii() == ascii_)))
+                              for ascii_ in (True, False))
+
+
 _ORDER: Final = {name: i for i, name in enumerate(_FRAMES)}
+# One alternation per family (the frames one trigger word calls for), in _FRAMES order.
+_FAMILY_PATTERNS: Final = {names: re.compile("|".join(f"(?P<{n}>{_FRAMES[n]})" for n in names)) for names in _TRIGGERS}
 
 
 def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
@@ -243,16 +286,18 @@ def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
 
 def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Match[str]], dict[int, set[tuple[str, ...]]]]:
     """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
-    them (leftmost first, the earlier frame on a tie, no overlaps), but each frame scanned on its
-    own and only in the sentences that hold one of its trigger words: one big alternation tries every
-    frame at every character, which cost ~0.5 ms an answer. Also returns what each sentence holds
+    them (leftmost first, the earlier frame on a tie, no overlaps), but each family's frames scanned
+    as one alternation and only in the sentences that hold one of its trigger words: one big
+    alternation tries every frame at every character, which cost ~0.5 ms an answer; one scan per
+    frame pays the scan's overhead ~30 times an answer. Also returns what each sentence holds
     (frame families and the :data:`_CUES` kinds), so the rest runs only where it can apply."""
     starts = [s for s, _ in spans]
     wanted: dict[int, set[tuple[str, ...]]] = {}
-    for m in _TRIGGER.finditer(norm):
-        wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
-    found = sorted((m for i, families in wanted.items() for names in families for name in names if name in _FRAME_PATTERNS
-                    for m in _FRAME_PATTERNS[name].finditer(norm, *spans[i])),
+    for scan in _TRIGGER_SCANS:
+        for m in scan.finditer(norm):
+            wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
+    found = sorted((m for i, families in wanted.items() for names in families if names in _FAMILY_PATTERNS
+                    for m in _FAMILY_PATTERNS[names].finditer(norm, *spans[i])),
                    key=lambda m: (m.start(), _ORDER[m.lastgroup]))
     kept, until = [], 0
     for m in found:
@@ -263,20 +308,23 @@ def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Mat
 
 
 _OTHER_INDICATOR: Final = re.compile(
-    r"(?<![a-z])(?:rsi|macd|kdj|stoch\w*|cci|obv|adx|dmi|atr|vwap|williams|boll|dif|dea)(?![a-z])|bollinger|布林|ichimoku|随机指标")
+    _words("rsi", "macd", "kdj", r"stoch\w*", "cci", "obv", "adx", "dmi", "atr", "vwap", "williams", "boll", "dif", "dea", edge="[a-z]")
+    + "|bollinger|布林|ichimoku|随机指标")
 # Starts with no look-behind, so the scan can skip ahead: a letter before "rsi" etc. is checked apart.
 UNVERIFIABLE: Final = re.compile(
-    r"(?:rsi|macd|kdj|stochastic|cci|obv|adx|atr|vwap)(?![a-z])|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
+    "|".join(rf"{w}(?![a-z])" for w in ("rsi", "macd", "kdj", "stochastic", "cci", "obv", "adx", "atr", "vwap"))
+    + r"|bollinger|布林|fibonacci|斐波那契|head[- ]and[- ]shoulders|头肩|"
     r"double (?:top|bottom)|双顶|双底|w底|m头|elliott|艾略特|ichimoku|cup[- ]and[- ]handle|hammer|engulfing|shooting star|"
     r"锤子线|吞没|射击之星|flag pattern|wedge|triangle|三角形|楔形|‹m(?:\d+\+)*(?:30|60|90|100|120|150|200|250)(?:\+\d+)*›")
 
 # --- 4. modality and negation -----------------------------------------------------------------------
 
 _HEDGE: Final = re.compile(
-    r"\b(?:could|might|may|would|if|unless|whether|should it|once|potential(?:ly)?|possible|possibly|likely to|expected to|"
-    r"about to|on the verge of|poised to|set to|chance of|risk of|watch for|look for|wait for|waiting for|until|will|"
-    r"going to|needs? to|tries to|trying to|attempt\w*|fails? to confirm)\b|有望|若|如果|一旦|或将|可能|预计|假如|倘若|"
-    r"如若|是否|将会|即将|等待|关注|需要|能否|有待|若能|可望|或许|也许|估计|将")
+    _words("could", "might", "may", "would", "if", "unless", "whether", "should it", "once", "potential(?:ly)?", "possible",
+           "possibly", "likely to", "expected to", "about to", "on the verge of", "poised to", "set to", "chance of",
+           "risk of", "watch for", "look for", "wait for", "waiting for", "until", "will", "going to", "needs? to",
+           "tries to", "trying to", r"attempt\w*", "fails? to confirm")
+    + r"|有望|若|如果|一旦|或将|可能|预计|假如|倘若|如若|是否|将会|即将|等待|关注|需要|能否|有待|若能|可望|或许|也许|估计|将")
 # A modal after the claim's noun, then a verb of coming into being: "a golden cross could form soon".
 _HEDGE_AFTER: Final = re.compile(
     r"\s*(?:(?:is|are|has|have|may|might|could|would|will|likely|soon|now|also|still|not yet)\s+){0,3}?"
@@ -284,22 +332,24 @@ _HEDGE_AFTER: Final = re.compile(
     r"(?:soon\s+|still\s+|be\s+)?(?:form\w*|appear\w*|develop\w*|emerg\w*|occur\w*|happen\w*|materiali[sz]e|confirm\w*|trigger\w*)"
     r"|\s*.{0,3}?(?:有望|可能|或将|即将|将会?|或)(?:会)?(?:形成|出现|确认|发生|走出)")
 _NEGATION: Final = re.compile(
-    r"\b(?:no|not|never|without|neither|nor|lacks?|lacking|absence of|yet to|has yet|have yet|fails? to|failed to|"
-    r"no longer|none)\b|n't|未能|未|没有|没|并无|无|不再|不是|不存在|并非|尚未|不")
+    _words("no", "not", "never", "without", "neither", "nor", "lacks?", "lacking", "absence of", "yet to", "has yet",
+           "have yet", "fails? to", "failed to", "no longer", "none")
+    + r"|n't|未能|未|没有|没|并无|无|不再|不是|不存在|并非|尚未|不")
 # Words that hold a negation character or word but negate nothing.
 _NOT_NEGATION: Final = re.compile(
     r"no doubt|not only|nothing but|not just|未来|无疑|毫无疑问|无论|不仅|不只|不断|不少|不错|不过|不久|不远|不足|"
-    r"不宜|不建议|不排除|不变|不大|\bno (?:sign|signs) of (?:weakness|strength) (?:but|and)\b")
+    r"不宜|不建议|不排除|不变|不大|" + _words("no (?:sign|signs) of (?:weakness|strength) (?:but|and)"))
 
 
-_COORDINATION: Final = re.compile(r"\b(?:and|or)\b|(?=\bnor\b)|和|与|并且|以及|且")
+_COORDINATION: Final = re.compile(_words("and", "or", "nor") + "|和|与|并且|以及|且")
 
 
 def _scope(norm: str, start: int, at: int) -> int:
     """Where a negation of the frame at ``at`` can start: after the last "and" / "or" of its clause
     ("no breakout and no breakdown" negates each once), and the frame's own words count too
     ("volume is not heavy", "MA5 is not yet above MA20")."""
-    return max((m.end() for m in _COORDINATION.finditer(norm, start, at)), default=start)
+    return max((m.start() if m.group() == "nor" else m.end() for m in _COORDINATION.finditer(norm, start, at)),
+               default=start)  # "nor" itself negates
 
 
 def _negations(before: str) -> int:
@@ -438,23 +488,27 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
             continue
         negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
         for name in _frame_claims(m):
+            key = (name, negated and not name.startswith("?"))
+            if key in found:
+                continue  # said before (free text is both the analysis and the rationale)
             if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
                     and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
                 continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
             if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
                 continue  # "MACD golden cross": the indicator itself is counted unverifiable below
             if name.startswith("?"):
-                found.setdefault((name, False), Claim(sentence(i), None, name[1:], False, "unverifiable"))
+                found[key] = Claim(sentence(i), None, name[1:], False, "unverifiable")
                 continue
             anchor, holds = CLAIMS[name]
             verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
-            found.setdefault((name, negated), Claim(sentence(i), anchor, name, negated, verdict))
+            found[key] = Claim(sentence(i), anchor, name, negated, verdict)
     for i in sorted(i for i, kinds in present.items() if ("unverifiable",) in kinds):
         for m in UNVERIFIABLE.finditer(norm, *spans[i]):
             if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
                 continue  # inside a word ("parsing", "flatr...")
             key = ("?" + m.group(0).strip("‹›"), False)
-            found.setdefault(key, Claim(sentence(i), None, key[0][1:], False, "unverifiable"))
+            if key not in found:
+                found[key] = Claim(sentence(i), None, key[0][1:], False, "unverifiable")
     return list(found.values())
 
 
