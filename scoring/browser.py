@@ -43,6 +43,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
+import numpy as np
 import pandas as pd
 
 from candlebench.core.io import atomic_write, fingerprint
@@ -103,24 +104,24 @@ class _Images:
         self.table: list[list[Any]] = []  # [src, width, height] (sizes known only where prepared here)
         self.index: dict[tuple[str, str, str], int] = {}
         self.sources: dict[tuple[str, str, str], list[Any]] = {} if sources is None else sources
-        self.policies: dict[ImagePolicy, str] = {}
 
-    def get(self, policy: ImagePolicy, root: Path, chart: str, sha256: str | None) -> int:
-        """``chart``: relative to the task folder ``root``, as parsed.parquet names it."""
-        key = (self._policy_key(policy), str(root), chart)
-        found = self.index.get(key)
-        if found is None:
-            found = self.index[key] = len(self.table)
-            if key not in self.sources:
-                self.sources[key] = self._source(policy, key[0], root / chart, sha256)
-            self.table.append(self.sources[key])
-        return found
+    def of_run(self, policy: ImagePolicy, root: Path) -> Callable[[str, str | None], int]:
+        """The index of a run's image: (chart file relative to the task folder ``root``, as
+        parsed.parquet names it; its sha256) -> its place in ``table``. The policy is fingerprinted
+        once per run, not once per image of 1.6 M rows."""
+        policy_key, folder = fingerprint(asdict(policy)), str(root)
 
-    def _policy_key(self, policy: ImagePolicy) -> str:
-        # Fingerprinting the policy once per run, not once per image of 1.6 M rows.
-        if policy not in self.policies:
-            self.policies[policy] = fingerprint(asdict(policy))
-        return self.policies[policy]
+        def get(chart: str, sha256: str | None) -> int:
+            key = (policy_key, folder, chart)
+            found = self.index.get(key)
+            if found is None:
+                found = self.index[key] = len(self.table)
+                if key not in self.sources:
+                    self.sources[key] = self._source(policy, policy_key, root / chart, sha256)
+                self.table.append(self.sources[key])
+            return found
+
+        return get
 
     def _source(self, policy: ImagePolicy, policy_key: str, chart: Path, sha256: str | None) -> list[Any]:
         identity = policy == ImagePolicy()
@@ -158,6 +159,22 @@ def _json_safe(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return _json_safe(value.item())
     return value
+
+
+def _dates(values: pd.Series) -> list[str]:
+    """Each value's day as str(value)[:10] does it, a datetime column at numpy's speed."""
+    if pd.api.types.is_datetime64_dtype(values.dtype):
+        return np.datetime_as_string(values.to_numpy(), unit="D").tolist()
+    return [str(v)[:10] for v in values]
+
+
+def _scores(parsed: pd.DataFrame) -> list[dict | None]:
+    """Each row's per-sample scores (the ``score_*`` columns, prefix dropped), None without any."""
+    columns = [c for c in parsed.columns if c.startswith("score_")]
+    if not columns:
+        return [None] * len(parsed)
+    values = [[_json_safe(v) for v in parsed[c].tolist()] for c in columns]
+    return [dict(zip((c[len("score_"):] for c in columns), row)) for row in zip(*values)]
 
 
 def _policy(info: Mapping[str, Any]) -> ImagePolicy:
@@ -223,50 +240,54 @@ class _Tables:
         k: [] for k in ("text", "answer", "error", "prompt", "images", "scores", "extra")})
 
     def add(self, index: int, b: BrowsedRun, run: RunData) -> None:
-        """Every row of ``run`` (the ``index``-th of the page's runs). Columns are read as lists
-        and zipped: a row-by-row pandas lookup would cost more than the rest at 1.6 M rows."""
+        """Every row of ``run`` (the ``index``-th of the page's runs), a column at a time: a
+        row-by-row pandas lookup would cost more than all the rest at 1.6 M rows."""
         parsed = run.parsed
         n = len(parsed)
         ids = [str(v) for v in parsed["sample_id"]]
         view = b.task.browse(run)
         view = view.set_index(view["sample_id"].astype(str)).reindex(ids)
         col = lambda name: parsed[name].tolist() if name in parsed else [None] * n  # noqa: E731
-        task = self.tasks.index(b.task.name)
-        policy = _policy(b.info)
-        shas = _chart_shas(b.paths)
-        score_cols = [c for c in parsed.columns if c.startswith("score_")]
-        scores = [parsed[c].tolist() for c in score_cols]
-        image_cols = {c[len("image_"):]: parsed[c].tolist() for c in parsed.columns if c.startswith("image_")}
-        market = parsed["market"].tolist() if "market" in parsed else [""] * n
-        columns = zip(ids, col("cutoff"), col("code"), market, view["group"].tolist(), view["label"].tolist(),
-                      view["outcome"].tolist(), view["detail"].tolist(), col("answer"), col("prompt"), col("charts"),
-                      col("tier"), col("reason"), col("text"), col("error"))
-        for k, (sid, cutoff, code, mkt, group, label, outcome, extra, answer, prompt, charts, tier, reason, text,
-                error) in enumerate(columns):
-            key = (b.task.name, sid)
+        answers = [_text(v) for v in col("answer")]
+        self.rows["run"] += [index] * n
+        self.rows["sample"] += self._samples(b.task.name, ids, parsed, view)
+        self.rows["tier"] += [str(v) for v in col("tier")]
+        self.rows["reason"] += [_text(v) for v in col("reason")]
+        self.rows["failed"] += [a is None for a in answers]
+        self.rows["outcome"] += [_text(v) for v in view["outcome"].tolist()]
+        self.rows["answer"] += [None if a is None else a[:ANSWER_CHARS] for a in answers]
+        self.detail["text"] += [_text(v) for v in col("text")]
+        self.detail["answer"] += answers
+        self.detail["error"] += [_text(v) for v in col("error")]
+        self.detail["prompt"] += [None if p is None else self.prompts.get(p) for p in map(_text, col("prompt"))]
+        self.detail["images"] += self._images(b, ids, col("charts"), parsed)
+        self.detail["scores"] += _scores(parsed)
+        self.detail["extra"] += [e if isinstance(e, dict) else None for e in view["detail"].tolist()]
+
+    def _samples(self, task_name: str, ids: list[str], parsed: pd.DataFrame, view: pd.DataFrame) -> list[int]:
+        """Each row's sample, listed the first time a run answers it."""
+        task = self.tasks.index(task_name)
+        markets = parsed["market"].tolist() if "market" in parsed else [""] * len(ids)
+        columns = zip(ids, _dates(parsed["cutoff"]), parsed["code"].tolist(), markets, view["group"].tolist(),
+                      view["label"].tolist())
+        found = []
+        for sid, date, code, market, group, label in columns:
+            key = (task_name, sid)
             if key not in self.samples:
                 self.samples[key] = len(self.samples)
-                for name, value in (("task", task), ("id", sid), ("date", str(cutoff)[:10]), ("code", str(code)),
-                                    ("market", str(mkt)), ("group", str(group)), ("label", str(label))):
+                for name, value in (("task", task), ("id", sid), ("date", date), ("code", str(code)),
+                                    ("market", str(market)), ("group", str(group)), ("label", str(label))):
                     self.sample_cols[name].append(value)
-            answer, prompt = _text(answer), _text(prompt)
-            self.rows["run"].append(index)
-            self.rows["sample"].append(self.samples[key])
-            self.rows["tier"].append(str(tier))
-            self.rows["reason"].append(_text(reason))
-            self.rows["failed"].append(answer is None)
-            self.rows["outcome"].append(_text(outcome))
-            self.rows["answer"].append(None if answer is None else answer[:ANSWER_CHARS])
-            self.detail["text"].append(_text(text))
-            self.detail["answer"].append(answer)
-            self.detail["error"].append(_text(error))
-            self.detail["prompt"].append(None if prompt is None else self.prompts.get(prompt))
-            self.detail["images"].append([
-                self.images.get(policy, b.paths.root, str(image_cols[c][k]), shas.get((sid, c)))
-                for c in (_text(charts) or "").split(",") if c and c in image_cols
-            ])
-            self.detail["scores"].append({c[len("score_"):]: _json_safe(v[k]) for c, v in zip(score_cols, scores)} or None)
-            self.detail["extra"].append(extra if isinstance(extra, dict) else None)
+            found.append(self.samples[key])
+        return found
+
+    def _images(self, b: BrowsedRun, ids: list[str], charts: list, parsed: pd.DataFrame) -> list[list[int]]:
+        """Each row's images: those of its charts (``charts``: "daily,weekly") under the run's policy."""
+        image = self.images.of_run(_policy(b.info), b.paths.root)
+        shas = _chart_shas(b.paths)
+        files = {c[len("image_"):]: parsed[c].tolist() for c in parsed.columns if c.startswith("image_")}
+        return [[image(str(files[c][k]), shas.get((sid, c))) for c in (_text(shown) or "").split(",") if c in files]
+                for k, (sid, shown) in enumerate(zip(ids, charts))]
 
     def document(self) -> dict[str, Any]:
         return {"samples": self.sample_cols, "rows": self.rows, "detail": self.detail, "images": self.images.table}
