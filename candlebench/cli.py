@@ -32,6 +32,7 @@ from candlebench.stages.per_task import apply_per_task
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
 from candlebench.status import status_command
+from candlebench.view import view_command
 from candlebench.sweep import SweepError
 from inference.backends import BACKEND_REQUIRES
 from inference.runner import RunAborted
@@ -100,6 +101,7 @@ def convert_llava_command(args: list[str]) -> None:
 PLAIN_COMMANDS: Mapping[str, Callable[[list[str]], None]] = {
     "convert llava": convert_llava_command,
     "status": status_command,
+    "view": view_command,
 }
 
 
@@ -110,6 +112,7 @@ def usage() -> str:
         lines.append(f"  {f'{name} {args}'.strip():<26} {command.help}")
     lines.append(f"  {'convert llava SRC DST':<26} rewrite an original LLaVA checkpoint to the transformers layout")
     lines.append(f"  {'status RUN_DIR':<26} per-stage and per-shard progress of a run directory")
+    lines.append(f"  {'view OUT_DIR [--port N]':<26} serve the report on 127.0.0.1 (a large study's sample browser needs it)")
     lines.append("")
     lines.append("e.g. candlebench samples data=slice task.samples.interval=20 out_dir=/tmp/run")
     return "\n".join(lines)

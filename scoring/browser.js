@@ -1,5 +1,7 @@
-// The report's sample browser (scoring/browser.py writes its data). Plain DOM, no library, no
-// network: the data are gzip + base64 in #cb-data. Every value is set as text, never as HTML.
+// The report's sample browser (scoring/browser.py writes its data). Plain DOM, no library. A small
+// study's data are gzip + base64 in #cb-data, every row there (no network); a large study's
+// #cb-data is an index, and each run's rows a gzip'd JSON file fetched when the run is chosen
+// (served by `candlebench view`). Every value is set as text, never as HTML.
 (async function () {
   "use strict";
   const root = document.getElementById("cb-browser");
@@ -23,21 +25,84 @@
     return JSON.parse(await new Response(stream).text());
   }
 
+  // A fetched file: gzip'd JSON (decompressed here unless a server already undid the gzip).
+  async function fetched(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(url + ": HTTP " + response.status);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const gzipped = bytes[0] === 0x1f && bytes[1] === 0x8b;
+    const stream = new Blob([bytes]).stream();
+    return JSON.parse(await new Response(gzipped ? stream.pipeThrough(new DecompressionStream("gzip")) : stream).text());
+  }
+
+  const status = document.getElementById("cb-status");
   let D;
   try {
     D = await unpack(document.getElementById("cb-data").textContent);
   } catch (err) {
-    document.getElementById("cb-status").textContent = "The sample data cannot be read: " + err;
+    status.textContent = "The sample data cannot be read: " + err;
     throw err;
   }
-  const R = D.rows, S = D.samples, X = D.detail, N = R.run.length;
-  const runName = (i) => D.runs[i].task + "/" + D.runs[i].name;
-  const bySample = new Map(); // sample index -> its rows (one per run)
-  for (let i = 0; i < N; i++) {
-    const s = R.sample[i];
-    if (!bySample.has(s)) bySample.set(s, []);
-    bySample.get(s).push(i);
+  const SPLIT = D.split || null; // a large study: the rows are per-run files
+  // The rows of every run loaded so far, as one store (the whole study at once when it is small).
+  const R = { run: [], sample: [], tier: [], reason: [], failed: [], outcome: [], answer: [] };
+  const S = { task: [], id: [], date: [], code: [], market: [], group: [], label: [] };
+  const X = { text: [], answer: [], error: [], prompt: [], images: [], scores: [], extra: [] };
+  const IMAGES = [], PROMPTS = SPLIT ? new Map() : D.prompts; // prompt index -> text
+  const sampleOf = new Map(); // task + id -> sample index, so that every run's rows on a sample meet
+  const bySample = new Map(); // sample index -> its rows (one per run loaded)
+  const loaded = new Map(); // run index -> the promise of its rows
+  let N = 0;
+
+  function ingest(part) {
+    const base = IMAGES.length;
+    for (const image of part.images) IMAGES.push(image);
+    const samples = part.samples.id.map((id, k) => {
+      const key = part.samples.task[k] + "\u0000" + id;
+      if (!sampleOf.has(key)) {
+        sampleOf.set(key, S.id.length);
+        for (const name of Object.keys(S)) S[name].push(part.samples[name][k]);
+      }
+      return sampleOf.get(key);
+    });
+    // Whole columns appended (a run's 100,000 rows: element by element would be the page's slowest step).
+    for (const name of Object.keys(R)) R[name] = R[name].concat(part.rows[name]);
+    for (const name of Object.keys(X)) X[name] = X[name].concat(part.detail[name]);
+    for (; N < R.run.length; N++) {
+      const s = (R.sample[N] = samples[R.sample[N]]);
+      if (base) X.images[N] = X.images[N].map((i) => i + base);
+      if (!bySample.has(s)) bySample.set(s, []);
+      bySample.get(s).push(N);
+    }
   }
+
+  // A large study's run, fetched once however often it is asked for.
+  function load(run) {
+    if (!SPLIT) return Promise.resolve();
+    if (!loaded.has(run)) {
+      status.textContent = "Loading " + runName(run) + "…";
+      loaded.set(run, fetched(D.runs[run].file).then(ingest).then(() => { status.textContent = ""; }, (err) => {
+        loaded.delete(run);
+        status.textContent = "The rows of " + runName(run) + " cannot be read: " + err +
+          (location.protocol === "file:" ? " (open the report with `candlebench view OUT_DIR`: browsers read no file next to a page opened from disk)" : "");
+        throw err;
+      }));
+    }
+    return loaded.get(run);
+  }
+
+  async function prompt(index) {
+    if (!SPLIT) return PROMPTS[index];
+    if (!PROMPTS.has(index)) {
+      const first = index - (index % SPLIT.prompts_per_file);
+      const texts = await fetched(SPLIT.prompts + Math.floor(index / SPLIT.prompts_per_file) + ".json.gz");
+      texts.forEach((text, k) => PROMPTS.set(first + k, text));
+    }
+    return PROMPTS.get(index);
+  }
+
+  const runName = (i) => D.runs[i].task + "/" + D.runs[i].name;
+  if (!SPLIT) ingest(D);
   const outcomeOf = (i) => R.outcome[i] || "–";
   // Sortable columns: header, the row's value.
   const COLUMNS = [
@@ -56,14 +121,15 @@
   const clip = (text, n) => (text && text.length > n ? text.slice(0, n - 1) + "…" : text);
   const unique = (values) => [...new Set(values)].filter((v) => v !== null && v !== "").sort();
   const options = (pairs) => pairs.map(([value, text]) => h("option", { value }, text));
-  const tiers = unique(R.tier), reasons = unique(R.reason);
+  // A large study's choices come with its index: its rows are not all here.
+  const tiers = D.tiers || unique(R.tier), reasons = D.reasons || unique(R.reason), groups = D.groups || unique(S.group);
   const controls = {
-    run: h("select", { id: "cb-run" }, options([["", "all runs"], ...D.runs.map((r, i) => [String(i), runName(i)])])),
+    run: h("select", { id: "cb-run" }, options([["", SPLIT ? "all runs loaded" : "all runs"], ...D.runs.map((r, i) => [String(i), runName(i)])])),
     task: h("select", { id: "cb-task" }, options([["", "all tasks"], ...D.tasks.map((t, i) => [String(i), t])])),
     from: h("input", { id: "cb-from", type: "date", title: "from date" }),
     to: h("input", { id: "cb-to", type: "date", title: "to date" }),
     stock: h("input", { id: "cb-stock", type: "search", placeholder: "stock", size: 8 }),
-    group: h("select", { id: "cb-group" }, options([["", "all groups"], ...unique(S.group).map((g) => [g, g])])),
+    group: h("select", { id: "cb-group" }, options([["", "all groups"], ...groups.map((g) => [g, g])])),
     parse: h("select", { id: "cb-parse" }, options([
       ["", "any parse"], ["parsed", "parsed"], ["failed", "failed"],
       ...tiers.map((t) => ["tier:" + t, "tier " + t]), ...reasons.map((r) => ["reason:" + r, "reason: " + clip(r, 48)]),
@@ -71,7 +137,12 @@
     outcome: h("select", { id: "cb-outcome" }, options([["", "any outcome"], ["right", "right"], ["wrong", "wrong"], ["none", "no verdict"]])),
   };
   for (const [key, node] of Object.entries(controls)) {
-    node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => { state[key] = node.value; state.page = 0; render(); });
+    node.addEventListener(node.tagName === "SELECT" ? "change" : "input", async () => {
+      state[key] = node.value;
+      state.page = 0;
+      if (key === "run" && node.value !== "") await load(Number(node.value));
+      render();
+    });
   }
 
   function matches(i) {
@@ -106,11 +177,12 @@
   function render() {
     const shown = [];
     for (let i = 0; i < N; i++) if (matches(i)) shown.push(i);
-    const key = COLUMNS[state.sort][1];
-    shown.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : a - b) * state.dir; });
+    const value = COLUMNS[state.sort][1], keys = new Array(N);
+    for (const i of shown) keys[i] = value(i); // each row's key once, not once per comparison
+    shown.sort((a, b) => { const x = keys[a], y = keys[b]; return (x < y ? -1 : x > y ? 1 : a - b) * state.dir; });
     const size = D.page_size, pages = Math.max(1, Math.ceil(shown.length / size));
     state.page = Math.min(Math.max(0, state.page), pages - 1);
-    count.textContent = shown.length + " of " + N + " answers";
+    count.textContent = shown.length + " of " + N + " answers" + (SPLIT ? " (" + loaded.size + " of " + D.runs.length + " runs loaded)" : "");
     pageText.textContent = "page " + (state.page + 1) + " of " + pages;
     prev.disabled = state.page === 0;
     next.disabled = state.page >= pages - 1;
@@ -128,7 +200,7 @@
     }
     if (!X.images[i].length) return h("p", { class: "cb-note" }, "No image: the prompt alone.");
     return h("div", { class: "cb-images" }, X.images[i].map((k) => {
-      const [src, w, hgt, error] = D.images[k];
+      const [src, w, hgt, error] = IMAGES[k];
       if (!src) return h("p", { class: "cb-note" }, error || "image unavailable");
       const caption = h("figcaption", {});
       const img = h("img", { class: "cb-img", src, loading: "lazy" });
@@ -150,11 +222,26 @@
 
   function runColumn(sample, chosen, side) {
     const rowsHere = bySample.get(sample);
-    const picker = h("select", { class: "cb-pick", "data-side": side }, rowsHere.map((i) => h("option", { value: i }, runName(R.run[i]))));
+    // A large study's runs not loaded yet: offered too, read when picked.
+    const more = SPLIT ? D.runs.map((r, k) => k).filter((k) => !loaded.has(k) && D.tasks[S.task[sample]] === D.runs[k].task) : [];
+    const picker = h("select", { class: "cb-pick", "data-side": side },
+      rowsHere.map((i) => h("option", { value: i }, runName(R.run[i]))),
+      more.map((k) => h("option", { value: "load:" + k }, runName(k) + " (load)")));
     picker.value = String(chosen);
     const box = h("div", { class: "cb-run", "data-run": runName(R.run[chosen]) });
-    picker.addEventListener("change", () => box.replaceWith(runColumn(sample, Number(picker.value), side)));
+    picker.addEventListener("change", async () => {
+      if (!picker.value.startsWith("load:")) return box.replaceWith(runColumn(sample, Number(picker.value), side));
+      const run = Number(picker.value.slice(5));
+      await load(run);
+      const row = bySample.get(sample).find((i) => R.run[i] === run);
+      box.replaceWith(row === undefined ? h("div", { class: "cb-run cb-note" }, runName(run) + " has no answer on this sample.")
+        : runColumn(sample, row, side));
+    });
     const scores = X.scores[chosen];
+    const promptText = pre("cb-prompt", X.prompt[chosen] === null ? null : SPLIT ? "loading…" : PROMPTS[X.prompt[chosen]]);
+    if (SPLIT && X.prompt[chosen] !== null) {
+      prompt(X.prompt[chosen]).then((text) => { promptText.textContent = text; }, (err) => { promptText.textContent = String(err); });
+    }
     box.append(...[
       picker,
       h("p", {}, "tier ", h("b", {}, R.tier[chosen]), R.reason[chosen] ? " · " + R.reason[chosen] : "", " · outcome ", h("b", {}, outcomeOf(chosen))),
@@ -164,7 +251,7 @@
       h("h4", {}, "Parsed answer"), pre("cb-answer", X.answer[chosen]),
       scores ? h("table", { class: "cb-scores" }, Object.entries(scores).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v === null ? "–" : String(v))))) : null,
       claims(X.extra[chosen]),
-      h("details", {}, h("summary", {}, "Prompt"), pre("cb-prompt", X.prompt[chosen] === null ? null : D.prompts[X.prompt[chosen]])),
+      h("details", {}, h("summary", {}, "Prompt"), promptText),
     ].filter((c) => c !== null));
     return box;
   }
@@ -185,7 +272,9 @@
 
   function failures() {
     const counts = new Map();
-    for (let i = 0; i < N; i++) {
+    // A large study counts them with its index, every run's whether loaded or not.
+    if (SPLIT) D.runs.forEach((r, run) => r.failures.forEach(([reason, n]) => counts.set(run + "\u0000" + reason, n)));
+    for (let i = 0; i < (SPLIT ? 0 : N); i++) {
       if (!R.failed[i]) continue;
       const key = R.run[i] + "\u0000" + (R.reason[i] || "");
       counts.set(key, (counts.get(key) || 0) + 1);
@@ -195,7 +284,8 @@
       [...counts].sort().map(([key, n]) => {
         const [run, reason] = key.split("\u0000");
         return h("tr", {}, h("td", {}, runName(Number(run))), h("td", {}, reason || "(none given)"), h("td", {}, n),
-          h("td", {}, h("button", { class: "cb-show-failures", on: { click: () => {
+          h("td", {}, h("button", { class: "cb-show-failures", on: { click: async () => {
+            await load(Number(run));
             // Exactly the samples counted here: every other filter cleared.
             for (const [key, node] of Object.entries(controls)) { state[key] = ""; node.value = ""; }
             Object.assign(state, { run, parse: "failed:" + reason, page: 0 });
@@ -209,7 +299,10 @@
       }));
   }
 
+  if (SPLIT && D.runs.length) await load(0).catch(() => null); // the first page: the first run's rows (or why not)
+  else status.textContent = "";
   root.replaceChildren(
+    status,
     h("h3", {}, "Parse failures by reason"), failures(),
     h("div", { class: "cb-filters" }, Object.values(controls), count),
     h("table", { class: "cb-table" }, h("thead", {}, head), body),

@@ -1,13 +1,23 @@
-"""The report's sample browser: every answered sample of every run, inspectable in report.html
-itself (no server, no network: it opens from disk).
+"""The report's sample browser: every answered sample of every run, inspectable from report.html.
 
 What it holds per run and sample: the generic columns of ``parsed.parquet`` (the raw text, the
 parsed answer, its tier or failure reason, the prompt as sent and which charts went with it), the
 task's view (:meth:`tasks.base.Task.browse`: group, label, right / wrong, detail such as E2A's
-claims) and the per-sample ``score_*`` columns. The data travel as one gzip-compressed JSON
-document inside the page, which the page's script (``browser.js``) unpacks with the browser's own
-``DecompressionStream``; prompts are stored once per distinct text (a sample's prompt is the same
-in every first-pass run), which together with gzip keeps 10,000 samples x 3 runs mailable.
+claims) and the per-sample ``score_*`` columns.
+
+Two layouts, by the study's size (``report.split_above`` answers):
+
+* small: the data travel as one gzip-compressed JSON document inside the page, which the page's
+  script (``browser.js``) unpacks with the browser's own ``DecompressionStream``; no server, no
+  network, it opens from disk. Prompts are stored once per distinct text (a sample's prompt is the
+  same in every first-pass run), which together with gzip keeps 10,000 samples x 3 runs mailable.
+* large (the paper's 1.6 M answers): the page holds only an index (runs, their failure counts);
+  each run's rows are a gzip'd JSON file under ``report/browser/runs/`` that the page fetches
+  when that run is chosen, and the prompts, shared by every run, are files of
+  :data:`PROMPTS_PER_FILE` under ``report/browser/prompts/`` fetched when a sample's detail opens.
+  The writer holds one run's rows at a time, so its memory and the page's first load stay those
+  of one run however many runs there are. Browsers refuse ``fetch`` from ``file://``:
+  ``candlebench view OUT_DIR`` serves the folder on localhost.
 
 Images are the exact ones the model received: the run's :class:`ImagePolicy` (run.json) applied to
 the sample's chart files. Under the identity policy (the default) those are the chart files
@@ -21,23 +31,32 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import io
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
+import numpy as np
 import pandas as pd
 
-from candlebench.core.io import fingerprint
+from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunData
 from rendering.model_input import ImagePolicy
 
 ANSWER_CHARS = 80  # the table's answer column; the detail view shows it whole
+FILES = "browser"  # the large layout's folder, next to report.html
+PROMPTS_PER_FILE = 2_000  # a detail view fetches one such file (~0.3 MB gzip'd for forecast prompts)
+# The per-run files: level 6 writes about three times faster than 9 for a few per cent more bytes,
+# and these are read from the local disk, not mailed.
+FILE_LEVEL = 6
 
 
 @dataclass(frozen=True)
@@ -45,10 +64,12 @@ class BrowserSettings:
     embed: bool = False  # thumbnails inside the page instead of files next to it
     thumb_px: int = 360  # longest side of an embedded thumbnail
     page_size: int = 50
+    split_above: int = 250_000  # more answers than this: one data file per run instead of one page
 
     def __post_init__(self) -> None:
-        if self.thumb_px < 16 or self.page_size < 1:
-            raise ValueError(f"report.thumb_px must be >= 16 and report.page_size >= 1, got {self.thumb_px}, {self.page_size}")
+        if self.thumb_px < 16 or self.page_size < 1 or self.split_above < 0:
+            raise ValueError(f"report.thumb_px must be >= 16, report.page_size >= 1 and report.split_above >= 0, "
+                             f"got {self.thumb_px}, {self.page_size}, {self.split_above}")
 
 
 class Browsable(Protocol):
@@ -62,28 +83,45 @@ class Browsable(Protocol):
 @dataclass(frozen=True)
 class BrowsedRun:
     """One run as the browser lists it: its task, the task folder its samples and charts live in,
-    its data, and the name shown (prefixed with the market in a pooled report)."""
+    the name shown (prefixed with the market in a pooled report), its run.json, how many answers
+    it has, and how to read them: the writer reads each run when it comes to it and lets it go
+    before the next, so no more than one run's rows are ever in memory."""
 
     task: Browsable
     paths: TaskPaths
-    run: RunData
     shown: str
+    info: Mapping[str, Any]
+    answers: int
+    load: Callable[[], RunData]
 
 
 class _Images:
-    """Image sources by (policy, chart file): each prepared once, however many runs share it."""
+    """Image sources by (policy, chart file): each prepared once, however many runs share it (a
+    large study's per-run files each list theirs, from the ``sources`` every file shares)."""
 
-    def __init__(self, out: Path, settings: BrowserSettings):
+    def __init__(self, out: Path, settings: BrowserSettings, sources: dict | None = None):
         self.out, self.settings = out, settings
         self.table: list[list[Any]] = []  # [src, width, height] (sizes known only where prepared here)
-        self.index: dict[tuple[str, str], int] = {}
+        self.index: dict[tuple[str, str, str], int] = {}
+        self.sources: dict[tuple[str, str, str], list[Any]] = {} if sources is None else sources
 
-    def get(self, policy: ImagePolicy, chart: Path, sha256: str | None) -> int:
-        key = (fingerprint(asdict(policy)), str(chart))
-        if key not in self.index:
-            self.index[key] = len(self.table)
-            self.table.append(self._source(policy, key[0], chart, sha256))
-        return self.index[key]
+    def of_run(self, policy: ImagePolicy, root: Path) -> Callable[[str, str | None], int]:
+        """The index of a run's image: (chart file relative to the task folder ``root``, as
+        parsed.parquet names it; its sha256) -> its place in ``table``. The policy is fingerprinted
+        once per run, not once per image of 1.6 M rows."""
+        policy_key, folder = fingerprint(asdict(policy)), str(root)
+
+        def get(chart: str, sha256: str | None) -> int:
+            key = (policy_key, folder, chart)
+            found = self.index.get(key)
+            if found is None:
+                found = self.index[key] = len(self.table)
+                if key not in self.sources:
+                    self.sources[key] = self._source(policy, policy_key, root / chart, sha256)
+                self.table.append(self.sources[key])
+            return found
+
+        return get
 
     def _source(self, policy: ImagePolicy, policy_key: str, chart: Path, sha256: str | None) -> list[Any]:
         identity = policy == ImagePolicy()
@@ -123,8 +161,24 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _policy(run: RunData) -> ImagePolicy:
-    return ImagePolicy(**((run.info.get("identity") or {}).get("image_policy") or {}))
+def _dates(values: pd.Series) -> list[str]:
+    """Each value's day as str(value)[:10] does it, a datetime column at numpy's speed."""
+    if pd.api.types.is_datetime64_dtype(values.dtype):
+        return np.datetime_as_string(values.to_numpy(), unit="D").tolist()
+    return [str(v)[:10] for v in values]
+
+
+def _scores(parsed: pd.DataFrame) -> list[dict | None]:
+    """Each row's per-sample scores (the ``score_*`` columns, prefix dropped), None without any."""
+    columns = [c for c in parsed.columns if c.startswith("score_")]
+    if not columns:
+        return [None] * len(parsed)
+    values = [[_json_safe(v) for v in parsed[c].tolist()] for c in columns]
+    return [dict(zip((c[len("score_"):] for c in columns), row)) for row in zip(*values)]
+
+
+def _policy(info: Mapping[str, Any]) -> ImagePolicy:
+    return ImagePolicy(**((info.get("identity") or {}).get("image_policy") or {}))
 
 
 def _chart_shas(paths: TaskPaths) -> dict[tuple[str, str], str]:
@@ -134,57 +188,179 @@ def _chart_shas(paths: TaskPaths) -> dict[tuple[str, str], str]:
     return dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
 
 
+class _InlinePrompts:
+    """A small study's prompts: a list inside the page, each distinct text once."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def get(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+
+class _PromptFiles:
+    """A large study's prompts: each distinct text once over every run, written in files of
+    PROMPTS_PER_FILE as they fill. Only a digest of each text seen is kept (the texts themselves
+    until their file is written), so memory grows with the distinct prompts' count, not the runs'."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.index, self.pending = folder, {}, []
+
+    def get(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.index)
+            self.pending.append(text)
+            if len(self.pending) == PROMPTS_PER_FILE:
+                self.flush()
+        return found
+
+    def flush(self) -> None:
+        if self.pending:
+            number = (len(self.index) - 1) // PROMPTS_PER_FILE
+            _write_gzip_json(self.pending, self.folder / f"{number}.json.gz")
+            self.pending = []
+
+
+@dataclass
+class _Tables:
+    """The browser's columnar tables (one list per field) of some runs: every run's for a small
+    study's page, one run's for a large study's file."""
+
+    images: _Images
+    prompts: _InlinePrompts | _PromptFiles
+    tasks: list[str]
+    samples: dict[tuple[str, str], int] = field(default_factory=dict)
+    sample_cols: dict[str, list] = field(default_factory=lambda: {
+        k: [] for k in ("task", "id", "date", "code", "market", "group", "label")})
+    rows: dict[str, list] = field(default_factory=lambda: {
+        k: [] for k in ("run", "sample", "tier", "reason", "failed", "outcome", "answer")})
+    detail: dict[str, list] = field(default_factory=lambda: {
+        k: [] for k in ("text", "answer", "error", "prompt", "images", "scores", "extra")})
+
+    def add(self, index: int, b: BrowsedRun, run: RunData) -> None:
+        """Every row of ``run`` (the ``index``-th of the page's runs), a column at a time: a
+        row-by-row pandas lookup would cost more than all the rest at 1.6 M rows."""
+        parsed = run.parsed
+        n = len(parsed)
+        ids = [str(v) for v in parsed["sample_id"]]
+        view = b.task.browse(run)
+        view = view.set_index(view["sample_id"].astype(str)).reindex(ids)
+        col = lambda name: parsed[name].tolist() if name in parsed else [None] * n  # noqa: E731
+        answers = [_text(v) for v in col("answer")]
+        self.rows["run"] += [index] * n
+        self.rows["sample"] += self._samples(b.task.name, ids, parsed, view)
+        self.rows["tier"] += [str(v) for v in col("tier")]
+        self.rows["reason"] += [_text(v) for v in col("reason")]
+        self.rows["failed"] += [a is None for a in answers]
+        self.rows["outcome"] += [_text(v) for v in view["outcome"].tolist()]
+        self.rows["answer"] += [None if a is None else a[:ANSWER_CHARS] for a in answers]
+        self.detail["text"] += [_text(v) for v in col("text")]
+        self.detail["answer"] += answers
+        self.detail["error"] += [_text(v) for v in col("error")]
+        self.detail["prompt"] += [None if p is None else self.prompts.get(p) for p in map(_text, col("prompt"))]
+        self.detail["images"] += self._images(b, ids, col("charts"), parsed)
+        self.detail["scores"] += _scores(parsed)
+        self.detail["extra"] += [e if isinstance(e, dict) else None for e in view["detail"].tolist()]
+
+    def _samples(self, task_name: str, ids: list[str], parsed: pd.DataFrame, view: pd.DataFrame) -> list[int]:
+        """Each row's sample, listed the first time a run answers it."""
+        task = self.tasks.index(task_name)
+        markets = parsed["market"].tolist() if "market" in parsed else [""] * len(ids)
+        columns = zip(ids, _dates(parsed["cutoff"]), parsed["code"].tolist(), markets, view["group"].tolist(),
+                      view["label"].tolist())
+        found = []
+        for sid, date, code, market, group, label in columns:
+            key = (task_name, sid)
+            if key not in self.samples:
+                self.samples[key] = len(self.samples)
+                for name, value in (("task", task), ("id", sid), ("date", date), ("code", str(code)),
+                                    ("market", str(market)), ("group", str(group)), ("label", str(label))):
+                    self.sample_cols[name].append(value)
+            found.append(self.samples[key])
+        return found
+
+    def _images(self, b: BrowsedRun, ids: list[str], charts: list, parsed: pd.DataFrame) -> list[list[int]]:
+        """Each row's images: those of its charts (``charts``: "daily,weekly") under the run's policy."""
+        image = self.images.of_run(_policy(b.info), b.paths.root)
+        shas = _chart_shas(b.paths)
+        files = {c[len("image_"):]: parsed[c].tolist() for c in parsed.columns if c.startswith("image_")}
+        return [[image(str(files[c][k]), shas.get((sid, c))) for c in (_text(shown) or "").split(",") if c in files]
+                for k, (sid, shown) in enumerate(zip(ids, charts))]
+
+    def document(self) -> dict[str, Any]:
+        return {"samples": self.sample_cols, "rows": self.rows, "detail": self.detail, "images": self.images.table}
+
+    def failures(self) -> list[list]:
+        """[[reason or "", count], ...] of the failed rows, for the page's failure table."""
+        counts: dict[str, int] = {}
+        for failed, reason in zip(self.rows["failed"], self.rows["reason"]):
+            if failed:
+                counts[reason or ""] = counts.get(reason or "", 0) + 1
+        return sorted(map(list, counts.items()))
+
+
+def _run_entry(b: BrowsedRun) -> dict[str, Any]:
+    return {"task": b.task.name, "name": b.shown, "kind": str(b.info.get("kind")),
+            "random_weights": bool(b.info.get("random_weights"))}
+
+
+def _tasks(runs: list[BrowsedRun]) -> list[str]:
+    return sorted({b.task.name for b in runs})
+
+
 def browser_data(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
-    """The JSON document the page's script reads (columnar: one list per field)."""
-    images = _Images(out, settings)
-    prompts: dict[str, int] = {}
-    samples: dict[tuple[str, str], int] = {}
-    sample_cols: dict[str, list] = {k: [] for k in ("task", "id", "date", "code", "market", "group", "label")}
-    rows: dict[str, list] = {k: [] for k in ("run", "sample", "tier", "reason", "failed", "outcome", "answer")}
-    detail: dict[str, list] = {k: [] for k in ("text", "answer", "error", "prompt", "images", "scores", "extra")}
-    tasks = sorted({b.task.name for b in runs})
-    shas = {id(b.paths): _chart_shas(b.paths) for b in runs}
+    """The JSON document the page's script reads, every run's rows in it (a small study)."""
+    prompts = _InlinePrompts()
+    tables = _Tables(_Images(out, settings), prompts, _tasks(runs))
     for index, b in enumerate(runs):
-        parsed = b.run.parsed
-        view = b.task.browse(b.run).set_index("sample_id")
-        policy = _policy(b.run)
-        score_cols = [c for c in parsed.columns if c.startswith("score_")]
-        for row in parsed.to_dict("records"):
-            sid = str(row["sample_id"])
-            task_view = view.loc[sid]
-            key = (b.task.name, sid)
-            if key not in samples:
-                samples[key] = len(samples)
-                for name, value in (("task", tasks.index(b.task.name)), ("id", sid), ("date", str(row["cutoff"])[:10]),
-                                    ("code", str(row["code"])), ("market", str(row.get("market", ""))),
-                                    ("group", str(task_view["group"])), ("label", str(task_view["label"]))):
-                    sample_cols[name].append(value)
-            answer = _text(row["answer"])
-            prompt = _text(row.get("prompt"))
-            charts = [c for c in (_text(row.get("charts")) or "").split(",") if c]
-            rows["run"].append(index)
-            rows["sample"].append(samples[key])
-            rows["tier"].append(str(row["tier"]))
-            rows["reason"].append(_text(row["reason"]))
-            rows["failed"].append(answer is None)
-            rows["outcome"].append(_text(task_view["outcome"]))
-            rows["answer"].append(None if answer is None else answer[:ANSWER_CHARS])
-            detail["text"].append(_text(row["text"]))
-            detail["answer"].append(answer)
-            detail["error"].append(_text(row["error"]))
-            detail["prompt"].append(None if prompt is None else prompts.setdefault(prompt, len(prompts)))
-            detail["images"].append([
-                images.get(policy, b.paths.root / str(row[f"image_{c}"]), shas[id(b.paths)].get((sid, c)))
-                for c in charts if f"image_{c}" in row
-            ])
-            detail["scores"].append({c[len("score_"):]: _json_safe(row[c]) for c in score_cols} or None)
-            detail["extra"].append(task_view["detail"] if isinstance(task_view["detail"], dict) else None)
-    return {
-        "runs": [{"task": b.task.name, "name": b.shown, "kind": str(b.run.info.get("kind")),
-                  "random_weights": bool(b.run.info.get("random_weights"))} for b in runs],
-        "tasks": tasks, "samples": sample_cols, "rows": rows, "detail": detail,
-        "prompts": list(prompts), "images": images.table, "page_size": settings.page_size,
-    }
+        tables.add(index, b, b.load())
+    return {"runs": [_run_entry(b) for b in runs], "tasks": tables.tasks, **tables.document(),
+            "prompts": list(prompts.index), "page_size": settings.page_size}
+
+
+def _write_gzip_json(value: Any, path: Path) -> Path:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return atomic_write(path, lambda p: p.write_bytes(gzip.compress(raw, compresslevel=FILE_LEVEL, mtime=0)))
+
+
+def _file_name(index: int, b: BrowsedRun) -> str:
+    return f"{index}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', f'{b.task.name}-{b.shown}')}.json.gz"
+
+
+def write_run_files(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
+    """A large study: each run's tables as its own file under ``out/browser/runs`` and the shared
+    prompts under ``out/browser/prompts``, one run read at a time; returns the page's index of
+    them (the runs with their files, answer and failure counts, and the filters' choices)."""
+    folder = out / FILES
+    shutil.rmtree(folder, ignore_errors=True)  # a rebuilt report's runs, not an older one's
+    prompts = _PromptFiles(folder / "prompts")
+    tasks = _tasks(runs)
+    entries, groups, tiers, reasons, sources = [], set(), set(), set(), {}
+    for index, b in enumerate(runs):
+        tables = _Tables(_Images(out, settings, sources), prompts, tasks)
+        tables.add(index, b, b.load())
+        name = _file_name(index, b)
+        _write_gzip_json(tables.document(), folder / "runs" / name)
+        entries.append({**_run_entry(b), "file": f"{FILES}/runs/{name}", "answers": len(tables.rows["run"]),
+                        "failures": tables.failures()})
+        groups.update(tables.sample_cols["group"])
+        tiers.update(tables.rows["tier"])
+        reasons.update(r for r in tables.rows["reason"] if r)
+    prompts.flush()
+    return {"runs": entries, "tasks": tasks, "page_size": settings.page_size,
+            "split": {"prompts": f"{FILES}/prompts/", "prompts_per_file": PROMPTS_PER_FILE},
+            "groups": sorted(groups - {""}), "tiers": sorted(tiers), "reasons": sorted(reasons)}
+
+
+def browser_block(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> str:
+    """The page's browser: every row inside it for a small study, an index of per-run files for a
+    study of more than ``settings.split_above`` answers."""
+    if sum(b.answers for b in runs) > settings.split_above:
+        return browser_html(write_run_files(runs, out, settings))
+    shutil.rmtree(out / FILES, ignore_errors=True)  # no stale files from a larger study once
+    return browser_html(browser_data(runs, out, settings))
 
 
 def packed(data: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ import pandas as pd
 from scoring.report import Section, Table
 
 EXAMPLE_CHARS = 160
+# What failure_rows reads of parsed.parquet: the report reads these alone, one run at a time.
+FAILURE_COLUMNS = ["sample_id", "answer", "reason", "text", "error"]
 
 
 def failure_rows(run: str, parsed: pd.DataFrame) -> list[dict]:
@@ -24,7 +26,11 @@ def failure_rows(run: str, parsed: pd.DataFrame) -> list[dict]:
 
 
 def failure_section(task: str, parsed: dict[str, pd.DataFrame]) -> Section | None:
-    rows = [r for run, frame in parsed.items() for r in failure_rows(run, frame)]
+    return failure_table(task, [r for run, frame in parsed.items() for r in failure_rows(run, frame)])
+
+
+def failure_table(task: str, rows: list[dict]) -> Section | None:
+    """The section of runs' :func:`failure_rows` (gathered one run at a time); None when none failed."""
     if not rows:
         return None
     return Section(f"{task}: parse failures", (Table("Parse failures by reason", pd.DataFrame(rows),

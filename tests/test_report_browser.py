@@ -8,6 +8,8 @@ unparseable answers are known."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import shutil
@@ -38,21 +40,25 @@ if _PROBLEM and os.environ.get("CANDLEBENCH_REQUIRE_BROWSER") == "1":
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM))]
 
 
+def common(out: Path) -> list[str]:
+    return ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=60", f"out_dir={out}"]
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, env) -> Path:
     out = tmp_path_factory.mktemp("browser")
-    common = ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=60", f"out_dir={out}"]
-    cli("run", "tasks=[forecast]", *common, env=env)
-    cli("infer", *common, f"infer.run_name={SMALL}", f"infer.image.max_pixels={BUDGET}", env=env)
-    cli("score", *common, f"score.run={SMALL}", env=env)
+    args = common(out)
+    cli("run", "tasks=[forecast]", *args, env=env)
+    cli("infer", *args, f"infer.run_name={SMALL}", f"infer.image.max_pixels={BUDGET}", env=env)
+    cli("score", *args, f"score.run={SMALL}", env=env)
     samples = pd.read_parquet(out / "forecast" / "samples.parquet")
     lines = [{"sample_id": s, "text": "Score: 0.25" if k % 3 else GARBAGE} for k, s in enumerate(samples["sample_id"])]
     answers = out / "other.jsonl"
     answers.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    cli("import", str(answers), *common, "infer.run_name=other", env=env)
-    cli("score", *common, "score.run=other", env=env)
-    cli("report", *common, env=env)
-    cli("report", *common, "report.embed=true", f"report.dir={out / 'mailed'}", env=env)
+    cli("import", str(answers), *args, "infer.run_name=other", env=env)
+    cli("score", *args, "score.run=other", env=env)
+    cli("report", *args, env=env)
+    cli("report", *args, "report.embed=true", f"report.dir={out / 'mailed'}", env=env)
     return out
 
 
@@ -253,3 +259,64 @@ def test_the_report_opens_on_results_and_never_scrolls_sideways(study, browser):
             "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert page <= window, (width, page, window)
     browser.set_window_size(1400, 1600)
+
+
+@pytest.fixture(scope="module")
+def viewed(study, env):
+    """The study's report with one data file per run (report.split_above=0: as a paper-scale study
+    writes it), served by `candlebench view` on localhost."""
+    import subprocess
+
+    from helpers import CANDLEBENCH
+
+    folder = study / "split"
+    cli("report", *common(study), "report.split_above=0", f"report.dir={folder}", env=env)
+    server = subprocess.Popen([CANDLEBENCH, "view", str(folder), "--port", "0"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = server.stdout.readline()
+        assert "http://127.0.0.1:" in line, line
+        yield folder, line.split()[2]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def wait_for(driver, script: str, expected) -> None:
+    deadline = time.monotonic() + 30
+    while (got := driver.execute_script(script)) != expected:
+        assert time.monotonic() < deadline, (got, expected)
+        time.sleep(0.05)
+
+
+def test_through_candlebench_view_a_chosen_runs_rows_are_fetched_and_shown(viewed, browser, study):
+    from selenium.webdriver.common.by import By
+
+    folder, url = viewed
+    assert len(list((folder / "browser" / "runs").iterdir())) > 1
+    embedded = (folder / "report.html").read_text().split("id='cb-data'>")[1].split("<")[0]
+    index = json.loads(gzip.decompress(base64.b64decode(embedded)))
+    assert "rows" not in index and len(index["runs"]) > 1  # the page holds the runs' index, no row
+    browser.get(url)
+    wait_for(browser, "return document.getElementById('cb-browser').dataset.ready", "true")
+    runs = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#cb-run option")][1:]
+    names = sorted(p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
+    assert runs == [f"forecast/{n}" for n in names]
+    first = len(parsed(study, names[0]))
+    assert browser.find_element(By.ID, "cb-count").text == f"{first} of {first} answers (1 of {len(names)} runs loaded)"
+
+    tiny = parsed(study, MODEL)
+    pick(browser, "cb-run", str(runs.index(f"forecast/{MODEL}")))
+    wait_for(browser, "return document.getElementById('cb-count').textContent",
+             f"{len(tiny)} of {first + len(tiny)} answers (2 of {len(names)} runs loaded)")
+    expected = sorted((f"forecast/{MODEL}", str(r["cutoff"])[:10], r["code"]) for r in tiny.to_dict("records"))
+    assert sorted(shown_rows(browser)) == expected
+
+    # A row's detail: the raw response from the run's file, the prompt from the shared prompt files.
+    row = browser.find_element(By.CSS_SELECTOR, "#cb-rows tr")
+    date, code = [td.text for td in row.find_elements(By.TAG_NAME, "td")][1:3]
+    sample = tiny[(tiny["cutoff"].astype(str).str[:10] == date) & (tiny["code"] == code)].iloc[0]
+    row.click()
+    left = browser.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run")
+    assert left.find_element(By.CSS_SELECTOR, ".cb-raw").text == sample["text"].strip()
+    wait_for(browser, "return document.querySelector('#cb-detail .cb-run .cb-prompt').textContent", sample["prompt"])
+    assert errors(browser) == []

@@ -4,23 +4,24 @@ sample browser and the provenance. It dispatches on the task and knows no metric
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json
-from candlebench.core.layout import Layout, TaskPaths
+from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.core.results import RunData
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages.score import score_settings
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
-from scoring.browser import BrowsedRun, BrowserSettings, browser_data, browser_html
-from scoring.failures import failure_section
+from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
+from scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
 from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, write_report
 from tasks import get_task, names as task_names
 from tasks.base import Task
@@ -30,18 +31,42 @@ class StaleScores(UserError, FileNotFoundError):
     """metrics.json or parsed.parquet of another run key than the run's run.json."""
 
 
-def _run_data(paths: TaskPaths, name: str, samples: pd.DataFrame) -> RunData:
+@dataclass(frozen=True)
+class ScoredFiles:
+    """A scored run before its rows are read: run.json and metrics.json, small, read for every run;
+    parsed.parquet read when a step needs it and let go after (one run's rows in memory at a time,
+    however many runs a paper-scale report holds)."""
+
+    name: str
+    paths: RunPaths
+    samples: pd.DataFrame
+    info: dict
+    metrics: dict
+
+    def load(self, columns: list[str] | None = None) -> RunData:
+        """Its rows; of ``columns`` alone where given (those it has: a baseline has no error column)."""
+        if columns is not None:
+            columns = [c for c in columns if c in pq.read_schema(self.paths.parsed).names]
+        return RunData(self.name, pd.read_parquet(self.paths.parsed, columns=columns), self.samples, self.info,
+                       self.metrics)
+
+    @property
+    def answers(self) -> int:
+        return pq.ParquetFile(self.paths.parsed).metadata.num_rows
+
+
+def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredFiles:
     run = paths.run(name)
     info = RunInfo.read(run.info)
-    parsed = pd.read_parquet(run.parsed)
     metrics = json.loads(run.metrics.read_text())
-    keys = set(parsed["run_key"]) | {metrics.get("run_key")}
+    keys = set(pq.read_table(run.parsed, columns=["run_key"]).column("run_key").unique().to_pylist())
+    keys |= {metrics.get("run_key")}
     if keys != {info.run_key}:
         raise StaleScores(
             f"{run.root}: parsed.parquet / metrics.json hold run key(s) {sorted(map(str, keys))}, but run.json says "
             f"{info.run_key} (the run was redone since it was scored); run `candlebench score score.run={name}` first"
         )
-    return RunData(name, parsed, samples, asdict(info), metrics)
+    return ScoredFiles(name, run, samples, asdict(info), metrics)
 
 
 def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
@@ -59,31 +84,30 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
     the sample browser lists them."""
-    runs, datasets, comparisons, parsed, browsed = [], [], {}, {}, []
+    runs, datasets, comparisons, failures, browsed = [], [], {}, [], []
     wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
     for where in paths:
         names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
         if not names:
             continue
         samples = read_samples(where)
-        data = {n: _run_data(where, n, samples) for n in names}  # also: every run's scores are of its current key
+        data = {n: _scored_files(where, n, samples) for n in names}  # also: every run's scores are of its current key
         market = _market(samples)
         runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
-        parsed.update({f"{prefix}{n}": d.parsed for n, d in data.items()})
-        browsed += [BrowsedRun(task, where, d, f"{prefix}{n}") for n, d in data.items()]
+        failures += [r for n, d in data.items() for r in failure_rows(f"{prefix}{n}", d.load(FAILURE_COLUMNS).parsed)]
+        browsed += [BrowsedRun(task, where, f"{prefix}{n}", d.info, d.answers, d.load) for n, d in data.items()]
         # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
         revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
         comparisons.update({
-            f"{prefix}{a} → {b}": task.compare(data[a], data[b], score_settings(cfg))
+            f"{prefix}{a} → {b}": task.compare(data[a].load(), data[b].load(), score_settings(cfg))
             for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
     sections = task.report(runs, comparisons, datasets) if runs else []
-    failures = failure_section(task.name, parsed)
     unscored = unscored_section(task.name, paths)
-    return sections + [s for s in (failures, unscored) if s], runs, comparisons, browsed
+    return sections + [s for s in (failure_table(task.name, failures), unscored) if s], runs, comparisons, browsed
 
 
 def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
@@ -101,7 +125,7 @@ def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
 
 def browser_settings(cfg: DictConfig) -> BrowserSettings:
     return BrowserSettings(embed=bool(cfg.report.embed), thumb_px=int(cfg.report.thumb_px),
-                           page_size=int(cfg.report.page_size))
+                           page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
 
 
 def report(cfg: DictConfig) -> None:
@@ -137,7 +161,12 @@ def report(cfg: DictConfig) -> None:
     write_json(found, out / "provenance.json")
     sections = [*sections, provenance_section(found)]  # results first; provenance last, folded
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
-    samples = browser_html(browser_data(browsed, out, browser_settings(cfg)))
+    settings = browser_settings(cfg)
+    samples = browser_block(browsed, out, settings)
     md, page = write_report(sections, out, cfg.report.title, random, samples)
+    answers = sum(b.answers for b in browsed)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
-          f"({page.stat().st_size / 1e6:.2f} MB, {sum(len(b.run.parsed) for b in browsed)} answers in its sample browser)")
+          f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser)")
+    if answers > settings.split_above:
+        print(f"its sample browser reads one file per run from {out / FILES} (over report.split_above="
+              f"{settings.split_above} answers): open it with `candlebench view {out}`")
