@@ -150,8 +150,18 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
             if any(g.split(".", 1)[0] in command.unless for g in given):
                 return name, command, overrides + [_as_typed(a) for a in rest]
             implied = [d for d in command.defaults if key_of(d) not in given]
-            return name, command, implied + overrides + [_as_typed(a) for a in rest]
+            return name, command, implied + overrides + [_as_typed(a) for a in rest] + first_task(command, given, rest)
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
+
+
+def first_task(command: Command, given: set[str], args: list[str]) -> list[str]:
+    """A command over several tasks (``tasks=[e2a]``) composes its own config with the first of
+    them, so a key of that task (``task.language``) is one of its settings."""
+    chosen = [a.split("=", 1)[1] for a in args if key_of(a) == "tasks" and "=" in a]
+    if not command.every_task or "task" in given or not chosen:
+        return []
+    first = chosen[-1].strip("[]'\" ").split(",")[0].strip("'\" ")
+    return [f"task={first}"] if first else []
 
 
 def fail(message: str) -> None:

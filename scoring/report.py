@@ -179,9 +179,10 @@ def _html_table(frame: pd.DataFrame) -> str:
 
 
 def write_report(sections: list[Section], out: Path, title: str, random_weights: bool,
-                 browser: str = "") -> tuple[Path, Path]:
+                 browser: str = "", study: str = "") -> tuple[Path, Path]:
     """Write report.md (+ plots/*.png) and a self-contained report.html, with ``browser`` (the
-    sample browser's block, scoring/browser.py) at its end; returns both paths.
+    sample browser's block, scoring/browser.py) at its end and ``study`` (what each task asked)
+    under the title; returns both paths.
 
     Each file is written whole under a temporary name and renamed, so a reader (or ``status``)
     never sees half a report.
@@ -194,8 +195,8 @@ def write_report(sections: list[Section], out: Path, title: str, random_weights:
     warning = ""
     if random_weights:
         warning = f"Runs marked *{RANDOM_WEIGHTS}* are pipeline checks with untrained models: their numbers mean nothing."
-    md = [f"# {title}", "", warning, ""] if warning else [f"# {title}", ""]
-    parts = [f"<h1>{html.escape(title)}</h1>"]
+    md = [f"# {title}", ""] + ([study, ""] if study else []) + ([warning, ""] if warning else [])
+    parts = [f"<h1>{html.escape(title)}</h1>"] + ([f"<p class=study>{html.escape(study)}</p>"] if study else [])
     contents = [(section.title, _slug(section.title)) for section in sections]
     if browser:
         md += ["Every answer, with the images, prompt, raw text and parse of each sample: the sample browser "

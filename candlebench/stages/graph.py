@@ -161,7 +161,7 @@ def plan(
                 jobs.append(Job(f"score:{task}:{unit.key}:{method}", "score",
                                 (with_overrides(list(on_pass), f"score.run={revision}"),), (pass_key,)))
                 scored.append(jobs[-1].key)
-    jobs.append(Job("report", "report", (with_overrides(base, f"tasks=[{','.join(tasks)}]", *report),),
+    jobs.append(Job("report", "report", (with_overrides(base, f"task={tasks[0]}", f"tasks=[{','.join(tasks)}]", *report),),
                     tuple(scored)))
     return jobs
 

@@ -75,6 +75,16 @@ def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
     return Dataset(_market(samples), summary, {str(k): int(v) for k, v in dict(charts).items()})
 
 
+def study_line(tasks: list[TaskPaths]) -> str:
+    """What each task asked, for the report's header: its samples, stocks and dates."""
+    sizes = []
+    for paths in tasks:
+        samples = pd.read_parquet(paths.samples, columns=["code", "cutoff"])
+        sizes.append(f"{paths.task}: {len(samples):,} samples ({samples['code'].nunique()} stocks × "
+                     f"{samples['cutoff'].nunique()} dates)")
+    return "; ".join(sizes)
+
+
 def _market(samples: pd.DataFrame) -> str:
     return "+".join(sorted(map(str, samples["market"].unique()))) if "market" in samples else ""
 
@@ -163,7 +173,7 @@ def report(cfg: DictConfig) -> None:
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
     settings = browser_settings(cfg)
     samples = browser_block(browsed, out, settings)
-    md, page = write_report(sections, out, cfg.report.title, random, samples)
+    md, page = write_report(sections, out, cfg.report.title, random, samples, study_line(here))
     answers = sum(b.answers for b in browsed)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
           f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser)")
