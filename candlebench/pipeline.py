@@ -9,7 +9,8 @@ from omegaconf import DictConfig
 
 import tasks as registry
 from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, for_task, plan, run_stage
-from inference.models import ModelSpec, check_available
+from inference.backends import check_weights
+from inference.models import ModelSpec
 from tasks.base import MethodError
 
 
@@ -85,7 +86,7 @@ def run(cfg: DictConfig) -> None:
     base = [o for o in user_overrides() if o.split("=", 1)[0] not in {"task", "tasks"}]
     tasks = chosen_tasks(cfg)
     model = [Unit(HydraConfig.get().runtime.choices["model"])]
-    check_available(ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
+    check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
     jobs = plan(base, tasks, model, names, baselines=bool(cfg.baseline.names), passes=passes_of(base, tasks))
     check_jobs(jobs)

@@ -26,7 +26,8 @@ from candlebench.stages.graph import Job, check_jobs, compose_config, for_task, 
 from candlebench.stages.infer import EarlierRunMissing, build_requests
 from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.stages.render import settings_from
-from inference.models import ModelSpec, check_available
+from inference.backends import check_weights
+from inference.models import ModelSpec
 from inference.records import RecordStore
 from rendering.inputs import read_samples
 from rendering.render import collect_manifest, input_column
@@ -108,7 +109,8 @@ def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
     """Fail in seconds, naming the cause, rather than after CPU stages ran and GPU jobs queued."""
     common = for_task(base, None, chosen_tasks(cfg))
     for model in cfg.sweep.models:
-        check_available(ModelSpec.from_config(compose_config([*common, f"model={model}"]).model))
+        composed = compose_config([*common, f"model={model}"])
+        check_weights(str(composed.backend.name), ModelSpec.from_config(composed.model))
     if cfg.sweep.executor != "slurm":
         return
     partitions = {p for p in (cfg.sweep.cpu.partition, cfg.sweep.gpu.partition) if p}

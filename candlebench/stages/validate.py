@@ -63,6 +63,15 @@ def _date_or_null(v: Any) -> bool:
 
 
 RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    # backend=server (absent under the other backends: not checked there);
+    # first: infer.batch_size takes backend.concurrency
+    ("backend.concurrency", *_int(1)),
+    ("backend.timeout_s", *_number(0, low_open=True)),
+    ("backend.retries", *_int(0)),
+    ("backend.backoff_s", *_number(0)),
+    ("backend.max_backoff_s", *_number(0)),
+    ("backend.startup_wait_s", *_number(0)),
+    ("backend.dialect", *_one_of(("auto", "vllm", "openai"))),
     ("infer.batch_size", *_optional_int(1)),
     ("infer.prefetch_batches", *_int(0)),
     ("infer.loader_threads", *_int(1)),
