@@ -241,14 +241,7 @@ class ServerBackend:
         return None
 
     def generate(self, batch: list[PreparedRequest], encoded: Any = None) -> list[Generation]:
-        """A batch at once (the runner uses ``stream``): a failure of any request fails the batch."""
-        results = [answer for step in self.stream(batch) for answer in step]
-        order = {sid: r for sid, r in results}
-        outputs = [order[r.sample_id] for r in batch]
-        for out in outputs:
-            if isinstance(out, Exception):
-                raise out
-        return outputs  # type: ignore[return-value]
+        raise TypeError("the server backend is fed continuously (stream): the runner never batches it")
 
     def stream(self, requests: Iterable[PreparedRequest]) -> Iterator[list[tuple[str, Generation | Exception]]]:
         """(sample_id, generation or error) of the requests that finished, as they finish, with at
