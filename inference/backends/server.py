@@ -98,7 +98,7 @@ class ServerSettings:
 
 @dataclass(frozen=True)
 class Served:
-    """The model a server serves and how we talk to it: what of it enters the run key."""
+    """The model a server serves (its /v1/models entry) and the dialect we speak to it."""
 
     model: ServedModel
     dialect: str
@@ -157,9 +157,9 @@ class ServerBackend:
             raise ValueError(f"infer.prompt_layout={media.layout}: one of {list(LAYOUTS)}")
         self.settings = ServerSettings.from_config(backend)
         self.endpoint, self.policy = self.settings.endpoint(), self.settings.retry()
-        self.served_model = connect(self.settings)
-        self.dialect = DIALECTS[self.served_model.dialect]
-        self.served = self.served_model.identity(generation.regex)
+        self.target = connect(self.settings)
+        self.dialect = DIALECTS[self.target.dialect]
+        self.served = self.target.identity(generation.regex)
         self.device = f"server {self.endpoint.base_url}"  # each record names the server that answered it
         self.layout, self.generation = media.layout, generation
         self.template_kwargs, self.processor_kwargs = dict(model.chat_template_kwargs), dict(model.processor_kwargs)
@@ -173,20 +173,18 @@ class ServerBackend:
         text = [{"type": "text", "text": request.prompt}]
         g, d = self.generation, self.dialect
         body: dict[str, Any] = {
-            "model": self.served_model.model.id,
+            "model": self.target.model.id,
             "messages": [{"role": "user", "content": images + text if self.layout == "images_first" else text + images}],
             "max_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p, "seed": g.seed,
             "stream": False,
             **d.neutral,
         }
+        if self.template_kwargs:  # vLLM and llama.cpp's server apply them (enable_thinking); others ignore them
+            body["chat_template_kwargs"] = self.template_kwargs
         if d.extra:
             body["min_tokens"] = g.min_new_tokens
-            if self.template_kwargs:
-                body["chat_template_kwargs"] = self.template_kwargs
             if self.processor_kwargs:
                 body["mm_processor_kwargs"] = self.processor_kwargs
-        elif self.template_kwargs:  # llama.cpp's server takes them too; others ignore them
-            body["chat_template_kwargs"] = self.template_kwargs
         if g.regex and d.constraint == "structured_outputs":
             body["structured_outputs"] = {"regex": g.regex}
         if d.token_ids:
