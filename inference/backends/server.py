@@ -37,6 +37,7 @@ from inference.backends.server_http import (ConnectionLost, Endpoint, HTTPFailur
                                             ServerChanged, ServerUnreachable, list_models, pick_model, with_retries)
 from inference.chat import LAYOUTS
 from inference.models import ModelSpec
+from rendering.model_input import ENCODED_PNG
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,15 @@ def served_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
 
 def data_url(image: Any) -> str:
     """A PIL image as a PNG data URL: lossless, so the server decodes the very pixels the
-    in-process backends are given."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    in-process backends are given. A chart the image policy left as rendered goes as its file's
+    own bytes: encoding two 800x600 charts again cost 35-70 ms a request on a 2-core machine,
+    more than the tiny model's whole answer (bench/infer_vllm.py row (f))."""
+    encoded = image.info.get(ENCODED_PNG)
+    if encoded is None:
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        encoded = buffer.getvalue()
+    return "data:image/png;base64," + base64.b64encode(encoded).decode("ascii")
 
 
 class ServerBackend:
