@@ -159,7 +159,7 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     files = [work / p for p in manifest.sort_values("freq")["path"]]
     prompt = TASK.request(compose_config([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]),
                           samples.iloc[0].to_dict(), {}).prompt
-    images = tuple(prepare_image(f, None) for f in files)
+    images = tuple(prepare_image(f.read_bytes(), None) for f in files)  # as the runner decodes them
     return [PreparedRequest(f"s{i:05d}", prompt, images) for i in range(n)], files, prompt
 
 

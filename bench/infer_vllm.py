@@ -9,10 +9,12 @@ tokenizer and chat template beside Qwen2.5-VL's image settings (no weights: vLLM
 served by ``VLLMBackend`` as a run would. Rows: (a) the calibrated matmul peak; (b) one request
 at a time; (c) ``LLM.generate`` over chunks of each batch size; (d) continuous feeding
 (``backend.feed=continuous``) of ``--requests``; (e) (d) through the real runner (chart files
-decoded in the prefetch threads, each record fsynced). Printed: samples/s, (c)/(b), (d)/(c),
-(e)/(d), and model FLOP utilisation against (a) and the datasheet, FLOPs counted as in
-bench/infer_gpu.py. Everything vLLM runs sits under ``main()``: its workers may re-import this
-module.
+decoded in the prefetch threads, each record fsynced); (f) the same engine behind vLLM's
+OpenAI-compatible server, fed by ``backend=server`` (``ServerBackend.stream``: PNG data URLs over
+HTTP, the server's chat template and detokenizer) at each ``--server-concurrency``, against (d):
+the cost of the HTTP path, measured. Printed: samples/s, (c)/(b), (d)/(c), (e)/(d), (f)/(d), and
+model FLOP utilisation against (a) and the datasheet, FLOPs counted as in bench/infer_gpu.py.
+Everything vLLM runs sits under ``main()``: its workers may re-import this module.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> None:
     parser.add_argument("--serial", type=int, default=8)
     parser.add_argument("--requests", type=int, default=512, help="requests of rows (d) and (e)")
     parser.add_argument("--new-tokens", type=int, default=8)
+    parser.add_argument("--server-concurrency", nargs="*", type=int, default=[1, 8, 64],
+                        help="row (f): requests in flight to the server (none: no server row)")
     args = parser.parse_args()
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -108,8 +112,55 @@ def main() -> None:
                                                 TASK.parser(None)), device)
             runner = args.requests / t
             row("(e) (d) through the runner", backend.in_flight, runner, f"{runner / fed:.2f}x (d)")
-            print(f"{name:<6}best (c)/(b) {best / serial:.2f}x, (d)/(c) {fed / best:.2f}x, (e)/(d) {runner / fed:.2f}x")
             backend.close()
+            served = {}
+            if args.server_concurrency:
+                served = server_rows(folder, cfg, generation, reqs[: args.requests], args.server_concurrency, device, work)
+                for concurrency, rate in served.items():
+                    row("(f) server, concurrency", concurrency, rate, f"{rate / fed:.2f}x (d)")
+            print(f"{name:<6}best (c)/(b) {best / serial:.2f}x, (d)/(c) {fed / best:.2f}x, (e)/(d) {runner / fed:.2f}x"
+                  + (f", best (f)/(d) {max(served.values()) / fed:.2f}x" if served else ""))
+
+
+def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[int], device: str, work: Path) -> dict[int, float]:
+    """Row (f): the model folder served by vLLM's OpenAI server with the in-process engine's settings
+    (dummy weights, the same dtype, length and image limits), requests/s through ``ServerBackend``
+    at each concurrency, after one warm-up request. The in-process engine is closed first: both
+    would not fit one GPU."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import infer_gpu as g
+    from fixtures.vllm_server import VLLMServer
+    from inference.backends.base import Media
+    from inference.backends.server import ServerBackend
+    from inference.models import ModelSpec
+
+    engine = ["--max-model-len", "4096", "--load-format", "dummy", "--seed", "0",
+              "--limit-mm-per-prompt", '{"image": {"count": 2, "width": 800, "height": 600}, "video": 0}']
+    engine += ["--enforce-eager", "--dtype", "float32"] if device != "cuda" else ["--gpu-memory-utilization", "0.9"]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(cfg.cpu_kvcache_space_gb)}
+    # vLLM's own layout (the engine core in a process of its own), as a deployment runs it.
+    server = VLLMServer(folder, env, work / "server.log", args=tuple(engine), engine_process=True)
+    try:
+        started = server.start(timeout_s=900)
+        print(f"(f) vLLM's OpenAI server up in {started:.0f} s at {server.base_url}")
+        rates = {}
+        for concurrency in concurrencies:
+            backend = ServerBackend(ModelSpec(name="bench", path=str(folder)), generation,
+                                    OmegaConf.create({"base_url": server.base_url, "concurrency": concurrency}),
+                                    Media(2, (800, 600)))
+            [a for step in backend.stream(iter(reqs[:1])) for a in step]  # warm-up
+            answers, t = g.timed(lambda: [a for step in backend.stream(iter(reqs)) for a in step], device)
+            failed = [r for _, r in answers if isinstance(r, Exception)]
+            if failed:
+                raise RuntimeError(f"{len(failed)} of {len(reqs)} server requests failed, e.g. {failed[0]}")
+            rates[concurrency] = len(reqs) / t
+        return rates
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from omegaconf import DictConfig
 import tasks as registry
 from candlebench.core.overrides import without_keys
 from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, plan, run_stage
-from inference.models import ModelSpec, check_available
+from inference.backends import check_weights
+from inference.models import ModelSpec
 from tasks.base import MethodError
 
 
@@ -72,7 +73,7 @@ def run(cfg: DictConfig) -> None:
     base = user_overrides()
     tasks = chosen_tasks(cfg)
     model = [Unit(HydraConfig.get().runtime.choices["model"])]
-    check_available(ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
+    check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
     jobs = plan(base, tasks, model, names, baselines=bool(cfg.task.baseline.names), passes=passes_of(base, tasks))
     check_jobs(jobs)

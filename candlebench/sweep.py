@@ -23,7 +23,8 @@ from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
 from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, pass_run, plan, run_stage, units
-from inference.models import ModelSpec, check_available
+from inference.backends import check_weights
+from inference.models import ModelSpec
 
 
 class SweepError(RuntimeError):
@@ -64,7 +65,8 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
 def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
     """Fail in seconds, naming the cause, rather than after CPU stages ran and GPU jobs queued."""
     for model in cfg.sweep.models:
-        check_available(ModelSpec.from_config(compose_config([*base, f"model={model}"]).model))
+        composed = compose_config([*base, f"model={model}"])
+        check_weights(str(composed.backend.name), ModelSpec.from_config(composed.model))
     if cfg.sweep.executor != "slurm":
         return
     partitions = {p for p in (cfg.sweep.cpu.partition, cfg.sweep.gpu.partition) if p}

@@ -151,7 +151,7 @@ def run_requests(
         return RunStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
 
     backend = make_backend()  # only now: a finished shard never loads a model
-    device = device_name()
+    device = backend.device or device_name()
     # The error rate is over the whole run (this shard): answers kept from earlier attempts count.
     answered_before = len(mine) - len(todo)
     counts = {"processed": 0, "errors": 0}
@@ -289,6 +289,7 @@ def _record(
         return ResponseRecord.failed(run_key, request.sample_id, model, backend, result, parse(None), **context)
     return ResponseRecord.answered(
         run_key, request.sample_id, model, backend, result.text, parse(result.text),
-        prompt_tokens=result.prompt_tokens, completion_tokens=len(result.token_ids),
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=len(result.token_ids) if result.completion_tokens is None else result.completion_tokens,
         token_ids=result.token_ids, **context,
     )

@@ -50,14 +50,24 @@ def prepare_image(
         with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as img:
             img.load()
             rgb = _flatten(img)
+            # An RGB PNG the policy leaves as it is: its own bytes encode these very pixels, so a
+            # backend that sends images encoded (backend=server) need not encode them again.
+            as_is = (isinstance(source, bytes) and img.format == "PNG" and img.mode == "RGB"
+                     and "transparency" not in img.info)
     except OSError as err:  # missing file, not an image (UnidentifiedImageError), truncated
         raise ValueError(f"cannot read image {name}: {err}") from err
     size = fit_size(rgb.size, policy.max_pixels, policy.min_pixels)
     if size != rgb.size:
-        rgb = rgb.resize(size, Image.Resampling.LANCZOS)
+        rgb, as_is = rgb.resize(size, Image.Resampling.LANCZOS), False
     if policy.jpeg_quality is not None:
-        rgb = _through_jpeg(rgb, policy.jpeg_quality)
+        rgb, as_is = _through_jpeg(rgb, policy.jpeg_quality), False
+    if as_is:
+        rgb.info[ENCODED_PNG] = source
     return rgb
+
+
+# Image.info key of the PNG bytes an image was decoded from unchanged (prepare_image).
+ENCODED_PNG = "candlebench_png"
 
 
 def fit_size(size: tuple[int, int], max_pixels: int | None, min_pixels: int | None = None) -> tuple[int, int]:

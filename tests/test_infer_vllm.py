@@ -144,16 +144,19 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
 
 
 def test_the_vllm_benchmark_runs_on_the_cpu_build(env):
-    """bench/infer_vllm.py, bench/infer_gpu.py's twin: dummy weights at the configured size, every row."""
+    """bench/infer_vllm.py, bench/infer_gpu.py's twin: dummy weights at the configured size, every row,
+    the server row (vLLM's OpenAI server, fed by backend=server) included."""
     import subprocess
     import sys
     from pathlib import Path
 
     bench = Path(__file__).resolve().parents[1] / "bench" / "infer_vllm.py"
     done = subprocess.run([sys.executable, str(bench), "--models", "tiny", "--batch-sizes", "4", "--serial", "2",
-                           "--requests", "8"], capture_output=True, text=True, env=env, timeout=900)
+                           "--requests", "8", "--server-concurrency", "1", "4"], capture_output=True, text=True, env=env,
+                          timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     for row in ("(b) one request at a time", "(c) LLM.generate chunks", "(d) continuous feeding",
-                "(e) (d) through the runner"):
+                "(e) (d) through the runner", "(f) server, concurrency            1", "(f) server, concurrency            4"):
         assert f"tiny  {row}" in done.stdout, row
-    assert re.search(r"best \(c\)/\(b\) [0-9.]+x, \(d\)/\(c\) [0-9.]+x, \(e\)/\(d\) [0-9.]+x", done.stdout)
+    assert re.search(r"best \(c\)/\(b\) [0-9.]+x, \(d\)/\(c\) [0-9.]+x, \(e\)/\(d\) [0-9.]+x, best \(f\)/\(d\) [0-9.]+x",
+                     done.stdout)

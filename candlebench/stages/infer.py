@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 
 import pandas as pd
 from omegaconf import DictConfig
@@ -16,9 +17,10 @@ from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.render import render_done, settings_from
-from inference.backends import backend_factory
+from inference.backends import backend_kind, check_weights
+from inference.backends.server_http import ServerChanged
 from inference.backends.base import Backend, Media
-from inference.models import ModelSpec, check_available, ensure_built
+from inference.models import ModelSpec, ensure_built
 from inference.records import RecordStore
 from inference.run_info import RunInfo
 from inference.runner import Request, run_requests
@@ -158,25 +160,45 @@ def media(cfg: DictConfig, task: Task) -> Media:
     return Media(task.images_per_prompt(cfg), size, str(cfg.infer.prompt_layout))
 
 
+def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
+    """A run answered by a server resumes only against the same served model: its answers would
+    otherwise mix two models under one run name."""
+    old, new = before.identity.get("served"), now.identity.get("served")
+    if old is not None and new is not None and old != new:
+        raise ServerChanged(
+            f"{where}: its answers so far came from the server's model {old['model']} "
+            f"({old['dialect']} dialect), the server now serves {new['model']} ({new['dialect']}); serve that model "
+            "again to resume this run, or give this one a new infer.run_name"
+        )
+
+
 def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
     if task.uses_market(cfg):
         same_market(cfg.data, paths.summary, samples["code"].unique())
-    factory = backend_factory(cfg.backend.name)
-    check_available(ModelSpec.from_config(cfg.model))
+    kind = backend_kind(str(cfg.backend.name))
+    check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))
     model = model_spec(cfg)
     info = model_run_info(cfg, task, model)
     requests, sent = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
     run = run_paths(cfg)
     fresh = not run.root.exists()
+    if not fresh and run.info.exists():
+        same_server(RunInfo.read(run.info), info, run.root)
     info.write(run.info)
     write_parquet(sent, run.inputs)
 
     def make_backend() -> Backend:
-        ensure_built(model)
-        return factory(model, generation_spec(cfg, task, model), cfg.backend, media(cfg, task))
+        if kind.local_weights:
+            ensure_built(model)
+        backend = kind.factory(model, generation_spec(cfg, task, model), cfg.backend, media(cfg, task))
+        if backend.served != info.identity.get("served"):  # the server swapped models since the run key was made
+            backend.close()
+            raise ServerChanged(f"the server now serves {backend.served}, not {info.identity.get('served')}; "
+                                "run the same command again")
+        return backend
 
     part = shard(cfg)
     refused = False

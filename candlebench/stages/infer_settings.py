@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from omegaconf import DictConfig, OmegaConf
 
-from inference.backends import served_model
+from inference.backends import backend_kind, served_model
 from inference.backends.base import GenerationSpec
 from inference.models import ModelSpec
 from inference.run_info import RunInfo
@@ -54,16 +54,27 @@ def model_spec(cfg: DictConfig) -> ModelSpec:
     return served_model(cfg.backend.name, ModelSpec.from_config(cfg.model))
 
 
+def served_settings(model: ModelSpec) -> dict:
+    """What of the model config a server backend sends with each request (the rest, the
+    checkpoint, its adapter and dtype, is the server's: the run key takes it from the server)."""
+    return {"processor_kwargs": model.processor_kwargs,
+            **({"chat_template_kwargs": model.chat_template_kwargs} if model.chat_template_kwargs else {})}
+
+
 def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
     """Everything that changes an answer; batch size, shards and paths stay out on purpose."""
+    generation = generation_spec(cfg, task, model)
+    kind = backend_kind(str(cfg.backend.name))
     identity = {
-        "model": model.identity(),
+        "model": model.identity() if kind.served is None else served_settings(model),
         "backend": cfg.backend.name,
         "prompt": task.prompt_identity(cfg),
         "inputs": asdict(task.inputs(cfg)),
         "image_policy": asdict(image_policy(cfg)),
-        "generation": asdict(generation_spec(cfg, task, model)),
+        "generation": asdict(generation),
     }
+    if kind.served is not None:  # the server's model, asked of it now (one line when it does not answer)
+        identity["served"] = kind.served(cfg.backend, generation.regex)
     if cfg.infer.prompt_layout != "images_first":  # a protocol variant: the default keeps earlier run keys
         identity["prompt_layout"] = str(cfg.infer.prompt_layout)
     revised = task.revises(cfg)

@@ -66,6 +66,8 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
     run = paths.run(name)
     info = json.loads(run.info.read_text())
     model = (info.get("identity") or {}).get("model") or {}
+    # backend=server: the checkpoint is the one the server said it serves (vLLM's root, else its id).
+    served = ((info.get("identity") or {}).get("served") or {}).get("model") or {}
     records, wall, devices = 0, 0.0, set()
     if run.responses.exists():
         for line in run.responses.read_text(encoding="utf-8").splitlines():
@@ -76,7 +78,7 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
             wall += float(row.get("latency_s") or 0.0)
             devices.add(row.get("device"))
     return {"task": paths.task, "run": name, "kind": info["kind"], "model": info["model_name"],
-            "path": model.get("path"), "revision": model.get("revision"), "adapter": model.get("adapter"),
+            "path": model.get("path") or served.get("root") or served.get("id"), "revision": model.get("revision"), "adapter": model.get("adapter"),
             "dtype": model.get("dtype"), "backend": (info.get("identity") or {}).get("backend"),
             "run_key": info["run_key"], "device": ", ".join(sorted(d for d in devices if d)) or None,
             "records": records, "wall_s": round(wall, 3) if wall else None,

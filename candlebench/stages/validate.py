@@ -20,6 +20,15 @@ from tasks import get_task
 __all__ = ["ConfigError", "validate"]
 
 RULES: tuple[Rule, ...] = (
+    # backend=server (absent under the other backends: not checked there);
+    # first: infer.batch_size takes backend.concurrency
+    ("backend.concurrency", *integer(1)),
+    ("backend.timeout_s", *number(0, low_open=True)),
+    ("backend.retries", *integer(0)),
+    ("backend.backoff_s", *number(0)),
+    ("backend.max_backoff_s", *number(0)),
+    ("backend.startup_wait_s", *number(0)),
+    ("backend.dialect", *one_of(("auto", "vllm", "openai"))),
     ("infer.batch_size", *optional_integer(1)),
     ("infer.prefetch_batches", *integer(0)),
     ("infer.loader_threads", *integer(1)),

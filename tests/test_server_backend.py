@@ -1,0 +1,108 @@
+"""backend=server without a server: the retry rule, a closed port at start, the settings and the run
+identity. Against a real vLLM server: tests/test_infer_server.py (vLLM environment)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from omegaconf import OmegaConf
+
+from candlebench.core.errors import UserError
+from inference.backends import BACKENDS, check_weights
+from inference.backends.server import DIALECTS, Served, ServerSettings, connect
+from inference.backends.server_http import (ConnectionLost, HTTPFailure, RetryPolicy, ServedModel, ServerUnreachable,
+                                            with_retries)
+from inference.models import ModelSpec
+
+pytestmark = pytest.mark.unit
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on leaving: nothing listens there
+
+
+def test_retries_connection_losses_429_and_5xx_but_not_a_refused_request():
+    calls: list[int] = []
+
+    def failing(errors):
+        def attempt():
+            calls.append(1)
+            if errors:
+                raise errors.pop(0)
+            return "answer"
+        return attempt
+
+    policy, stop = RetryPolicy(retries=3, backoff_s=0.001), threading.Event()
+    errors = [ConnectionLost("refused"), HTTPFailure(503, "loading"), HTTPFailure(429, "busy", retry_after=0.001)]
+    reconnected: list[int] = []
+    assert with_retries(failing(errors), policy, stop, lambda: reconnected.append(1)) == "answer"
+    assert len(calls) == 4 and len(reconnected) == 1  # the model is checked again only after a lost connection
+    calls.clear()
+    with pytest.raises(HTTPFailure, match="HTTP 400"):
+        with_retries(failing([HTTPFailure(400, "too long")]), policy, stop)
+    assert len(calls) == 1
+    with pytest.raises(ConnectionLost):  # spent: the last failure is raised
+        with_retries(failing([ConnectionLost("x")] * 5), policy, stop)
+    assert policy.delays() == [0.001, 0.002, 0.004]
+    assert RetryPolicy(retries=6, backoff_s=1, max_backoff_s=10).delays() == [1, 2, 4, 8, 10, 10]
+
+
+def test_a_closed_port_is_one_line_at_start_after_waiting_startup_wait_s():
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(ServerUnreachable, match=f"no server answers at {url} \\(.*refused") as err:
+        connect(ServerSettings(base_url=url))
+    assert "\n" not in str(err.value)
+    started = time.monotonic()
+    with pytest.raises(ServerUnreachable, match="for 1 s"):
+        connect(ServerSettings(base_url=url, startup_wait_s=1))
+    assert 1 <= time.monotonic() - started < 5
+
+
+def test_the_key_comes_from_the_variable_named_and_a_missing_one_is_one_line(monkeypatch):
+    settings = ServerSettings.from_config(OmegaConf.create({"name": "server", "api_key_env": "CB_TEST_KEY"}))
+    monkeypatch.delenv("CB_TEST_KEY", raising=False)
+    with pytest.raises(UserError, match="backend.api_key_env=CB_TEST_KEY: that environment variable is not set"):
+        settings.endpoint().key()
+    monkeypatch.setenv("CB_TEST_KEY", "s3cret")
+    assert settings.endpoint().key() == "s3cret"
+    assert "s3cret" not in repr(settings) + repr(settings.endpoint())
+
+
+def test_the_run_identity_names_the_served_model_and_where_the_constraint_went():
+    card = {"id": "qwen", "object": "model", "created": 1, "owned_by": "vllm", "root": "/ckpt/qwen", "parent": None,
+            "max_model_len": 4096, "permission": [{"id": "modelperm-1", "created": 2}]}
+    model = ServedModel.from_card(card)
+    assert model.identity() == {"id": "qwen", "owned_by": "vllm", "root": "/ckpt/qwen"}  # nothing that changes per call
+    assert Served(model, "vllm").identity("<score>.*</score>")["constraint"] == "structured_outputs"
+    assert Served(model, "openai").identity("<score>.*</score>")["constraint"] == "none (the server takes no regex)"
+    assert Served(model, "openai").identity(None)["constraint"] is None
+    assert set(DIALECTS) == {"vllm", "openai"}
+
+
+def test_a_server_backend_needs_no_checkpoint_here():
+    missing = ModelSpec(name="m", path="/nowhere/at/all")
+    check_weights("server", missing)  # the server's weights are the server's
+    with pytest.raises(FileNotFoundError):
+        check_weights("transformers", missing)
+    assert not BACKENDS["server"].local_weights and BACKENDS["server"].requires is None
+    assert BACKENDS["vllm"].served is None and BACKENDS["server"].served is not None
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("backend.concurrency=0", "backend.concurrency=0: must be an integer >= 1"),
+    ("backend.timeout_s=0", "backend.timeout_s=0: must be a number > 0"),
+    ("backend.dialect=ollama", "backend.dialect='ollama': must be one of"),
+])
+def test_server_settings_are_checked_up_front(override, message):
+    from candlebench.stages.graph import compose_config
+    from candlebench.stages.validate import ConfigError, validate
+
+    validate(compose_config(["backend=server"]))
+    with pytest.raises(ConfigError, match=message.replace("(", "\\(")):
+        validate(compose_config(["backend=server", override]))
