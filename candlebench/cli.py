@@ -147,10 +147,10 @@ def parse(argv: list[str]) -> tuple[str, Command, list[str]]:
                 if rest and "=" not in rest[0] and not rest[0].startswith("-"):
                     overrides.append(f"{group}={_quoted(rest.pop(0))}")
             given = {key_of(a) for a in overrides + rest if "=" in a or a.startswith("~")}
+            given_args = overrides + [_as_typed(a) for a in rest] + first_task(command, given, rest)
             if any(g.split(".", 1)[0] in command.unless for g in given):
-                return name, command, overrides + [_as_typed(a) for a in rest]
-            implied = [d for d in command.defaults if key_of(d) not in given]
-            return name, command, implied + overrides + [_as_typed(a) for a in rest] + first_task(command, given, rest)
+                return name, command, given_args
+            return name, command, [d for d in command.defaults if key_of(d) not in given] + given_args
     raise SystemExit(usage() if not argv or argv[0] in {"-h", "--help"} else f"unknown command {argv[:2]}\n\n{usage()}")
 
 
