@@ -37,6 +37,7 @@ from candlebench.sweep import SweepError
 from inference.backends import BACKEND_REQUIRES
 from inference.runner import RunAborted
 from tasks import get_task, store_configs
+from tasks import names as task_names
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def first_task(command: Command, given: set[str], args: list[str]) -> list[str]:
     if not command.every_task or "task" in given or not chosen:
         return []
     first = chosen[-1].strip("[]'\" ").split(",")[0].strip("'\" ")
-    return [f"task={first}"] if first else []
+    return [f"task={first}"] if first in task_names() else []  # an unknown one: the registry names it
 
 
 def fail(message: str) -> None:
