@@ -545,8 +545,10 @@ def test_reasoning_models_get_a_budget_that_fits():
 
     from candlebench.core.paths import register_resolvers
     from helpers import DATA_DIR
+    from tasks import store_configs
 
     register_resolvers()
+    store_configs()  # each task's config.yaml, as every candlebench command registers them
     with initialize_config_dir(config_dir=str(DATA_DIR.parents[1] / "conf"), version_base=None):
         budget = {m: compose("config", overrides=[f"model={m}"]).infer.generation.max_new_tokens
                   for m in ("qwen2_5_vl_7b", "pyfi_qwenvl_7b_cot", "pyfi_qwenvl_3b_cot", "qwen3_vl_8b_thinking")}

