@@ -52,8 +52,14 @@ def names() -> list[str]:
 
 def store_configs() -> None:
     """Each task folder's config.yaml as the option ``task=<name>`` of Hydra's task group."""
+    _store(tuple(_folders().items()))
+
+
+@cache
+def _store(folders: tuple[tuple[str, Path], ...]) -> None:
+    # Once per set of task folders: every composed config calls store_configs, a plan composes dozens.
     store = ConfigStore.instance()
-    for name, folder in _folders().items():
+    for name, folder in folders:
         if (folder / "config.yaml").exists():
             store.store(group="task", name=name, node=OmegaConf.load(folder / "config.yaml"))
 

@@ -142,10 +142,11 @@ def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     sent = pd.read_parquet(run.inputs)
     sha = _shas(rendered_inputs(cfg, task, samples, paths))
     earlier = _earlier(cfg, task, samples, paths) if sent[EARLIER].any() else {}
+    wanted = set(samples["sample_id"])
     return {
         row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
                                             earlier.get(row["sample_id"]) if row[EARLIER] else None)
-        for row in sent.to_dict("records") if row["sample_id"] in set(samples["sample_id"])
+        for row in sent.to_dict("records") if row["sample_id"] in wanted
     }
 
 
