@@ -1,27 +1,34 @@
-"""Helpers the tests share (imported, not fixtures): the CLI as a subprocess, CSV writing, record
+"""Helpers the tests share (imported, not fixtures): the CLI as its own process, CSV writing, record
 tables, and the normalised view of a forecast run directory that the golden files hold."""
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
+import os
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from fixtures.forked_cli import CANDLEBENCH, Parents
+
 DATA_DIR = Path(__file__).parent / "data"
 SLICE = DATA_DIR / "pse_slice.csv"
-CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
+
+_parents = Parents(Path(tempfile.mkdtemp(prefix="candlebench-cli-")))
+atexit.register(_parents.close)
 
 
 def cli(*args: str, env: dict | None = None, check: bool = True, cwd_out: Path | None = None) -> subprocess.CompletedProcess:
-    """``candlebench ARGS`` in ``cwd_out`` (where relative out_dirs land), asserting success unless told."""
-    done = subprocess.run([CANDLEBENCH, *args], capture_output=True, text=True, env=env, timeout=900, cwd=cwd_out)
+    """``candlebench ARGS`` in ``cwd_out`` (where relative out_dirs land), asserting success unless told:
+    its own process, forked from one that imported the CLI once (fixtures/forked_cli.py)."""
+    done = _parents(env).run(list(args), cwd=cwd_out or os.getcwd())
     if check:
-        assert done.returncode == 0, done.stderr[-4000:]
-    return done
+        assert done.rc == 0, done.stderr[-4000:]
+    return subprocess.CompletedProcess([CANDLEBENCH, *args], done.rc, done.stdout, done.stderr)
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:

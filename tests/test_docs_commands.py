@@ -13,9 +13,8 @@ A block that cannot run here (a GPU, real weights, a SLURM cluster, the network)
 every group option too; a `--multirun` command as its first job), its other commands must be
 commands `candlebench` has.
 
-Commands run in forked children of one process that imported the CLI and torch once (a fresh
-interpreter per command costs seconds of imports each), each with its own exit code and output,
-in the working directory, as `candlebench` would.
+Commands run as every test's do (fixtures/forked_cli.py): each its own process, forked from one
+that imported the CLI and torch once, with its own exit code and output, in the working directory.
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +30,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fixtures.forked_cli import Parent
 from helpers import SLICE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,73 +143,21 @@ def captioned_charts(work: Path) -> None:
     (work / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-# --- one process imports the CLI once; each command runs in a forked child ------------------------
-
-SERVER = r"""
-import json, os, sys, time, traceback
-import torch, transformers  # noqa: F401  (imported once, before any fork)
-from candlebench import cli
-from candlebench.core.paths import register_resolvers
-from candlebench.stages.graph import compose_config
-from hydra.core.global_hydra import GlobalHydra
-register_resolvers()
-compose_config([])  # Hydra's plugin scan and config search, once
-GlobalHydra.instance().clear()
-print("ready", flush=True)
-for line in sys.stdin:
-    job = json.loads(line)
-    started = time.time()
-    pid = os.fork()
-    if pid == 0:
-        import signal
-        signal.alarm(600)  # a hung command ends (SIGALRM) instead of the test
-        os.chdir(job["cwd"])
-        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        sys.argv = ["candlebench", *job["argv"]]
-        code = 0
-        try:
-            cli.main(job["argv"])
-        except SystemExit as err:
-            if isinstance(err.code, str):
-                print(err.code, file=sys.stderr)
-            code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        import logging
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    _, status, usage = os.wait4(pid, 0)
-    print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "s": time.time() - started,
-                      "cpu": usage.ru_utime + usage.ru_stime}), flush=True)
-"""
-
-
 class Shell:
+    """The working directory a newcomer types in; each command forked from one importing parent."""
+
     def __init__(self, work: Path, env: dict):
-        self.work, self.logs, self.n, self.wall = work, work.parent / "logs", 0, 0.0
-        self.logs.mkdir()
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env, cwd=work)
-        assert self.proc.stdout.readline().strip() == "ready"
+        self.work, self.wall = work, 0.0
+        self.parent = Parent(env, work.parent / "logs")
 
     def __call__(self, argv: list[str]) -> tuple[int, str, float]:
         """(exit code, output, CPU seconds of the command and its children)."""
-        self.n += 1
-        log = self.logs / f"{self.n:03d}.log"
-        self.proc.stdin.write(json.dumps({"argv": argv, "cwd": str(self.work), "log": str(log)}) + "\n")
-        self.proc.stdin.flush()
-        done = json.loads(self.proc.stdout.readline())
-        self.wall += done["s"]
-        return done["rc"], log.read_text(errors="replace"), done["cpu"]
+        done = self.parent.run(argv, cwd=self.work, timeout=600, merge_stderr=True)
+        self.wall += done.wall
+        return done.rc, done.stdout, done.cpu
 
     def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        self.parent.close()
 
 
 @pytest.fixture(scope="module")
