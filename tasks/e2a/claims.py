@@ -31,6 +31,7 @@ How a text is read, in order:
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -217,8 +218,8 @@ _FRAMES: Final[dict[str, str]] = {
     "long_bearish_candle": r"(?:long|big|large|strong|tall) (?:bearish|black|red|down|negative) (?:candle|candlestick|bar)|bearish marubozu|大阴线|长阴线?|中大阴",
     "doji": r"\bdoji|十字星|十字线",
 }
-# Words one of which a text must hold for a frame to match at all: the combined pattern is built from
-# the frames a text can hold (cached per set), which keeps one pass over the text cheap.
+# Words one of which a sentence must hold for a frame to match at all: a sentence is scanned with the
+# frames it can hold (:func:`_frames_pattern`), which keeps its one pass cheap.
 _TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("ma_pair_cn", "ma_pair_en", "pos_pre", "pos_post"): ("‹m",),
     ("any_cross", "golden_cross", "death_cross"): ("cross", "叉", "穿"),
@@ -246,8 +247,14 @@ _CUES: Final[dict[str, tuple[str, ...]]] = {
               "until", "will", "going to", "need", "tries", "trying", "attempt", "fail", "有望", "若", "如果", "一旦", "或",
               "可能", "预计", "假如", "倘若", "是否", "将", "即将", "等待", "关注", "需要", "能否", "有待", "可望", "也许", "估计"),
 }
-_FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] + [(kind,) for kind, words in _CUES.items() if w in words]
-                    for ws in (*_TRIGGERS.values(), *_CUES.values()) for w in ws}
+# Each family of _TRIGGERS and each kind of _CUES is one bit; a sentence's bits say which it holds.
+_HOLDERS: Final = {**_TRIGGERS, **_CUES}
+_BIT: Final = {key: 1 << i for i, key in enumerate(_HOLDERS)}
+_WORD_BITS: Final = {w: sum(_BIT[key] for key, words in _HOLDERS.items() if w in words)
+                     for words in _HOLDERS.values() for w in words}
+_FRAME_BITS: Final = sum(_BIT[names] for names in _TRIGGERS)
+_FAMILY_BIT: Final = {n: _BIT[names] for names in _TRIGGERS for n in names}
+_UNVERIFIABLE_BIT, _HEDGE_BIT = _BIT["unverifiable"], _BIT["hedge"]
 
 
 def _trie(words: list[str]) -> str:
@@ -266,13 +273,19 @@ def _trie(words: list[str]) -> str:
 
 # Two scans, words starting with an ASCII character and the others: in each the engine skips the
 # characters no word starts with (most of a Chinese text, or of an English one, in the other scan).
-_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _FAMILIES if w[0].isascii() == ascii_)))
+_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _WORD_BITS if w[0].isascii() == ascii_)))
                               for ascii_ in (True, False))
 
 
-_ORDER: Final = {name: i for i, name in enumerate(_FRAMES)}
-# One alternation per family (the frames one trigger word calls for), in _FRAMES order.
-_FAMILY_PATTERNS: Final = {names: re.compile("|".join(f"(?P<{n}>{_FRAMES[n]})" for n in names)) for names in _TRIGGERS}
+@functools.lru_cache(maxsize=256)
+def _frames_pattern(bits: int) -> re.Pattern[str]:
+    """The frames of the families in ``bits`` as one alternation, in :data:`_FRAMES` order. One scan of
+    a sentence with it finds what the alternation of every frame would (leftmost first, the earlier
+    frame on a tie, no overlaps) while trying only the frames the sentence's trigger words call for:
+    the alternation of all tried every frame at every character (~0.5 ms an answer), one scan per
+    family paid a scan's overhead, and a merge, several times a sentence. Built once per set of
+    families a sentence holds (a few dozen sets in practice)."""
+    return re.compile("|".join(f"(?P<{n}>{frame})" for n, frame in _FRAMES.items() if bits & _FAMILY_BIT[n]))
 
 
 def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
@@ -284,27 +297,15 @@ def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
     return list(zip(starts, stops)), [*(m.group(0) for m in ends), ""]
 
 
-def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Match[str]], dict[int, set[tuple[str, ...]]]]:
-    """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
-    them (leftmost first, the earlier frame on a tie, no overlaps), but each family's frames scanned
-    as one alternation and only in the sentences that hold one of its trigger words: one big
-    alternation tries every frame at every character, which cost ~0.5 ms an answer; one scan per
-    frame pays the scan's overhead ~30 times an answer. Also returns what each sentence holds
-    (frame families and the :data:`_CUES` kinds), so the rest runs only where it can apply."""
-    starts = [s for s, _ in spans]
-    wanted: dict[int, set[tuple[str, ...]]] = {}
+def _holds(norm: str, starts: list[int]) -> dict[int, int]:
+    """The bits of the frame families and :data:`_CUES` kinds each sentence holds a word of (sentences
+    holding none left out), so the rest runs only where it can apply."""
+    held: dict[int, int] = {}
     for scan in _TRIGGER_SCANS:
         for m in scan.finditer(norm):
-            wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
-    found = sorted((m for i, families in wanted.items() for names in families if names in _FAMILY_PATTERNS
-                    for m in _FAMILY_PATTERNS[names].finditer(norm, *spans[i])),
-                   key=lambda m: (m.start(), _ORDER[m.lastgroup]))
-    kept, until = [], 0
-    for m in found:
-        if m.start() >= until:
-            kept.append(m)
-            until = m.end()
-    return kept, wanted
+            i = bisect.bisect_right(starts, m.start()) - 1
+            held[i] = held.get(i, 0) | _WORD_BITS[m.group()]
+    return held
 
 
 _OTHER_INDICATOR: Final = re.compile(
@@ -348,8 +349,9 @@ def _scope(norm: str, start: int, at: int) -> int:
     """Where a negation of the frame at ``at`` can start: after the last "and" / "or" of its clause
     ("no breakout and no breakdown" negates each once), and the frame's own words count too
     ("volume is not heavy", "MA5 is not yet above MA20")."""
-    return max((m.start() if m.group() == "nor" else m.end() for m in _COORDINATION.finditer(norm, start, at)),
-               default=start)  # "nor" itself negates
+    for m in _COORDINATION.finditer(norm, start, at):  # the last one decides: matches do not overlap
+        start = m.start() if m.group() == "nor" else m.end()  # "nor" itself negates
+    return start
 
 
 def _negations(before: str) -> int:
@@ -430,11 +432,6 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
     return [name]
 
 
-def _clause_cuts(norm: str, start: int, end: int) -> list[int]:
-    """Where the clauses of one sentence start: its start and after each clause cut."""
-    return [start, *(m.end() for m in _CLAUSE_CUT.finditer(norm, start, end))]
-
-
 _CROSS_OF: Final = re.compile(r"(?:cross(?:over)?|叉)\s*(?:of|:|\(|,)?\s*$")
 # Frames that name what another indicator does ("MACD golden cross", "RSI momentum").
 _INDICATOR_WORDS: Final = frozenset({"golden_cross", "death_cross", "ma_pair_cn", "momentum_up", "momentum_down",
@@ -458,65 +455,74 @@ def fact_of(claim: str, anchors: Anchors) -> str:
     return f"{anchor}: {anchors.labels[anchor]}"
 
 
+def _statements(norm: str, spans: list[tuple[int, int]], marks: list[str]) -> dict[tuple[str, bool], int]:
+    """Each (claim, negated) of a normalised text once, in order of first mention, with the index of
+    the sentence it was read from; "?X" is an unverifiable statement about X (never negated)."""
+    held = _holds(norm, [s for s, _ in spans])
+    # Clause cuts of the whole text in one scan: none holds a sentence end, so they are those of each
+    # sentence, and a frame's clause runs from the cut before it to the one after (within its sentence).
+    cuts = [m.end() for m in _CLAUSE_CUT.finditer(norm)]
+    found: dict[tuple[str, bool], int] = {}
+    for i in sorted(held):
+        bits = held[i] & _FRAME_BITS
+        if not bits:
+            continue
+        start, end = spans[i]
+        for m in _frames_pattern(bits).finditer(norm, start, end):
+            k = bisect.bisect_right(cuts, m.start())
+            s = max(start, cuts[k - 1]) if k else start
+            last = k == len(cuts) or cuts[k] > end  # the sentence's last clause
+            e = end if last else cuts[k]
+            if last and "?" in marks[i]:
+                continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
+            if held[i] & _HEDGE_BIT and (_HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e)):
+                continue
+            negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
+            for name in _frame_claims(m):
+                key = (name, negated and not name.startswith("?"))
+                if key in found:
+                    continue  # said before (free text is both the analysis and the rationale)
+                if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
+                        and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
+                    continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
+                if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
+                    continue  # "MACD golden cross": the indicator itself is counted unverifiable below
+                found[key] = i
+    for i in sorted(i for i, bits in held.items() if bits & _UNVERIFIABLE_BIT):
+        for m in UNVERIFIABLE.finditer(norm, *spans[i]):
+            if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
+                continue  # inside a word ("parsing", "flatr...")
+            found.setdefault(("?" + m.group(0).strip("‹›"), False), i)
+    return found
+
+
+def _verdict(claim: str, negated: bool, anchors: Anchors) -> Verdict:
+    if claim.startswith("?"):
+        return "unverifiable"
+    return "supported" if CLAIMS[claim][1](anchors) != negated else "contradicted"
+
+
 def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
     """Every claim of ``text`` once (a set of (claim, negated)), in order of first mention, each
     with the sentence it was read from as written."""
     norm = normalise(text or "")
     spans, marks = _sentences(norm)
-    starts = [s for s, _ in spans]
-    said: list[str] = []
-
-    def sentence(i: int) -> str:
-        if not said:  # the sentences as written, where normalising kept their count
-            written = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
-            said.extend(written if len(written) == len(spans) else (norm[s:e] for s, e in spans))
-        return said[i].strip()
-
-    clauses: dict[int, list[int]] = {}
-    found: dict[tuple[str, bool], Claim] = {}
-    frames, present = _frame_matches(norm, spans)
-    for m in frames:
-        i = bisect.bisect_right(starts, m.start()) - 1
-        if i not in clauses:
-            clauses[i] = _clause_cuts(norm, *spans[i])
-        k = bisect.bisect_right(clauses[i], m.start())
-        if "?" in marks[i] and k == len(clauses[i]):
-            continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
-        s = clauses[i][k - 1]
-        e = clauses[i][k] if k < len(clauses[i]) else spans[i][1]
-        if ("hedge",) in present[i] and (_HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e)):
-            continue
-        negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
-        for name in _frame_claims(m):
-            key = (name, negated and not name.startswith("?"))
-            if key in found:
-                continue  # said before (free text is both the analysis and the rationale)
-            if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
-                    and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
-                continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
-            if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
-                continue  # "MACD golden cross": the indicator itself is counted unverifiable below
-            if name.startswith("?"):
-                found[key] = Claim(sentence(i), None, name[1:], False, "unverifiable")
-                continue
-            anchor, holds = CLAIMS[name]
-            verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
-            found[key] = Claim(sentence(i), anchor, name, negated, verdict)
-    for i in sorted(i for i, kinds in present.items() if ("unverifiable",) in kinds):
-        for m in UNVERIFIABLE.finditer(norm, *spans[i]):
-            if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
-                continue  # inside a word ("parsing", "flatr...")
-            key = ("?" + m.group(0).strip("‹›"), False)
-            if key not in found:
-                found[key] = Claim(sentence(i), None, key[0][1:], False, "unverifiable")
-    return list(found.values())
+    found = _statements(norm, spans, marks)
+    if not found:
+        return []
+    said = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
+    if len(said) != len(spans):  # the sentences as written, where normalising kept their count
+        said = [norm[s:e] for s, e in spans]
+    return [Claim(said[i].strip(), None, name[1:], False, "unverifiable") if name.startswith("?")
+            else Claim(said[i].strip(), CLAIMS[name][0], name, negated, _verdict(name, negated, anchors))
+            for (name, negated), i in found.items()]
 
 
 def judge(analysis: str | None, rationale: str | None, anchors: Anchors) -> dict[str, object]:
     """One answer's terms for the metrics: its rationale's polarity and how many of the claims of
     its analysis and rationale are supported, contradicted and unverifiable."""
-    claims = extract_claims(f"{analysis or ''}\n{rationale or ''}", anchors)
-    verdicts = [c.verdict for c in claims]
+    norm = normalise(f"{analysis or ''}\n{rationale or ''}")
+    verdicts = [_verdict(name, negated, anchors) for name, negated in _statements(norm, *_sentences(norm))]
     return {"polarity": polarity(rationale), "supported": verdicts.count("supported"),
             "contradicted": verdicts.count("contradicted"), "unverifiable": verdicts.count("unverifiable")}
 
