@@ -108,6 +108,7 @@ SENTENCES = [  # sentence, anchors, expected (anchor, verdict) claims
     ("出现金叉。", UP, [("ma_cross", "supported")]),
     ("未出现金叉。", UP, [("ma_cross", "contradicted")]),
     ("短期均线形成死叉。", DOWN, [("ma_cross", "supported")]),
+    ("短期均线在长期均线上方。", UP, [("ma_cross", "supported")]),  # the short average is MA5, the long MA20
     ("The price is above the 20-day moving average.", UP, [("ma_position", "supported")]),
     ("The price is above the 20-day moving average.", DOWN, [("ma_position", "contradicted")]),
     ("It trades below its 20-day MA.", DOWN, [("ma_position", "supported")]),

@@ -92,7 +92,7 @@ CLAIMS: Final[dict[str, tuple[str, Callable[[Anchors], bool]]]] = {
 # The regex engine skips ahead to the characters a pattern can start with only when each of its
 # alternatives starts with a character (or it is one character class): a leading \b, look-behind or
 # repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
-# "[.][.]*", "(?<![a-z])ma" written "m(?<![a-z]m)a", and _words.
+# "[.][.]*", "(?<![a-z])ma" written "ma(?<![a-z]ma)", and _words.
 
 
 def _words(*alternatives: str, edge: str = r"\b") -> str:
@@ -122,14 +122,15 @@ _PERIOD_LIST: Final = re.compile(
     r"(\d(?<![\d.]\d)\d{0,2})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
     + r"\s*(?:" + _MA_NOUN + r")")
 # "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
-_MA_PREFIXED: Final = re.compile(r"(?:s(?<![a-z]s)m|e(?<![a-z]e)m|w(?<![a-z]w)m|m(?<![a-z]m))a\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_PREFIXED: Final = re.compile(r"(?:sma(?<![a-z]sma)|ema(?<![a-z]ema)|wma(?<![a-z]wma)|ma(?<![a-z]ma))\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
 _MA_ALL: Final = re.compile(
     r"every (?:moving )?average\b|each (?:moving )?average\b|moving[- ]averages|" + _words("mas")
     + r"|averages\b|all (?:three |two )?lines\b|both (?:three |two )?lines\b|"
     + "|".join(f"{which}均线(?:系统|组)?" for which in ("所有", "各条", "各", "全部", "短期", "中短期", "")))
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
-_SHORT_LONG: Final = re.compile(r"(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
-                                r"|(短期|长期)均线")
+_SHORT_LONG: Final = re.compile("|".join(
+    rf"{side}(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()" for side in ("short", "long"))
+    + "|短期均线|长期均线")
 # "the short-term average (MA5)": the average named in brackets.
 _NAMED_AVERAGE: Final = re.compile(r"(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
 # "the 5-day is above the 20-day": a bare period next to another, in a comparison.
@@ -159,7 +160,7 @@ def normalise(text: str) -> str:
     if "ma" in text:
         text = _MA_PREFIXED.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
     if "short" in text or "long" in text or "期均线" in text:
-        text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group(1) in ("short", "短期") else " ‹m20› ", text)
+        text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group().startswith(("short", "短期")) else " ‹m20› ", text)
     if "(" in text and "‹" in text:
         text = _NAMED_AVERAGE.sub(r" \1 ", text)
     if "-day" in text:
