@@ -590,10 +590,10 @@ def polarity(text: str | None) -> Literal["bullish", "bearish", "neutral"]:
     in a concessive clause ("despite the rally", "虽然反弹") for nothing; one in a conclusion (after
     so / therefore / but / 因此 / 但) double."""
     norm = unicodedata.normalize("NFKC", text or "").lower()
-    clauses = _weighted_clauses(norm)
     stance = stated_action(norm)
     if stance in ("BUY", "SELL"):
         return _STANCE_POLARITY[stance]  # type: ignore[return-value]
+    clauses = _weighted_clauses(norm)
     view = _views(clauses)
     if view or stance is not None:
         return "bullish" if view > 0 else "bearish" if view < 0 else "neutral"
