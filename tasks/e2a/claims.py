@@ -289,13 +289,17 @@ def _frames_pattern(bits: int) -> re.Pattern[str]:
     return re.compile("|".join(f"(?P<{n}>{frame})" for n, frame in _FRAMES.items() if bits & _FAMILY_BIT[n]))
 
 
-def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
-    """(start, end) of each sentence (no frame spans two), as ``_SENTENCE_END.split`` cuts them, and
-    the punctuation that ends each ("" for the last)."""
-    ends = list(_SENTENCE_END.finditer(norm))
-    starts = [0, *(m.end() for m in ends)]
-    stops = [*(m.start() for m in ends), len(norm)]
-    return list(zip(starts, stops)), [*(m.group(0) for m in ends), ""]
+def _sentences(norm: str) -> tuple[list[int], list[int], list[str]]:
+    """Where each sentence starts and ends (no frame spans two), as ``_SENTENCE_END.split`` cuts them,
+    and the punctuation that ends each ("" for the last)."""
+    starts, stops, marks = [0], [], []
+    for m in _SENTENCE_END.finditer(norm):
+        stops.append(m.start())
+        marks.append(m.group())
+        starts.append(m.end())
+    stops.append(len(norm))
+    marks.append("")
+    return starts, stops, marks
 
 
 def _holds(norm: str, starts: list[int]) -> dict[int, int]:
@@ -456,10 +460,10 @@ def fact_of(claim: str, anchors: Anchors) -> str:
     return f"{anchor}: {anchors.labels[anchor]}"
 
 
-def _statements(norm: str, spans: list[tuple[int, int]], marks: list[str]) -> dict[tuple[str, bool], int]:
+def _statements(norm: str, starts: list[int], stops: list[int], marks: list[str]) -> dict[tuple[str, bool], int]:
     """Each (claim, negated) of a normalised text once, in order of first mention, with the index of
     the sentence it was read from; "?X" is an unverifiable statement about X (never negated)."""
-    held = _holds(norm, [s for s, _ in spans])
+    held = _holds(norm, starts)
     # Clause cuts of the whole text in one scan: none holds a sentence end, so they are those of each
     # sentence, and a frame's clause runs from the cut before it to the one after (within its sentence).
     cuts = [m.end() for m in _CLAUSE_CUT.finditer(norm)]
@@ -468,29 +472,30 @@ def _statements(norm: str, spans: list[tuple[int, int]], marks: list[str]) -> di
         bits = held[i] & _FRAME_BITS
         if not bits:
             continue
-        start, end = spans[i]
+        start, end, hedged, question = starts[i], stops[i], held[i] & _HEDGE_BIT, "?" in marks[i]
         for m in _frames_pattern(bits).finditer(norm, start, end):
-            k = bisect.bisect_right(cuts, m.start())
+            at, frame = m.start(), m.lastgroup
+            k = bisect.bisect_right(cuts, at)
             s = max(start, cuts[k - 1]) if k else start
             last = k == len(cuts) or cuts[k] > end  # the sentence's last clause
             e = end if last else cuts[k]
-            if last and "?" in marks[i]:
+            if last and question:
                 continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
-            if held[i] & _HEDGE_BIT and (_HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e)):
+            if hedged and (_HEDGE.search(norm, s, at) or _HEDGE_AFTER.match(norm, m.end(), e)):
                 continue
-            negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
+            negated = _negations(norm[_scope(norm, s, at):m.end()]) % 2 == 1
             for name in _frame_claims(m):
-                key = (name, negated and not name.startswith("?"))
+                key = (name, negated and name[0] != "?")
                 if key in found:
                     continue  # said before (free text is both the analysis and the rationale)
-                if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
-                        and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
+                if (name in ("ma5_above_ma20", "ma5_below_ma20") and frame.startswith("ma_pair")
+                        and _CROSS_OF.search(norm, max(s, at - 16), at)):
                     continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
-                if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
+                if frame in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
                     continue  # "MACD golden cross": the indicator itself is counted unverifiable below
                 found[key] = i
     for i in sorted(i for i, bits in held.items() if bits & _UNVERIFIABLE_BIT):
-        for m in UNVERIFIABLE.finditer(norm, *spans[i]):
+        for m in UNVERIFIABLE.finditer(norm, starts[i], stops[i]):
             if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
                 continue  # inside a word ("parsing", "flatr...")
             found.setdefault(("?" + m.group(0).strip("‹›"), False), i)
@@ -507,13 +512,13 @@ def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
     """Every claim of ``text`` once (a set of (claim, negated)), in order of first mention, each
     with the sentence it was read from as written."""
     norm = normalise(text or "")
-    spans, marks = _sentences(norm)
-    found = _statements(norm, spans, marks)
+    starts, stops, marks = _sentences(norm)
+    found = _statements(norm, starts, stops, marks)
     if not found:
         return []
     said = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
-    if len(said) != len(spans):  # the sentences as written, where normalising kept their count
-        said = [norm[s:e] for s, e in spans]
+    if len(said) != len(starts):  # the sentences as written, where normalising kept their count
+        said = [norm[s:e] for s, e in zip(starts, stops)]
     return [Claim(said[i].strip(), None, name[1:], False, "unverifiable") if name.startswith("?")
             else Claim(said[i].strip(), CLAIMS[name][0], name, negated, _verdict(name, negated, anchors))
             for (name, negated), i in found.items()]
