@@ -278,15 +278,65 @@ _TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _WORD_BITS if w
                               for ascii_ in (True, False))
 
 
+def _first_chars(pattern: str) -> frozenset[str] | None:
+    """The characters a match of ``pattern`` can start with, or None where that is not known (a class
+    such as \\w, an empty match, a flag, ...). Read from the parsed pattern, an internal of the ``re``
+    module: where it is missing or has changed, None, which costs speed only."""
+    try:
+        from re import _constants as c, _parser
+        parsed = _parser.parse(pattern)
+    except (ImportError, AttributeError):
+        return None
+
+    def starts(items) -> tuple[set[str], bool]:  # (first characters, can match empty)
+        found: set[str] = set()
+        for op, av in items:
+            if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                continue  # zero-width: the next item starts the match
+            if op is c.LITERAL:
+                return found | {chr(av)}, False
+            if op is c.IN and all(o in (c.LITERAL, c.RANGE) for o, _ in av):
+                return found | {chr(x) for o, a in av for x in ((a,) if o is c.LITERAL else range(a[0], a[1] + 1))}, False
+            if op is c.BRANCH:
+                alternatives = [starts(alt) for alt in av[1]]
+                first, empty = set().union(*(f for f, _ in alternatives)), any(e for _, e in alternatives)
+            elif op is c.SUBPATTERN and not av[1] and not av[2]:
+                first, empty = starts(av[3])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                first, empty = starts(av[2])
+                empty = empty or av[0] == 0
+            else:
+                raise LookupError(op)
+            found |= first
+            if not empty:
+                return found, False
+        return found, True
+
+    try:
+        first, empty = starts(parsed)
+    except (LookupError, AttributeError):
+        return None
+    return None if empty or parsed.state.flags & re.IGNORECASE else frozenset(first)
+
+
+_FIRST_CHARS: Final = {name: _first_chars(frame) for name, frame in _FRAMES.items()}
+
+
 @functools.lru_cache(maxsize=256)
 def _frames_pattern(bits: int) -> re.Pattern[str]:
     """The frames of the families in ``bits`` as one alternation, in :data:`_FRAMES` order. One scan of
     a sentence with it finds what the alternation of every frame would (leftmost first, the earlier
     frame on a tie, no overlaps) while trying only the frames the sentence's trigger words call for:
     the alternation of all tried every frame at every character (~0.5 ms an answer), one scan per
-    family paid a scan's overhead, and a merge, several times a sentence. Built once per set of
-    families a sentence holds (a few dozen sets in practice)."""
-    return re.compile("|".join(f"(?P<{n}>{frame})" for n, frame in _FRAMES.items() if bits & _FAMILY_BIT[n]))
+    family paid a scan's overhead, and a merge, several times a sentence. A look-ahead for the
+    characters those frames can start with (:func:`_first_chars`) turns most positions away at once
+    (~30% faster: the engine cannot skip ahead through an alternation of groups by itself). Built once
+    per set of families a sentence holds (a few dozen sets in practice)."""
+    names = [n for n in _FRAMES if bits & _FAMILY_BIT[n]]
+    alternation = "|".join(f"(?P<{n}>{_FRAMES[n]})" for n in names)
+    if any(_FIRST_CHARS[n] is None for n in names):
+        return re.compile(alternation)
+    return re.compile(f"(?=[{re.escape(''.join(sorted(set().union(*(_FIRST_CHARS[n] for n in names)))))}])(?:{alternation})")
 
 
 def _sentences(norm: str) -> tuple[list[int], list[int], list[str]]:
