@@ -253,7 +253,6 @@ _BIT: Final = {key: 1 << i for i, key in enumerate(_HOLDERS)}
 _WORD_BITS: Final = {w: sum(_BIT[key] for key, words in _HOLDERS.items() if w in words)
                      for words in _HOLDERS.values() for w in words}
 _FRAME_BITS: Final = sum(_BIT[names] for names in _TRIGGERS)
-_FAMILY_BIT: Final = {n: _BIT[names] for names in _TRIGGERS for n in names}
 _UNVERIFIABLE_BIT, _HEDGE_BIT = _BIT["unverifiable"], _BIT["hedge"]
 
 
