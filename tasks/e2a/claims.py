@@ -15,8 +15,8 @@ How a text is read, in order:
    ``‹mall›`` for the averages unnamed ("the moving averages", "均线").
 2. **Clauses**: sentences split at . ! ? ; 。！？； and line breaks, clauses at commas, colons and
    but / while / whereas / although / 但 / 而 / 虽然 / 尽管. A question (ending in ?) holds no claim.
-3. **Frames**: one combined pattern finds every frame in one pass: close vs averages (relation
-   before or after the token: "above ‹m20›", "站上‹m5+10›", "‹m20›之上"), average vs average
+3. **Frames**, found as one alternation of them all finds them (leftmost first, no overlaps):
+   close vs averages (relation before or after the token: "above ‹m20›", "站上‹m5+10›", "‹m20›之上"), average vs average
    ("‹m5› above ‹m20›" is ma5_above_ma20, "‹m5›上穿‹m20›" a golden cross), and the fixed phrases
    of the other anchors. A frame whose clause names MACD, KDJ, RSI, ... is about that indicator
    ("MACD golden cross"): unverifiable, not an anchor claim.
