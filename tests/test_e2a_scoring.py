@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tasks.e2a.anchors import Anchors, compute_anchors
-from tasks.e2a.claims import extract_claims, judge, polarity
+from tasks.e2a.claims import _first_chars, extract_claims, judge, polarity
 from tasks.e2a.metrics import e2a_metrics
 from tasks.e2a.parse import parse_response
 from tasks.e2a.responders import RESPONDERS
@@ -108,6 +108,7 @@ SENTENCES = [  # sentence, anchors, expected (anchor, verdict) claims
     ("出现金叉。", UP, [("ma_cross", "supported")]),
     ("未出现金叉。", UP, [("ma_cross", "contradicted")]),
     ("短期均线形成死叉。", DOWN, [("ma_cross", "supported")]),
+    ("短期均线在长期均线上方。", UP, [("ma_cross", "supported")]),  # the short average is MA5, the long MA20
     ("The price is above the 20-day moving average.", UP, [("ma_position", "supported")]),
     ("The price is above the 20-day moving average.", DOWN, [("ma_position", "contradicted")]),
     ("It trades below its 20-day MA.", DOWN, [("ma_position", "supported")]),
@@ -156,6 +157,15 @@ SENTENCES = [  # sentence, anchors, expected (anchor, verdict) claims
 def test_claim_matcher(sentence, anchors, expected):
     got = [(c.anchor, c.verdict) for c in extract_claims(sentence, anchors)]
     assert sorted(got, key=str) == sorted(expected, key=str)
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"\bup-?trend|(?:ris(?:e|es)|rose) on|放量", {"u", "r", "放"}), ("(?:a|)b", {"a", "b"}), ("[x-z]?c", {"x", "y", "z", "c"}),
+    (r"\w+x", None), ("a?", None), ("[^a]b", None), ("(?i:a)b", None), (".b", None),
+])
+def test_first_characters_of_a_frame(pattern, expected):
+    # A frame scan's look-ahead admits these characters only: a set too small would lose matches.
+    assert _first_chars(pattern) == (None if expected is None else frozenset(expected))
 
 
 @pytest.mark.parametrize(("text", "expected"), [

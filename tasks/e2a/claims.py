@@ -15,8 +15,8 @@ How a text is read, in order:
    ``‹mall›`` for the averages unnamed ("the moving averages", "均线").
 2. **Clauses**: sentences split at . ! ? ; 。！？； and line breaks, clauses at commas, colons and
    but / while / whereas / although / 但 / 而 / 虽然 / 尽管. A question (ending in ?) holds no claim.
-3. **Frames**: one combined pattern finds every frame in one pass: close vs averages (relation
-   before or after the token: "above ‹m20›", "站上‹m5+10›", "‹m20›之上"), average vs average
+3. **Frames**, found as one alternation of them all finds them (leftmost first, no overlaps):
+   close vs averages (relation before or after the token: "above ‹m20›", "站上‹m5+10›", "‹m20›之上"), average vs average
    ("‹m5› above ‹m20›" is ma5_above_ma20, "‹m5›上穿‹m20›" a golden cross), and the fixed phrases
    of the other anchors. A frame whose clause names MACD, KDJ, RSI, ... is about that indicator
    ("MACD golden cross"): unverifiable, not an anchor claim.
@@ -91,7 +91,7 @@ CLAIMS: Final[dict[str, tuple[str, Callable[[Anchors], bool]]]] = {
 # The regex engine skips ahead to the characters a pattern can start with only when each of its
 # alternatives starts with a character (or it is one character class): a leading \b, look-behind or
 # repeat makes it try every position, several times slower on a long answer. Hence "[.]+" written
-# "[.][.]*", "(?<![a-z])ma" written "m(?<![a-z]m)a", and _words.
+# "[.][.]*", "(?<![a-z])ma" written "ma(?<![a-z]ma)", and _words.
 
 
 def _words(*alternatives: str, edge: str = r"\b") -> str:
@@ -121,14 +121,15 @@ _PERIOD_LIST: Final = re.compile(
     r"(\d(?<![\d.]\d)\d{0,2})(?:-|" + _DAY + r")?(?:" + _LIST_SEP + r"(\d{1,3})(?:-|" + _DAY + r")?)*?" + _DAY
     + r"\s*(?:" + _MA_NOUN + r")")
 # "MA5", "MA 5", "MA(20)", "SMA20", "EMA 5", "MA5均线"
-_MA_PREFIXED: Final = re.compile(r"(?:s(?<![a-z]s)m|e(?<![a-z]e)m|w(?<![a-z]w)m|m(?<![a-z]m))a\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
+_MA_PREFIXED: Final = re.compile(r"(?:sma(?<![a-z]sma)|ema(?<![a-z]ema)|wma(?<![a-z]wma)|ma(?<![a-z]ma))\s*(?:\(\s*(\d{1,3})\s*\)|(\d{1,3}))(?:\s*(?:均线|线|日均线))?(?![\d%]|\.\d)")
 _MA_ALL: Final = re.compile(
     r"every (?:moving )?average\b|each (?:moving )?average\b|moving[- ]averages|" + _words("mas")
     + r"|averages\b|all (?:three |two )?lines\b|both (?:three |two )?lines\b|"
     + "|".join(f"{which}均线(?:系统|组)?" for which in ("所有", "各条", "各", "全部", "短期", "中短期", "")))
 # "the short MA is above the long MA", "短期均线在长期均线上方": the chart's shortest and longest averages.
-_SHORT_LONG: Final = re.compile(r"(short|long)(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()"
-                                r"|(短期|长期)均线")
+_SHORT_LONG: Final = re.compile("|".join(
+    rf"{side}(?:er)?(?:-term|\s+term)?\s+(?:moving\s+)?(?:ma|sma|ema|average|line)s?\b(?!\s*\()" for side in ("short", "long"))
+    + "|短期均线|长期均线")
 # "the short-term average (MA5)": the average named in brackets.
 _NAMED_AVERAGE: Final = re.compile(r"(?:average|line|均线)\s*\(\s*(‹m\d+›)\s*\)")
 # "the 5-day is above the 20-day": a bare period next to another, in a comparison.
@@ -158,7 +159,7 @@ def normalise(text: str) -> str:
     if "ma" in text:
         text = _MA_PREFIXED.sub(lambda m: f" ‹m{m.group(1) or m.group(2)}› ", text)
     if "short" in text or "long" in text or "期均线" in text:
-        text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group(1) in ("short", "短期") else " ‹m20› ", text)
+        text = _SHORT_LONG.sub(lambda m: " ‹m5› " if m.group().startswith(("short", "短期")) else " ‹m20› ", text)
     if "(" in text and "‹" in text:
         text = _NAMED_AVERAGE.sub(r" \1 ", text)
     if "-day" in text:
@@ -217,8 +218,8 @@ _FRAMES: Final[dict[str, str]] = {
     "long_bearish_candle": r"(?:long|big|large|strong|tall) (?:bearish|black|red|down|negative) (?:candle|candlestick|bar)|bearish marubozu|大阴线|长阴线?|中大阴",
     "doji": r"\bdoji|十字星|十字线",
 }
-# Words one of which a text must hold for a frame to match at all: the combined pattern is built from
-# the frames a text can hold (cached per set), which keeps one pass over the text cheap.
+# Words one of which a sentence must hold for a frame to match at all: a sentence is scanned for the
+# frames it can hold only (:func:`_frames_in`).
 _TRIGGERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("ma_pair_cn", "ma_pair_en", "pos_pre", "pos_post"): ("‹m",),
     ("any_cross", "golden_cross", "death_cross"): ("cross", "叉", "穿"),
@@ -246,8 +247,13 @@ _CUES: Final[dict[str, tuple[str, ...]]] = {
               "until", "will", "going to", "need", "tries", "trying", "attempt", "fail", "有望", "若", "如果", "一旦", "或",
               "可能", "预计", "假如", "倘若", "是否", "将", "即将", "等待", "关注", "需要", "能否", "有待", "可望", "也许", "估计"),
 }
-_FAMILIES: Final = {w: [names for names, words in _TRIGGERS.items() if w in words] + [(kind,) for kind, words in _CUES.items() if w in words]
-                    for ws in (*_TRIGGERS.values(), *_CUES.values()) for w in ws}
+# Each family of _TRIGGERS and each kind of _CUES is one bit; a sentence's bits say which it holds.
+_HOLDERS: Final = {**_TRIGGERS, **_CUES}
+_BIT: Final = {key: 1 << i for i, key in enumerate(_HOLDERS)}
+_WORD_BITS: Final = {w: sum(_BIT[key] for key, words in _HOLDERS.items() if w in words)
+                     for words in _HOLDERS.values() for w in words}
+_FRAME_BITS: Final = sum(_BIT[names] for names in _TRIGGERS)
+_UNVERIFIABLE_BIT, _HEDGE_BIT = _BIT["unverifiable"], _BIT["hedge"]
 
 
 def _trie(words: list[str]) -> str:
@@ -266,45 +272,113 @@ def _trie(words: list[str]) -> str:
 
 # Two scans, words starting with an ASCII character and the others: in each the engine skips the
 # characters no word starts with (most of a Chinese text, or of an English one, in the other scan).
-_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _FAMILIES if w[0].isascii() == ascii_)))
+_TRIGGER_SCANS: Final = tuple(re.compile(_trie(sorted(w for w in _WORD_BITS if w[0].isascii() == ascii_)))
                               for ascii_ in (True, False))
 
 
-_ORDER: Final = {name: i for i, name in enumerate(_FRAMES)}
-# One alternation per family (the frames one trigger word calls for), in _FRAMES order.
-_FAMILY_PATTERNS: Final = {names: re.compile("|".join(f"(?P<{n}>{_FRAMES[n]})" for n in names)) for names in _TRIGGERS}
+def _first_chars(pattern: str) -> frozenset[str] | None:
+    """The characters a match of ``pattern`` can start with, or None where that is not known (a class
+    such as \\w, an empty match, a flag, ...). Read from the parsed pattern, an internal of the ``re``
+    module: where it is missing or has changed, None, which costs speed only."""
+    try:
+        from re import _constants as c, _parser
+        parsed = _parser.parse(pattern)
+    except (ImportError, AttributeError):
+        return None
+
+    def starts(items) -> tuple[set[str], bool]:  # (first characters, can match empty)
+        found: set[str] = set()
+        for op, av in items:
+            if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                continue  # zero-width: the next item starts the match
+            if op is c.LITERAL:
+                return found | {chr(av)}, False
+            if op is c.IN and all(o in (c.LITERAL, c.RANGE) for o, _ in av):
+                return found | {chr(x) for o, a in av for x in ((a,) if o is c.LITERAL else range(a[0], a[1] + 1))}, False
+            if op is c.BRANCH:
+                alternatives = [starts(alt) for alt in av[1]]
+                first, empty = set().union(*(f for f, _ in alternatives)), any(e for _, e in alternatives)
+            elif op is c.SUBPATTERN and not av[1] and not av[2]:
+                first, empty = starts(av[3])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                first, empty = starts(av[2])
+                empty = empty or av[0] == 0
+            else:
+                raise LookupError(op)
+            found |= first
+            if not empty:
+                return found, False
+        return found, True
+
+    try:
+        first, empty = starts(parsed)
+    except (LookupError, AttributeError):
+        return None
+    return None if empty or parsed.state.flags & re.IGNORECASE else frozenset(first)
 
 
-def _sentences(norm: str) -> tuple[list[tuple[int, int]], list[str]]:
-    """(start, end) of each sentence (no frame spans two), as ``_SENTENCE_END.split`` cuts them, and
-    the punctuation that ends each ("" for the last)."""
-    ends = list(_SENTENCE_END.finditer(norm))
-    starts = [0, *(m.end() for m in ends)]
-    stops = [*(m.start() for m in ends), len(norm)]
-    return list(zip(starts, stops)), [*(m.group(0) for m in ends), ""]
+_FIRST_CHARS: Final = {name: _first_chars(frame) for name, frame in _FRAMES.items()}
 
 
-def _frame_matches(norm: str, spans: list[tuple[int, int]]) -> tuple[list[re.Match[str]], dict[int, set[tuple[str, ...]]]]:
-    """Every frame in the text, as one alternation of all frames in :data:`_FRAMES` order would find
-    them (leftmost first, the earlier frame on a tie, no overlaps), but each family's frames scanned
-    as one alternation and only in the sentences that hold one of its trigger words: one big
-    alternation tries every frame at every character, which cost ~0.5 ms an answer; one scan per
-    frame pays the scan's overhead ~30 times an answer. Also returns what each sentence holds
-    (frame families and the :data:`_CUES` kinds), so the rest runs only where it can apply."""
-    starts = [s for s, _ in spans]
-    wanted: dict[int, set[tuple[str, ...]]] = {}
+def _family_scan(names: tuple[str, ...]) -> re.Pattern[str]:
+    """The frames of one family as one alternation, in :data:`_FRAMES` order, behind a look-ahead for
+    the characters they can start with (:func:`_first_chars`): it turns most positions away at once,
+    where the engine would enter every frame's alternatives (~30% faster); none where one is unknown."""
+    alternation = "|".join(f"(?P<{n}>{_FRAMES[n]})" for n in names)
+    if any(_FIRST_CHARS[n] is None for n in names):
+        return re.compile(alternation)
+    return re.compile(f"(?=[{re.escape(''.join(sorted(set().union(*(_FIRST_CHARS[n] for n in names)))))}])(?:{alternation})")
+
+
+_FAMILY_SCANS: Final = tuple((_BIT[names], _family_scan(names)) for names in _TRIGGERS)
+# The families follow each other in _FRAMES order, so the first family wins a tie as the first frame would.
+assert [n for names in _TRIGGERS for n in names] == list(_FRAMES)
+
+
+def _frames_in(norm: str, start: int, end: int, bits: int) -> list[re.Match[str]]:
+    """The frames of one sentence as one alternation of the frames of the families in ``bits`` finds
+    them (leftmost first, the earlier frame on a tie, no overlaps), while trying only the frames its
+    trigger words call for: the next frame is the earliest of each family's next match, and a family
+    whose match it overlaps searches again after it; once one family is left, its matches follow.
+    (One alternation of every frame tried them all at every character, ~0.5 ms an answer; one
+    compiled per set of families cost more to compile than it saved: the gold set's sentences hold
+    227 different sets.)"""
+    pending = [(m, scan) for bit, scan in _FAMILY_SCANS if bits & bit for m in [scan.search(norm, start, end)] if m]
+    found = []
+    while len(pending) > 1:
+        m = min(pending, key=lambda p: p[0].start())[0]  # the first of equals: the earlier family
+        found.append(m)
+        after = m.end()
+        pending = [(p, scan) if p.start() >= after else (scan.search(norm, after, end), scan) for p, scan in pending]
+        pending = [(p, scan) for p, scan in pending if p]
+    if pending:
+        m, scan = pending[0]
+        found += [m, *scan.finditer(norm, m.end(), end)]
+    return found
+
+
+def _sentences(norm: str) -> tuple[list[int], list[int], list[str]]:
+    """Where each sentence starts and ends (no frame spans two), as ``_SENTENCE_END.split`` cuts them,
+    and the punctuation that ends each ("" for the last)."""
+    starts, stops, marks = [0], [], []
+    for m in _SENTENCE_END.finditer(norm):
+        stops.append(m.start())
+        marks.append(m.group())
+        starts.append(m.end())
+    stops.append(len(norm))
+    marks.append("")
+    return starts, stops, marks
+
+
+def _holds(norm: str, starts: list[int]) -> dict[int, int]:
+    """The bits of the frame families and :data:`_CUES` kinds each sentence holds a word of (sentences
+    holding none left out), so the rest runs only where it can apply."""
+    held: dict[int, int] = {}
     for scan in _TRIGGER_SCANS:
         for m in scan.finditer(norm):
-            wanted.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).update(_FAMILIES[m.group(0)])
-    found = sorted((m for i, families in wanted.items() for names in families if names in _FAMILY_PATTERNS
-                    for m in _FAMILY_PATTERNS[names].finditer(norm, *spans[i])),
-                   key=lambda m: (m.start(), _ORDER[m.lastgroup]))
-    kept, until = [], 0
-    for m in found:
-        if m.start() >= until:
-            kept.append(m)
-            until = m.end()
-    return kept, wanted
+            i = bisect.bisect_right(starts, m.start()) - 1
+            held[i] = held.get(i, 0) | _WORD_BITS[m.group()]
+    return held
 
 
 _OTHER_INDICATOR: Final = re.compile(
@@ -348,8 +422,9 @@ def _scope(norm: str, start: int, at: int) -> int:
     """Where a negation of the frame at ``at`` can start: after the last "and" / "or" of its clause
     ("no breakout and no breakdown" negates each once), and the frame's own words count too
     ("volume is not heavy", "MA5 is not yet above MA20")."""
-    return max((m.start() if m.group() == "nor" else m.end() for m in _COORDINATION.finditer(norm, start, at)),
-               default=start)  # "nor" itself negates
+    for m in _COORDINATION.finditer(norm, start, at):  # the last one decides: matches do not overlap
+        start = m.start() if m.group() == "nor" else m.end()  # "nor" itself negates
+    return start
 
 
 def _negations(before: str) -> int:
@@ -430,11 +505,6 @@ def _frame_claims(m: re.Match[str]) -> list[str]:
     return [name]
 
 
-def _clause_cuts(norm: str, start: int, end: int) -> list[int]:
-    """Where the clauses of one sentence start: its start and after each clause cut."""
-    return [start, *(m.end() for m in _CLAUSE_CUT.finditer(norm, start, end))]
-
-
 _CROSS_OF: Final = re.compile(r"(?:cross(?:over)?|叉)\s*(?:of|:|\(|,)?\s*$")
 # Frames that name what another indicator does ("MACD golden cross", "RSI momentum").
 _INDICATOR_WORDS: Final = frozenset({"golden_cross", "death_cross", "ma_pair_cn", "momentum_up", "momentum_down",
@@ -458,65 +528,75 @@ def fact_of(claim: str, anchors: Anchors) -> str:
     return f"{anchor}: {anchors.labels[anchor]}"
 
 
+def _statements(norm: str, starts: list[int], stops: list[int], marks: list[str]) -> dict[tuple[str, bool], int]:
+    """Each (claim, negated) of a normalised text once, in order of first mention, with the index of
+    the sentence it was read from; "?X" is an unverifiable statement about X (never negated)."""
+    held = _holds(norm, starts)
+    # Clause cuts of the whole text in one scan: none holds a sentence end, so they are those of each
+    # sentence, and a frame's clause runs from the cut before it to the one after (within its sentence).
+    cuts = [m.end() for m in _CLAUSE_CUT.finditer(norm)]
+    found: dict[tuple[str, bool], int] = {}
+    for i in sorted(held):
+        bits = held[i] & _FRAME_BITS
+        if not bits:
+            continue
+        start, end, hedged, question = starts[i], stops[i], held[i] & _HEDGE_BIT, "?" in marks[i]
+        for m in _frames_in(norm, start, end, bits):
+            at, frame = m.start(), m.lastgroup
+            k = bisect.bisect_right(cuts, at)
+            s = max(start, cuts[k - 1]) if k else start
+            last = k == len(cuts) or cuts[k] > end  # the sentence's last clause
+            e = end if last else cuts[k]
+            if last and question:
+                continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
+            if hedged and (_HEDGE.search(norm, s, at) or _HEDGE_AFTER.match(norm, m.end(), e)):
+                continue
+            negated = _negations(norm[_scope(norm, s, at):m.end()]) % 2 == 1
+            for name in _frame_claims(m):
+                key = (name, negated and name[0] != "?")
+                if key in found:
+                    continue  # said before (free text is both the analysis and the rationale)
+                if (name in ("ma5_above_ma20", "ma5_below_ma20") and frame.startswith("ma_pair")
+                        and _CROSS_OF.search(norm, max(s, at - 16), at)):
+                    continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
+                if frame in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
+                    continue  # "MACD golden cross": the indicator itself is counted unverifiable below
+                found[key] = i
+    for i in sorted(i for i, bits in held.items() if bits & _UNVERIFIABLE_BIT):
+        for m in UNVERIFIABLE.finditer(norm, starts[i], stops[i]):
+            if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
+                continue  # inside a word ("parsing", "flatr...")
+            found.setdefault(("?" + m.group(0).strip("‹›"), False), i)
+    return found
+
+
+def _verdict(claim: str, negated: bool, anchors: Anchors) -> Verdict:
+    if claim.startswith("?"):
+        return "unverifiable"
+    return "supported" if CLAIMS[claim][1](anchors) != negated else "contradicted"
+
+
 def extract_claims(text: str | None, anchors: Anchors) -> list[Claim]:
     """Every claim of ``text`` once (a set of (claim, negated)), in order of first mention, each
     with the sentence it was read from as written."""
     norm = normalise(text or "")
-    spans, marks = _sentences(norm)
-    starts = [s for s, _ in spans]
-    said: list[str] = []
-
-    def sentence(i: int) -> str:
-        if not said:  # the sentences as written, where normalising kept their count
-            written = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
-            said.extend(written if len(written) == len(spans) else (norm[s:e] for s, e in spans))
-        return said[i].strip()
-
-    clauses: dict[int, list[int]] = {}
-    found: dict[tuple[str, bool], Claim] = {}
-    frames, present = _frame_matches(norm, spans)
-    for m in frames:
-        i = bisect.bisect_right(starts, m.start()) - 1
-        if i not in clauses:
-            clauses[i] = _clause_cuts(norm, *spans[i])
-        k = bisect.bisect_right(clauses[i], m.start())
-        if "?" in marks[i] and k == len(clauses[i]):
-            continue  # the question itself claims nothing ("股价已跌破20日线，是否会继续下跌？": the first clause does)
-        s = clauses[i][k - 1]
-        e = clauses[i][k] if k < len(clauses[i]) else spans[i][1]
-        if ("hedge",) in present[i] and (_HEDGE.search(norm, s, m.start()) or _HEDGE_AFTER.match(norm, m.end(), e)):
-            continue
-        negated = _negations(norm[_scope(norm, s, m.start()):m.end()]) % 2 == 1
-        for name in _frame_claims(m):
-            key = (name, negated and not name.startswith("?"))
-            if key in found:
-                continue  # said before (free text is both the analysis and the rationale)
-            if (name in ("ma5_above_ma20", "ma5_below_ma20") and m.lastgroup.startswith("ma_pair")
-                    and _CROSS_OF.search(norm, max(s, m.start() - 16), m.start())):
-                continue  # "a golden cross of MA5 over MA20": the cross's description, not a second claim
-            if m.lastgroup in _INDICATOR_WORDS and _OTHER_INDICATOR.search(norm, s, e):
-                continue  # "MACD golden cross": the indicator itself is counted unverifiable below
-            if name.startswith("?"):
-                found[key] = Claim(sentence(i), None, name[1:], False, "unverifiable")
-                continue
-            anchor, holds = CLAIMS[name]
-            verdict: Verdict = "supported" if holds(anchors) != negated else "contradicted"
-            found[key] = Claim(sentence(i), anchor, name, negated, verdict)
-    for i in sorted(i for i, kinds in present.items() if ("unverifiable",) in kinds):
-        for m in UNVERIFIABLE.finditer(norm, *spans[i]):
-            if m.group(0)[0].isascii() and m.start() and "a" <= norm[m.start() - 1] <= "z":
-                continue  # inside a word ("parsing", "flatr...")
-            key = ("?" + m.group(0).strip("‹›"), False)
-            if key not in found:
-                found[key] = Claim(sentence(i), None, key[0][1:], False, "unverifiable")
-    return list(found.values())
+    starts, stops, marks = _sentences(norm)
+    found = _statements(norm, starts, stops, marks)
+    if not found:
+        return []
+    said = _SENTENCE_END.split(unicodedata.normalize("NFKC", text or ""))
+    if len(said) != len(starts):  # the sentences as written, where normalising kept their count
+        said = [norm[s:e] for s, e in zip(starts, stops)]
+    return [Claim(said[i].strip(), None, name[1:], False, "unverifiable") if name.startswith("?")
+            else Claim(said[i].strip(), CLAIMS[name][0], name, negated, _verdict(name, negated, anchors))
+            for (name, negated), i in found.items()]
 
 
 def judge(analysis: str | None, rationale: str | None, anchors: Anchors) -> dict[str, object]:
     """One answer's terms for the metrics: its rationale's polarity and how many of the claims of
     its analysis and rationale are supported, contradicted and unverifiable."""
-    claims = extract_claims(f"{analysis or ''}\n{rationale or ''}", anchors)
-    verdicts = [c.verdict for c in claims]
+    norm = normalise(f"{analysis or ''}\n{rationale or ''}")
+    verdicts = [_verdict(name, negated, anchors) for name, negated in _statements(norm, *_sentences(norm))]
     return {"polarity": polarity(rationale), "supported": verdicts.count("supported"),
             "contradicted": verdicts.count("contradicted"), "unverifiable": verdicts.count("unverifiable")}
 
@@ -583,10 +663,10 @@ def polarity(text: str | None) -> Literal["bullish", "bearish", "neutral"]:
     in a concessive clause ("despite the rally", "虽然反弹") for nothing; one in a conclusion (after
     so / therefore / but / 因此 / 但) double."""
     norm = unicodedata.normalize("NFKC", text or "").lower()
-    clauses = _weighted_clauses(norm)
     stance = stated_action(norm)
     if stance in ("BUY", "SELL"):
         return _STANCE_POLARITY[stance]  # type: ignore[return-value]
+    clauses = _weighted_clauses(norm)
     view = _views(clauses)
     if view or stance is not None:
         return "bullish" if view > 0 else "bearish" if view < 0 else "neutral"

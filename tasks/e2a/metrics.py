@@ -96,16 +96,21 @@ def ndr(coverage, ucr_dir, rci, eci):
 
 
 def block(rows: pd.DataFrame, eci_confidence: float, eci_signals: int) -> dict[str, Any]:
-    sums = indicators(rows, eci_confidence, eci_signals).sum()
+    return _block(indicators(rows, eci_confidence, eci_signals), rows.get("unverifiable"))
+
+
+def _block(terms: pd.DataFrame, unverifiable: pd.Series | None) -> dict[str, Any]:
+    """The metrics of the responses whose :func:`indicators` are ``terms``."""
+    sums = terms.sum()
     out: dict[str, Any] = {"n": int(sums["n"]), "n_directional": int(sums["directional"])}
     out.update({name: _share(float(sums[num]), float(sums[den])) for name, (num, den) in RATIOS.items()})
     out["ndr"] = 0.0 if not out["n_directional"] else ndr(out["coverage"], out["ucr_dir"], out["rci"], out["eci"] or 0.0)
     out["buy_sell_ratio"] = _share(float(sums["buy"]), float(sums["sell"]))
     # The judge audit (the report shows it next to NDR): how much of each answer the judge could check.
-    out["n_unverifiable"] = int(rows["unverifiable"].sum()) if "unverifiable" in rows else 0
+    out["n_unverifiable"] = int(unverifiable.sum()) if unverifiable is not None else 0
     stated = float(sums["verifiable"]) + out["n_unverifiable"]
     out["claims_per_answer"] = _share(float(sums["verifiable"]), float(sums["n"]))
-    out["answers_without_claim"] = _share(float((rows["supported"] + rows["contradicted"] == 0).sum()), float(sums["n"]))
+    out["answers_without_claim"] = _share(float((terms["verifiable"] == 0).sum()), float(sums["n"]))
     out["unverifiable_share"] = _share(out["n_unverifiable"], stated)
     return out
 
@@ -140,16 +145,24 @@ def e2a_metrics(rows: pd.DataFrame, eci_confidence: float = 0.7, eci_signals: in
     without responses gets its block too (n 0, ndr 0, the rest None). With ``n_boot`` and a
     ``code`` column, each block has ``ci``: 95% intervals over stocks (:func:`stock_bootstrap`)."""
 
-    def full(part: pd.DataFrame) -> dict[str, Any]:
-        out = block(part, eci_confidence, eci_signals)
-        if n_boot > 0 and "code" in part:
-            out["ci"] = stock_bootstrap(part, n_boot, seed, eci_confidence, eci_signals) if len(part) else None
+    # The indicators once: each block sums those of its rows (16 blocks by default).
+    terms = indicators(rows, eci_confidence, eci_signals)
+    unverifiable = rows.get("unverifiable")
+
+    def part_block(mask: pd.Series) -> dict[str, Any]:
+        picked = mask.to_numpy()
+        return _block(terms[picked], None if unverifiable is None else unverifiable[picked])
+
+    def full(mask: pd.Series) -> dict[str, Any]:
+        out = part_block(mask)
+        if n_boot > 0 and "code" in rows:
+            out["ci"] = stock_bootstrap(rows[mask], n_boot, seed, eci_confidence, eci_signals) if mask.any() else None
         for tau in taus:
-            d_tau = block(part[part["strong_signals"] >= tau], eci_confidence, eci_signals)
+            d_tau = part_block(mask & (rows["strong_signals"] >= tau))
             out[f"coverage_tau{tau}"] = _share(d_tau["n_directional"], out["n"])
             out[f"ndr_tau{tau}"] = 0.0 if not d_tau["n_directional"] else ndr(
                 out[f"coverage_tau{tau}"], d_tau["ucr_dir"], d_tau["rci"], d_tau["eci"] or 0.0)
         return out
 
     names = list(dict.fromkeys([*modalities, *map(str, rows["modality"].unique())]))
-    return {"all": full(rows), "modalities": {m: full(rows[rows["modality"] == m]) for m in names}}
+    return {"all": full(pd.Series(True, index=rows.index)), "modalities": {m: full(rows["modality"] == m) for m in names}}

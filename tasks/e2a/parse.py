@@ -109,6 +109,8 @@ _KEYS: Final = {
                "建议", "决策", "操作建议", "投资建议", "建议操作", "最终建议"),
     "confidence": ("confidence", "置信度", "信心", "confidence_score"),
 }
+_FIELD_OF: Final = {alias: name for name, aliases in _KEYS.items() for alias in aliases}
+assert len(_FIELD_OF) == sum(map(len, _KEYS.values())), "an alias names one field"
 # A field starts a line, or follows "{", ",", "." or ";" (a one-line or cut-off JSON object, "...
 # high. Action: BUY"); its value runs to the next field.
 _FIELD: Final = re.compile(
@@ -167,14 +169,14 @@ def action_of(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     value = value.lower()
-    if re.search(r"[a-z]\s*[|/]\s*[a-z]", value) and len(
-            {a for _, a in _actions(value, _ACTION_TOKEN)}) > 1:
-        return None
     found = _actions(value, _ACTION_TOKEN)
+    if _CHOICES.search(value) and len({a for _, a in found}) > 1:
+        return None
     corrected = [a for at, a in found if _CORRECTION.search(value[max(0, at - 30):at])]
     return corrected[-1] if corrected else found[0][1] if found else None
 
 
+_CHOICES: Final = re.compile(r"[a-z]\s*[|/]\s*[a-z]")
 # Words of the wider stance list ("neutral", "go long", "reduce") are an answer in free text only where
 # the model says it takes them: "I'd stay neutral", "I would go long", or alone at a sentence's start.
 _SAYS: Final = re.compile(r"(?:\bi(?:'d| would| will|'ll)|\bwe(?:'d| would)|recommend\w*|\bstay|\bremain|\bbe)\s+(?:\w+\s+)?$"
@@ -209,11 +211,14 @@ def confidence_of(value: object) -> tuple[float | None, str | None]:
     return number, None
 
 
+_DECODER: Final = json.JSONDecoder(strict=False)  # control characters inside strings: still the object
+_BRACE: Final = re.compile(r"\{")
+
+
 def _json_object(text: str) -> dict | None:
-    decoder = json.JSONDecoder(strict=False)  # control characters inside strings: still the object
-    for start in (m.start() for m in re.finditer(r"\{", text)):
+    for start in (m.start() for m in _BRACE.finditer(text)):
         try:
-            found, _ = decoder.raw_decode(text, start)
+            found, _ = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError:
             continue
         if isinstance(found, dict):
@@ -225,8 +230,7 @@ def _json_object(text: str) -> dict | None:
 
 
 def _canonical(key: object) -> str | None:
-    k = str(key).strip().lower()
-    return next((name for name, aliases in _KEYS.items() if k in aliases), None)
+    return _FIELD_OF.get(str(key).strip().lower())
 
 
 def _fields(text: str) -> dict[str, str]:
