@@ -7,7 +7,7 @@ VLLM_VENV ?= .venv-vllm
 BIN := $(VENV)/bin
 VLLM_BIN := $(VLLM_VENV)/bin
 
-.PHONY: demo test check
+.PHONY: demo test check services suites
 
 $(BIN)/candlebench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,11 +35,25 @@ demo: $(BIN)/candlebench
 check: $(BIN)/candlebench
 	$(BIN)/python -m pytest -q -m unit
 
-# The SLURM tests run against a real one-node cluster on localhost, the report's browser tests in
-# Debian's headless chromium (Debian packages, root).
-test: $(BIN)/candlebench $(VLLM_BIN)/candlebench
+# What `make test` needs besides the environments: a real one-node SLURM cluster on localhost for
+# the SLURM tests, Debian's headless chromium for the report's browser tests (Debian packages, root).
+# apt runs one script at a time (dpkg's lock).
+services:
 	slurm/install.sh
 	slurm/cluster.sh start
 	tests/install_browser.sh
-	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n auto -m "not vllm" --durations=15
-	$(VLLM_BIN)/python -m pytest -m vllm --durations=15
+
+# Everything, on 2 cores within minutes: the two environments and the services are installed at once
+# (pip and apt wait on downloads and disk more than on the CPU), then the vLLM suite (one process)
+# runs beside the main suite (two workers, often waiting on their commands' processes). Its output
+# follows the main suite's; either failing fails the target.
+test:
+	$(MAKE) -j3 $(BIN)/candlebench $(VLLM_BIN)/candlebench services
+	$(MAKE) suites
+
+VLLM_LOG := .pytest-vllm.log
+suites:
+	$(VLLM_BIN)/python -m pytest -m vllm --durations=15 > $(VLLM_LOG) 2>&1 & vllm=$$!; \
+	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 -m "not vllm" --durations=15; \
+	main=$$?; wait $$vllm; vllm=$$?; echo "== the vLLM suite (.venv-vllm) =="; cat $(VLLM_LOG); \
+	[ $$main -eq 0 ] && [ $$vllm -eq 0 ]

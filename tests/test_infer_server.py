@@ -53,8 +53,7 @@ def in_process(workspace: Path, env: dict, extra: tuple[str, ...]) -> str:
     """The in-process vLLM run of the same samples (once per mode)."""
     if extra not in _references:
         name = f"inproc-{'free' if extra else 'constrained'}"
-        # The engine in this process (no engine process to start): the same answers, a faster start.
-        infer(workspace, {**env, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, name, *extra, "backend=vllm",
+        infer(workspace, env, name, *extra, "backend=vllm",
               "backend.enforce_eager=true")
         _references[extra] = name
     return _references[extra]

@@ -123,10 +123,11 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
     def lines() -> list[dict]:
         return [json.loads(x) for p in sorted(parts.glob("*.jsonl")) for x in p.read_text().splitlines() if x.strip()]
 
-    # One request in the engine at a time: the kill lands between answers, not after the last.
+    # One request in the engine at a time: the kill lands between answers, not after the last. Here
+    # the engine runs in its own process, as vLLM runs it by default (conftest's env: in-process).
     proc = subprocess.Popen([CANDLEBENCH, "infer", "data=slice", f"out_dir={workspace}", "infer.run_name=vllm-fed",
                              "backend=vllm", eager, "backend.feed=continuous", "backend.in_flight=1"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            env={**env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 600
     while proc.poll() is None and (not parts.exists() or len(lines()) < 3) and time.time() < deadline:
         time.sleep(0.02)
