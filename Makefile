@@ -7,7 +7,7 @@ VLLM_VENV ?= .venv-vllm
 BIN := $(VENV)/bin
 VLLM_BIN := $(VLLM_VENV)/bin
 
-.PHONY: demo test check services suites
+.PHONY: demo test check services suite-main suite-services suite-vllm
 
 $(BIN)/candlebench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,17 +43,24 @@ services:
 	slurm/cluster.sh start
 	tests/install_browser.sh
 
-# Everything, on 2 cores within minutes: the two environments and the services are installed at once
-# (pip and apt wait on downloads and disk more than on the CPU), then the vLLM suite (one process)
-# runs beside the main suite (two workers, often waiting on their commands' processes). Its output
-# follows the main suite's; either failing fails the target.
-test:
-	$(MAKE) -j3 $(BIN)/candlebench $(VLLM_BIN)/candlebench services
-	$(MAKE) suites
-
+# Everything, on 2 cores within minutes. Each suite starts as soon as what it needs is installed, so
+# the installs (pip and apt wait on downloads and disk more than on the CPU) overlap the tests: the
+# main suite (two workers) once .venv is built, the SLURM and browser tiers once the services are up
+# too, the vLLM suite once .venv-vllm is. The main suite prints as it runs, the other two after it;
+# any failing fails the target.
 VLLM_LOG := .pytest-vllm.log
-suites:
-	$(VLLM_BIN)/python -m pytest -m vllm --durations=15 > $(VLLM_LOG) 2>&1 & vllm=$$!; \
-	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 -m "not vllm" --durations=15; \
-	main=$$?; wait $$vllm; vllm=$$?; echo "== the vLLM suite (.venv-vllm) =="; cat $(VLLM_LOG); \
-	[ $$main -eq 0 ] && [ $$vllm -eq 0 ]
+SERVICES_LOG := .pytest-services.log
+test:
+	@rm -f $(VLLM_LOG) $(SERVICES_LOG)
+	$(MAKE) -j3 -k suite-main suite-services suite-vllm; rc=$$?; \
+	for log in $(SERVICES_LOG) $(VLLM_LOG); do echo "== $$log =="; cat $$log 2>/dev/null; done; exit $$rc
+
+suite-main: $(BIN)/candlebench
+	$(BIN)/python -m pytest -n 2 -m "not vllm and not cluster and not browser" --durations=15
+
+suite-services: $(BIN)/candlebench services
+	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -m "cluster or browser" \
+		--durations=15 > $(SERVICES_LOG) 2>&1
+
+suite-vllm: $(VLLM_BIN)/candlebench
+	$(VLLM_BIN)/python -m pytest -m vllm --durations=15 > $(VLLM_LOG) 2>&1
