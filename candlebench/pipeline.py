@@ -51,8 +51,9 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
-    """Run the stages in order. A run that fails to score stops nothing: the report that follows
+def run_jobs(jobs: list[Job], skip: set[str] = frozenset(), composed: dict | None = None) -> None:
+    """Run the stages in order (each with its config in ``composed``, as :func:`check_jobs` returns
+    them, where it is there). A run that fails to score stops nothing: the report that follows
     lists it with why, and the command fails at the end."""
     from candlebench.stages.score import ScoringFailed
 
@@ -62,7 +63,7 @@ def run_jobs(jobs: list[Job], skip: set[str] = frozenset()) -> None:
             continue
         for overrides in job.overrides:
             try:
-                run_stage(job.stage, list(overrides))
+                run_stage(job.stage, list(overrides), (composed or {}).get(tuple(overrides)))
             except ScoringFailed as err:
                 unscored.append(str(err))
     if unscored:
@@ -76,5 +77,4 @@ def run(cfg: DictConfig) -> None:
     check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
     jobs = plan(base, tasks, model, names, baselines=bool(cfg.task.baseline.names), passes=passes_of(base, tasks))
-    check_jobs(jobs)
-    run_jobs(jobs)
+    run_jobs(jobs, composed=check_jobs(jobs))

@@ -177,10 +177,13 @@ def compose_config(overrides: list[str]) -> DictConfig:
         return apply_per_task(compose(config_name="config", overrides=overrides))
 
 
-def check_jobs(jobs: list[Job]) -> None:
+def check_jobs(jobs: list[Job]) -> dict[tuple[str, ...], DictConfig]:
     """Every job's config composes and passes :func:`validate` (an infer job: its run identity,
     the prompt included) before the first job runs: a bad value of the second task fails the
-    command before the first task's work."""
+    command before the first task's work. Returns the configs by their overrides, for
+    :func:`run_stage` to run with instead of composing each again (a quarter second each, 21 jobs
+    in a three-task run)."""
+    composed = {}
     for job in jobs:
         try:
             cfg = compose_config(list(job.overrides[0]))
@@ -189,10 +192,13 @@ def check_jobs(jobs: list[Job]) -> None:
         validate(cfg)
         if job.stage == "infer":
             model_run_info(cfg, get_task(cfg.task.name), model_spec(cfg))
+        composed[tuple(job.overrides[0])] = cfg
+    return composed
 
 
-def run_stage(name: str, overrides: list[str]) -> str:
-    cfg = compose_config(overrides)
+def run_stage(name: str, overrides: list[str], cfg: DictConfig | None = None) -> str:
+    """One job: its config composed from ``overrides`` (or ``cfg``, already composed from them)."""
+    cfg = compose_config(overrides) if cfg is None else cfg
     validate(cfg)
     record_config(name, cfg)
     BY_NAME[name].job(cfg)
