@@ -50,6 +50,10 @@ services:
 # any failing fails the target.
 VLLM_LOG := .pytest-vllm.log
 SERVICES_LOG := .pytest-services.log
+# Four test processes (and the commands they run) share 2 cores: one OpenMP thread each. Two each
+# oversubscribe the cores, and an idle OpenMP thread spins: a tiny E2A infer took 9.3 CPU s with two,
+# 7.1 with one, on a quiet machine (same tokens); under the suites' load the suites ran twice as long.
+export OMP_NUM_THREADS := 1
 test:
 	@rm -f $(VLLM_LOG) $(SERVICES_LOG)
 	$(MAKE) -j3 -k suite-main suite-services suite-vllm; rc=$$?; \
