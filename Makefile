@@ -53,14 +53,16 @@ SERVICES_LOG := .pytest-services.log
 # Four test processes (and the commands they run) share 2 cores: one OpenMP thread each. Two each
 # oversubscribe the cores, and an idle OpenMP thread spins: a tiny E2A infer took 9.3 CPU s with two,
 # 7.1 with one, on a quiet machine (same tokens); under the suites' load the suites ran twice as long.
-export OMP_NUM_THREADS := 1
+test suite-main suite-services suite-vllm: export OMP_NUM_THREADS := 1
 test:
 	@rm -f $(VLLM_LOG) $(SERVICES_LOG)
 	$(MAKE) -j3 -k suite-main suite-services suite-vllm; rc=$$?; \
 	for log in $(SERVICES_LOG) $(VLLM_LOG); do echo "== $$log =="; cat $$log 2>/dev/null; done; exit $$rc
 
+# --dist loadscope: a module's tests on one worker, so its module fixture (a whole run of a task,
+# often) is built once, not once per worker.
 suite-main: $(BIN)/candlebench
-	$(BIN)/python -m pytest -n 2 -m "not vllm and not cluster and not browser" --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not vllm and not cluster and not browser" --durations=15
 
 suite-services: $(BIN)/candlebench services
 	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -m "cluster or browser" \

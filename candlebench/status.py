@@ -1,5 +1,6 @@
-"""``candlebench status RUN_DIR``: per-stage and per-shard progress of a run directory, from the
-files the stages wrote (and SLURM's queue, for a sweep's jobs still there)."""
+"""``candlebench status RUN_DIR``: per-stage and per-shard progress of a run directory, as each
+stage reads it from the files it wrote (``render_progress``, ``infer_progress``: no config, a
+folder), and SLURM's queue for a sweep's jobs still there."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from pathlib import Path
 
 from candlebench.core.errors import UserError
 from candlebench.core.layout import Layout, TaskPaths
-from inference.records import RecordStore
-from inference.run_info import RunInfo
+from candlebench.stages.infer import infer_progress
+from candlebench.stages.render import render_progress
 from inference.runner import Shard
 from rendering.inputs import read_samples
-from rendering.render import chart_path, read_manifest
 
 
 def _shards_of(layout: Layout) -> int:
@@ -31,18 +31,13 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     name = paths.task
     lines = [f"{name:<9} samples  {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, "
              f"{samples['code'].nunique()} stocks"]
-    drawn = {r["path"] for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)}
-    inputs = sorted({r["freq"] for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)})
-    needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in inputs}
-    merged = any(c.startswith(("image_", "text_")) for c in samples.columns)
-    lines.append(f"{name:<9} render   {len(needed & drawn)}/{len(needed)} inputs ({', '.join(inputs) or 'none yet'})"
-                 f"{'' if merged else ' (not merged into samples yet)'}")
+    drawn = render_progress(paths, samples)
+    lines.append(f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
+                 f"{'' if drawn.merged else ' (not merged into samples yet)'}")
     for run_name in paths.run_names():
         run = paths.run(run_name)
-        key = RunInfo.read(run.info).run_key
-        records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
-        done = {r.sample_id for r in records if r.error is None}
-        failed = {r.sample_id for r in records if r.error is not None} - done
+        progress = infer_progress(run, ids)
+        done, failed = progress.answered, progress.failed
         parts = []
         if shards > 1:
             for index in range(shards):

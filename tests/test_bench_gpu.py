@@ -12,7 +12,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
 
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
-    done = subprocess.run([sys.executable, str(BENCH), "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "4",
+    done = subprocess.run([sys.executable, str(BENCH), "--models", "tiny", "--device", "cpu", "--batch-sizes", "2",
                            "--serial", "2", "--runner-batch", "2", "--new-tokens", "4"],
                           capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

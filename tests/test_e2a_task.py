@@ -13,7 +13,7 @@ import pytest
 from helpers import cli, records
 from tasks.e2a.anchors import ANCHORS, compute_anchors
 
-COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=60", "score.n_boot=100"]
+COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
 MODEL = "tiny_qwen2_5_vl-transformers"
 
 

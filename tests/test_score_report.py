@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -11,13 +10,12 @@ import pytest
 
 from tasks.forecast.metrics import compute_metrics
 
-from helpers import CANDLEBENCH, SLICE
+import helpers
+from helpers import SLICE
 
 
 def cli(*args: str, cwd: Path) -> str:
-    done = subprocess.run([CANDLEBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return helpers.cli(*args, cwd_out=cwd).stdout
 
 
 @pytest.fixture(scope="module")

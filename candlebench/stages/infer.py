@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -221,6 +222,22 @@ def infer(cfg: DictConfig) -> None:
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
         f"{len(table)} of {len(samples)} samples answered so far -> {run.root}"
     )
+
+
+@dataclass(frozen=True)
+class InferProgress:
+    answered: frozenset[str]  # samples with an answer under the run's own key
+    failed: frozenset[str]  # samples whose every attempt failed (retried on the next infer)
+
+
+def infer_progress(run: RunPaths, ids: set[str]) -> InferProgress:
+    """Which of ``ids`` the run in this folder has answered under its run.json's key, whatever
+    config it ran under (`candlebench status` reads a folder); :func:`infer_done` asks whether the
+    run is complete under a config, for the inputs the samples have now."""
+    key = RunInfo.read(run.info).run_key
+    records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
+    answered = frozenset(r.sample_id for r in records if r.error is None)
+    return InferProgress(answered, frozenset(r.sample_id for r in records if r.error is not None) - answered)
 
 
 def infer_done(cfg: DictConfig) -> bool:

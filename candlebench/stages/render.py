@@ -12,15 +12,17 @@ them, so no separate step is needed.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pandas as pd
 from omegaconf import DictConfig
 
 from candlebench.core.io import write_parquet
-from candlebench.core.layout import task_paths
+from candlebench.core.layout import TaskPaths, task_paths
 from candlebench.market.data_source import open_market, same_market
 from rendering.inputs import read_samples
-from rendering.render import RenderSettings, collect_manifest, copy_images, input_column, render_samples, render_settings
+from rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
+                              render_samples, render_settings)
 from tasks import get_task
 
 
@@ -66,6 +68,24 @@ def render(cfg: DictConfig) -> None:
         print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
         return
     print(f"{len(manifest)} inputs ({settings.renderer}, key {settings.key()}) under {paths.images}")
+
+
+@dataclass(frozen=True)
+class RenderProgress:
+    drawn: int  # of the inputs needed, those a manifest lists
+    needed: int
+    inputs: tuple[str, ...]  # the time frames (and text) the manifests hold
+    merged: bool  # the paths are merged into samples.parquet (the last chunk did it)
+
+
+def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
+    """What the manifests on disk hold of what the samples need, whatever config drew them
+    (`candlebench status` reads a folder); :func:`render_done` asks the same under a config."""
+    rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
+    inputs = tuple(sorted({r["freq"] for r in rows}))
+    needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in inputs}
+    return RenderProgress(len(needed & {r["path"] for r in rows}), len(needed), inputs,
+                          any(c.startswith(("image_", "text_")) for c in samples.columns))
 
 
 def render_done(cfg: DictConfig) -> bool:
