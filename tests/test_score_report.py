@@ -153,7 +153,7 @@ def test_pooled_report_of_two_markets(tmp_path):
         assert sum(days.values()) == len(pd.read_csv(SLICE)["date"].unique()) - 1
         assert f"| {market} | 4 | {summary['cutoffs']} | {summary['samples']} |" in md
     total = sum(json.loads((o / "forecast" / "samples_summary.json").read_text())["samples"] for o in runs.values())
-    assert f"| Total | 8 |" in md and f"| {total} |" in md
+    assert "| Total | 8 |" in md and f"| {total} |" in md
     comparisons = json.loads((tmp_path / "pooled" / "comparisons.json").read_text())["forecast"]
     assert set(comparisons) == {"PSE-A: constant → momentum", "PSE-B: constant → momentum"}
     assert {"rank_ic_mean_median.png", "continuous.png"} <= {p.name for p in (tmp_path / "pooled" / "plots").iterdir()}
