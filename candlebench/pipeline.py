@@ -51,19 +51,21 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def run_jobs(jobs: list[Job], skip: set[str] = frozenset(), composed: dict | None = None) -> None:
+def run_jobs(jobs: list[Job], skip: set[str] = frozenset(),
+             composed: dict[tuple[str, ...], DictConfig] | None = None) -> None:
     """Run the stages in order (each with its config in ``composed``, as :func:`check_jobs` returns
     them, where it is there). A run that fails to score stops nothing: the report that follows
     lists it with why, and the command fails at the end."""
     from candlebench.stages.score import ScoringFailed
 
+    composed = composed or {}
     unscored = []
     for job in jobs:
         if job.key in skip:
             continue
         for overrides in job.overrides:
             try:
-                run_stage(job.stage, list(overrides), (composed or {}).get(tuple(overrides)))
+                run_stage(job.stage, list(overrides), composed.get(tuple(overrides)))
             except ScoringFailed as err:
                 unscored.append(str(err))
     if unscored:
