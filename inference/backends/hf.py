@@ -164,7 +164,9 @@ class TransformersBackend(Batched):
         texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs, self.layout) for r in batch]
         inputs = self.processor(
             text=texts,
-            images=[list(r.images) for r in batch],
+            # None for a batch without one chart (E2A's and the ablations' OHLCV-text prompts): the
+            # image processors index the first image of [[], ...] and raise.
+            images=[list(r.images) for r in batch] if any(r.images for r in batch) else None,
             padding=True,
             return_tensors="pt",
             add_special_tokens=needs_special_tokens(self.processor, texts[0]),
