@@ -6,18 +6,25 @@ import subprocess
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tasks.forecast.samples import SampleSpec, build_samples
 
-from helpers import CANDLEBENCH
+from helpers import CANDLEBENCH, cli
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def console(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The installed console script itself, a fresh interpreter."""
     return subprocess.run([CANDLEBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The command as every test runs it (forked from a warm interpreter: fixtures/forked_cli.py)."""
+    return cli(*args, check=False, cwd_out=cwd)
+
+
 def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
-    done = run("samples", "data=slice", f"out_dir={tmp_path / 'run'}", cwd=tmp_path)
+    done = console("samples", "data=slice", f"out_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     written = pd.read_parquet(tmp_path / "run" / "forecast" / "samples.parquet")
     pd.testing.assert_frame_equal(written, build_samples(slice_market, SampleSpec()).frame, check_dtype=False)
@@ -53,7 +60,7 @@ def test_missing_mandatory_path_is_named(tmp_path):
 
 
 def test_unknown_command_prints_usage(tmp_path):
-    done = run("fly", cwd=tmp_path)
+    done = console("fly", cwd=tmp_path)
     assert done.returncode != 0 and "usage: candlebench" in done.stderr
 
 
@@ -137,3 +144,23 @@ def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path):
     done = run("samples", "data=slice", "out_dir=/proc/candlebench-test", cwd=tmp_path)
     assert done.returncode != 0 and done.stderr.strip() == (
         "error: cannot write /proc/candlebench-test: No such file or directory; out_dir must be a folder you can create and write")
+
+
+@pytest.mark.unit
+def test_no_config_sets_hydra_mode():
+    """The CLI skips Hydra's composition that only reads hydra.mode (cli.mode_from_flags): true only
+    while no config of ours sets it."""
+    import yaml
+
+    from candlebench.core.paths import CONF_DIR
+
+    for path in CONF_DIR.rglob("*.yaml"):
+        config = yaml.safe_load(path.read_text()) or {}
+        assert "mode" not in (config.get("hydra") or {}), path
+
+
+def test_hydra_mode_set_on_the_command_line_still_sweeps(tmp_path):
+    done = run("samples", "data=slice", "data.codes=[AC]", f"out_dir={tmp_path}/a,{tmp_path}/b", "hydra.mode=MULTIRUN",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all((tmp_path / d / "forecast" / "samples.parquet").exists() for d in "ab")
