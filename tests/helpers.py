@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fixtures.forked_cli import CANDLEBENCH, Parents
+from fixtures.forked_cli import CANDLEBENCH, Parents, Started
 
 DATA_DIR = Path(__file__).parent / "data"
 SLICE = DATA_DIR / "pse_slice.csv"
@@ -29,6 +29,12 @@ def cli(*args: str, env: dict | None = None, check: bool = True, cwd_out: Path |
     if check:
         assert done.rc == 0, done.stderr[-4000:]
     return subprocess.CompletedProcess([CANDLEBENCH, *args], done.rc, done.stdout, done.stderr)
+
+
+def start(*args: str, env: dict | None = None, cwd_out: Path | None = None) -> Started:
+    """``candlebench ARGS`` started in a session of its own, as ``Popen(start_new_session=True)``
+    would, forked like :func:`cli`'s: ``poll``, ``wait``, and signals to ``pid`` or its group."""
+    return _parents(env).start(list(args), cwd=cwd_out or os.getcwd())
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:

@@ -10,14 +10,14 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from helpers import CANDLEBENCH, cli, infer, records
+from fixtures.forked_cli import Started
+from helpers import cli, infer, records, start
 
 ANSWER = ["text", "token_ids", "answer", "tier", "reason", "error", "run_key"]
 
@@ -63,11 +63,8 @@ def _lines(run_dir: Path) -> int:
     return sum(len(p.read_text().splitlines()) for p in (run_dir / "parts").glob("*.jsonl")) if (run_dir / "parts").exists() else 0
 
 
-def _start(workspace: Path, env: dict, run: str, *overrides: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [CANDLEBENCH, "infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+def _start(workspace: Path, env: dict, run: str, *overrides: str) -> Started:
+    return start("infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides, env=env)
 
 
 def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import CANDLEBENCH, SLICE, cli, records, run_dir
+from fixtures.forked_cli import Started
+from helpers import SLICE, cli, records, run_dir, start
 
 BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=90", "render.workers=1"]
 
@@ -178,8 +179,7 @@ def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_
     # The same run name with another generation setting, killed as soon as its run.json is down:
     # run.json names the new run key, hardly any of its records exist yet.
     other = ["infer.generation.max_new_tokens=20", "infer.batch_size=1"]
-    proc = subprocess.Popen([CANDLEBENCH, "infer", *BASE, f"out_dir={ws}", "infer.run_name=r", *other],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start("infer", *BASE, f"out_dir={ws}", "infer.run_name=r", *other, env=env)
     deadline = time.time() + 120
     while time.time() < deadline and json.loads((run_dir(ws, "r") / "run.json").read_text())["run_key"] == old_key:
         time.sleep(0.02)
@@ -251,10 +251,9 @@ def test_a_torn_manifest_line_is_cut_before_the_next_render_appends(ws, env):
     assert len(rows) == len(text.splitlines()) + 1
 
 
-def _drawing_render(out: Path, env: dict) -> tuple[subprocess.Popen, list[int]]:
+def _drawing_render(out: Path, env: dict) -> tuple[Started, list[int]]:
     """A render with a pool of two, caught while its workers draw: (the process, its workers)."""
-    proc = subprocess.Popen([CANDLEBENCH, "render", "data=slice", "render.workers=2", f"out_dir={out}"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)
     manifest = out / "forecast" / "images" / "manifest.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and not (manifest.exists() and manifest.read_text().strip()):
@@ -280,10 +279,10 @@ def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, si
     cli("samples", "data=slice", "task.samples.interval=15", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
     sent = time.monotonic()
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=60)
+    os.kill(proc.pid, sig)
+    stderr = proc.wait().stderr
     took = time.monotonic() - sent
-    assert proc.returncode == 130 and "Traceback" not in stderr and "run the same command again" in stderr
+    assert proc.poll() == 130 and "Traceback" not in stderr and "run the same command again" in stderr
     assert took < 5, f"the render took {took:.1f} s to end"  # 0.26 s here; 7.1 s while workers kept the parent's handler
     assert not _alive(workers), "orphaned render workers"
     finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)  # and it resumes
@@ -295,8 +294,8 @@ def test_a_killed_render_leaves_no_worker_drawing(tmp_path, env):
     out = tmp_path / "kill"
     cli("samples", "data=slice", "task.samples.interval=15", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
-    proc.kill()
-    proc.communicate(timeout=60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
     deadline = time.monotonic() + 5
     while _alive(workers) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -6,7 +6,6 @@ import hashlib
 import io
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from rendering.render import (
 )
 from tasks.forecast.samples import SampleSpec, build_samples
 
-from helpers import CANDLEBENCH
+from helpers import cli, start
 SETTINGS = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
 
 
@@ -137,18 +136,13 @@ def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
     """SIGKILL the whole process group (job and pool) at two points; the re-runs finish the rest."""
     args = ["data=slice", "task.samples.interval=40"]
     for out in ("ref", "run"):
-        done = subprocess.run([CANDLEBENCH, "samples", *args, f"out_dir={tmp_path / out}"], capture_output=True, text=True)
+        done = cli("samples", *args, f"out_dir={tmp_path / out}", check=False)
         assert done.returncode == 0, done.stderr
-    ref = subprocess.run(
-        [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'ref'}", "render.workers=1"], capture_output=True, text=True
-    )
+    ref = cli("render", *args, f"out_dir={tmp_path / 'ref'}", "render.workers=1", check=False)
     assert ref.returncode == 0, ref.stderr
     manifest = tmp_path / "run" / "forecast" / "images" / "manifest.jsonl"
     for kill_after_lines in (1, 60):
-        proc = subprocess.Popen(
-            [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
+        proc = start("render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2")
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
             if manifest.exists() and len(manifest.read_text().splitlines()) >= kill_after_lines:
@@ -158,9 +152,7 @@ def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
         proc.wait()
         for png in (tmp_path / "run" / "forecast" / "images").rglob("*.png"):  # never a half-written chart
             Image.open(png).load()
-    done = subprocess.run(
-        [CANDLEBENCH, "render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2"], capture_output=True, text=True
-    )
+    done = cli("render", *args, f"out_dir={tmp_path / 'run'}", "render.workers=2", check=False)
     assert done.returncode == 0, done.stderr
     assert tree(tmp_path / "run") == tree(tmp_path / "ref")
     assert not list((tmp_path / "run" / "forecast" / "images").rglob("*.partial"))
