@@ -50,6 +50,8 @@ def main() -> None:
     parser.add_argument("--serial", type=int, default=8)
     parser.add_argument("--requests", type=int, default=512, help="requests of rows (d) and (e)")
     parser.add_argument("--new-tokens", type=int, default=8)
+    parser.add_argument("--cpu-kvcache-gb", type=float, default=4,
+                        help="vLLM's CPU build: its KV cache in GiB, zeroed at each engine start (the tiny model needs MiBs)")
     parser.add_argument("--server-concurrency", nargs="*", type=int, default=[1, 8, 64],
                         help="row (f): requests in flight to the server (none: no server row)")
     args = parser.parse_args()
@@ -79,7 +81,7 @@ def main() -> None:
             shape.generation_config.eos_token_id = processor.tokenizer.eos_token_id
             shape.generation_config.save_pretrained(folder)
             cfg = OmegaConf.create({"feed": "continuous", "in_flight": max(args.batch_sizes), "enforce_eager": device != "cuda",
-                                    "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 4,
+                                    "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": args.cpu_kvcache_gb,
                                     "merged_dir": str(work / "merged"), "load_format": "dummy"})
             backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, cfg,
                                   Media(2, (800, 600)))
@@ -140,10 +142,10 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
 
     engine = ["--max-model-len", "4096", "--load-format", "dummy", "--seed", "0",
               "--limit-mm-per-prompt", '{"image": {"count": 2, "width": 800, "height": 600}, "video": 0}']
-    engine += ["--enforce-eager", "--dtype", "float32"] if device != "cuda" else ["--gpu-memory-utilization", "0.9"]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(cfg.cpu_kvcache_space_gb)}
+    cpu = ["--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", str(round(cfg.cpu_kvcache_space_gb * 2**30))]
+    engine += cpu if device != "cuda" else ["--gpu-memory-utilization", "0.9"]
     # vLLM's own layout (the engine core in a process of its own), as a deployment runs it.
-    server = VLLMServer(folder, env, work / "server.log", args=tuple(engine), engine_process=True)
+    server = VLLMServer(folder, dict(os.environ), work / "server.log", args=tuple(engine), engine_process=True)
     try:
         started = server.start(timeout_s=900)
         print(f"(f) vLLM's OpenAI server up in {started:.0f} s at {server.base_url}")

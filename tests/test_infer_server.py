@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.vllm_server import VLLMServer, free_port
-from helpers import CANDLEBENCH, infer, records, run_dir
+from helpers import CANDLEBENCH, VLLM_CPU, infer, records, run_dir
 
 pytestmark = pytest.mark.vllm
 
@@ -53,8 +53,7 @@ def in_process(workspace: Path, env: dict, extra: tuple[str, ...]) -> str:
     """The in-process vLLM run of the same samples (once per mode)."""
     if extra not in _references:
         name = f"inproc-{'free' if extra else 'constrained'}"
-        infer(workspace, env, name, *extra, "backend=vllm",
-              "backend.enforce_eager=true")
+        infer(workspace, env, name, *extra, *VLLM_CPU)
         _references[extra] = name
     return _references[extra]
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers import infer, records, run_dir
+from helpers import VLLM_CPU, infer, records, run_dir
 
 pytestmark = pytest.mark.vllm
 
@@ -26,7 +26,7 @@ def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
     """Free greedy decoding, and decoding constrained to the fixtures' answer format (xgrammar in both)."""
     name = f"{model}-{'free' if extra else 'constrained'}"
     infer(workspace, env, f"hf-{name}", f"model={model}", *extra, "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, f"vllm-{name}", f"model={model}", *extra, "backend=vllm", "backend.enforce_eager=true")
+    infer(workspace, env, f"vllm-{name}", f"model={model}", *extra, *VLLM_CPU)
     hf, vllm = records(workspace, f"hf-{name}"), records(workspace, f"vllm-{name}")
     assert list(vllm.index) == list(hf.index)
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
@@ -37,7 +37,7 @@ def test_vllm_greedy_token_ids_equal_transformers(workspace, env, model, extra):
 def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
     free = "model.constrain_answers=false"
     infer(workspace, env, "hf-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true",
+    infer(workspace, env, "vllm-lora", "model=tiny_qwen2_5_vl_lora", free, *VLLM_CPU,
           "model.merge_adapter=false")  # served unmerged, through LoRARequest
     hf, vllm = records(workspace, "hf-lora"), records(workspace, "vllm-lora")
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
@@ -46,7 +46,7 @@ def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
 def test_structured_output_constrains_the_answer_to_the_score_format(workspace, env):
     pattern = "<score>-?0[.][0-9][0-9][0-9]</score>"
     infer(
-        workspace, env, "vllm-structured", "backend=vllm", "backend.enforce_eager=true",
+        workspace, env, "vllm-structured", *VLLM_CPU,
         f"task.answer_regex='{pattern}'", "infer.generation.max_new_tokens=24",
     )
     got = records(workspace, "vllm-structured")
@@ -59,7 +59,7 @@ def test_vllm_merged_adapter_equals_transformers(workspace, env):
     answers as the adapter does, unmerged, in transformers; both run keys say which ran."""
     free = "model.constrain_answers=false"
     infer(workspace, env, "hf-lora-m", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
-    infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, "backend=vllm", "backend.enforce_eager=true")
+    infer(workspace, env, "vllm-merged", "model=tiny_qwen2_5_vl_lora", free, *VLLM_CPU)
     hf, vllm = records(workspace, "hf-lora-m"), records(workspace, "vllm-merged")
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
     merged = {r: json.loads((run_dir(workspace, r) / "run.json").read_text())["identity"]["model"]["merge_adapter"]
@@ -71,8 +71,8 @@ def test_vllm_merges_an_adapter_that_touches_the_vision_tower(workspace, env):
     """vLLM's LoRA leaves the vision tower out; such an adapter is merged (and says so), never dropped."""
     free = "model.constrain_answers=false"
     infer(workspace, env, "hf-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=transformers", "infer.batch_size=8")
-    done = infer(workspace, env, "vllm-vis", "model=tiny_qwen2_5_vl_lora_vision", free, "backend=vllm",
-                 "backend.enforce_eager=true", "model.merge_adapter=false")  # asked unmerged: merged all the same
+    done = infer(workspace, env, "vllm-vis", "model=tiny_qwen2_5_vl_lora_vision", free, *VLLM_CPU,
+                 "model.merge_adapter=false")  # asked unmerged: merged all the same
     assert "also changes the vision tower" in done.stderr and "merge_adapter=true" in done.stderr
     infer(workspace, env, "hf-text-lora", "model=tiny_qwen2_5_vl_lora", free, "backend=transformers", "infer.batch_size=8")
     hf, vllm, text_only = (records(workspace, r) for r in ("hf-vis", "vllm-vis", "hf-text-lora"))
@@ -89,16 +89,16 @@ def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     cli("samples", *common, env=env)
     cli("render", *common, "render.workers=1", env=env)
     cli("infer", *common, "infer.run_name=hf", "backend=transformers", "infer.batch_size=8", env=env)
-    cli("infer", *common, "infer.run_name=vllm", "backend=vllm", "backend.enforce_eager=true", env=env)
+    cli("infer", *common, "infer.run_name=vllm", *VLLM_CPU, env=env)
     hf, vllm = records(tmp_path, "hf", task="e2a"), records(tmp_path, "vllm", task="e2a")
     assert list(vllm.index) == list(hf.index) and len(hf) >= 9
     assert list(vllm["token_ids"]) == list(hf["token_ids"])
     assert (hf["tier"] == "json").all()
     # The verify pass, each backend revising its own direct run: equal answers, so equal prompts
     # (direct prompt + answer + checked claims + facts), and again the same tokens.
-    for name, backend in (("hf", "backend=transformers"), ("vllm", "backend=vllm")):
-        cli("infer", *common, "task.method=verify", f"task.revises={name}", f"infer.run_name={name}-verify", backend,
-            *(("backend.enforce_eager=true",) if name == "vllm" else ()), env=env)
+    for name, backend in (("hf", ("backend=transformers",)), ("vllm", VLLM_CPU)):
+        cli("infer", *common, "task.method=verify", f"task.revises={name}", f"infer.run_name={name}-verify", *backend,
+            env=env)
     hf2, vllm2 = records(tmp_path, "hf-verify", task="e2a"), records(tmp_path, "vllm-verify", task="e2a")
     assert list(vllm2.index) == list(hf.index) and (hf2["prompt_tokens"] > hf["prompt_tokens"]).all()
     assert list(vllm2["token_ids"]) == list(hf2["token_ids"])
@@ -115,8 +115,7 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
 
     from helpers import CANDLEBENCH
 
-    eager = "backend.enforce_eager=true"
-    infer(workspace, env, "vllm-chunks", "backend=vllm", eager, "backend.feed=chunks", "infer.batch_size=5")
+    infer(workspace, env, "vllm-chunks", *VLLM_CPU, "backend.feed=chunks", "infer.batch_size=5")
     chunks = records(workspace, "vllm-chunks")
     parts = run_dir(workspace, "vllm-fed") / "parts"
 
@@ -126,7 +125,7 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
     # One request in the engine at a time: the kill lands between answers, not after the last. Here
     # the engine runs in its own process, as vLLM runs it by default (conftest's env: in-process).
     proc = subprocess.Popen([CANDLEBENCH, "infer", "data=slice", f"out_dir={workspace}", "infer.run_name=vllm-fed",
-                             "backend=vllm", eager, "backend.feed=continuous", "backend.in_flight=1"],
+                             *VLLM_CPU, "backend.feed=continuous", "backend.in_flight=1"],
                             env={**env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 600
     while proc.poll() is None and (not parts.exists() or len(lines()) < 3) and time.time() < deadline:
@@ -136,7 +135,7 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
     proc.wait()
     before = len(lines())
     assert 3 <= before < len(chunks)
-    infer(workspace, env, "vllm-fed", "backend=vllm", eager, "backend.in_flight=4")  # continuous is the default
+    infer(workspace, env, "vllm-fed", *VLLM_CPU, "backend.in_flight=4")  # continuous is the default
     fed = records(workspace, "vllm-fed")
     assert list(fed.index) == list(chunks.index) and fed.index.is_unique
     assert list(fed["token_ids"]) == list(chunks["token_ids"]) and list(fed["text"]) == list(chunks["text"])
@@ -153,7 +152,8 @@ def test_the_vllm_benchmark_runs_on_the_cpu_build(env):
 
     bench = Path(__file__).resolve().parents[1] / "bench" / "infer_vllm.py"
     done = subprocess.run([sys.executable, str(bench), "--models", "tiny", "--batch-sizes", "4", "--serial", "2",
-                           "--requests", "8", "--server-concurrency", "1", "4"], capture_output=True, text=True, env=env,
+                           "--requests", "8", "--server-concurrency", "1", "4",
+                           "--cpu-kvcache-gb", "0.125"], capture_output=True, text=True, env=env,
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     for row in ("(b) one request at a time", "(c) LLM.generate chunks", "(d) continuous feeding",
