@@ -276,7 +276,7 @@ def _alive(pids: list[int]) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, sig):
     out = tmp_path / "term"
-    cli("samples", "data=slice", "task.samples.interval=15", f"out_dir={out}", env=env)
+    cli("samples", "data=slice", "task.samples.interval=30", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
     sent = time.monotonic()
     os.kill(proc.pid, sig)
@@ -292,7 +292,7 @@ def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, si
 def test_a_killed_render_leaves_no_worker_drawing(tmp_path, env):
     """SIGKILL gives the parent no say: its workers see they were orphaned and end by themselves."""
     out = tmp_path / "kill"
-    cli("samples", "data=slice", "task.samples.interval=15", f"out_dir={out}", env=env)
+    cli("samples", "data=slice", "task.samples.interval=30", f"out_dir={out}", env=env)
     proc, workers = _drawing_render(out, env)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
