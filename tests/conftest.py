@@ -2,13 +2,21 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from pathlib import Path
 
-import pandas as pd
-import pytest
+# The suites start hundreds of interpreters (commands, SLURM jobs, servers, benchmarks): their
+# bytecode is written and reused even where the environment says PYTHONDONTWRITEBYTECODE (this
+# machine's image does), or each compiles this project's modules again, and all it imports of vLLM
+# (.venv-vllm installs uncompiled: Makefile).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
-from helpers import SLICE, cli
-from candlebench.market.market import Market, load_market
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers import SLICE, cli  # noqa: E402
+from candlebench.market.market import Market, load_market  # noqa: E402
 
 
 @pytest.fixture(scope="session")
