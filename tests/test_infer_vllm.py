@@ -45,13 +45,15 @@ def test_vllm_lora_request_equals_transformers_adapter(workspace, env):
 
 def test_structured_output_constrains_the_answer_to_the_score_format(workspace, env):
     pattern = "<score>-?0[.][0-9][0-9][0-9]</score>"
-    infer(
+    done = infer(
         workspace, env, "vllm-structured", *VLLM_CPU,
         f"task.answer_regex='{pattern}'", "infer.generation.max_new_tokens=24",
     )
     got = records(workspace, "vllm-structured")
     assert all(re.fullmatch(pattern, text) for text in got["text"])
     assert (got["tier"] == "tag").all() and got["answer"].between(-0.5, 1.0).all()
+    # backend.cpu_kvcache_space_gb=0.125 reached the engine in bytes (VLLM_CPU_KVCACHE_SPACE: whole GiB).
+    assert "Explicitly set (0.12/" in done.stdout + done.stderr
 
 
 def test_vllm_merged_adapter_equals_transformers(workspace, env):
