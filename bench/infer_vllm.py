@@ -138,11 +138,12 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
     from fixtures.vllm_server import VLLMServer
     from inference.backends.base import Media
     from inference.backends.server import ServerBackend
+    from inference.backends.vllm import gib_bytes
     from inference.models import ModelSpec
 
     engine = ["--max-model-len", "4096", "--load-format", "dummy", "--seed", "0",
               "--limit-mm-per-prompt", '{"image": {"count": 2, "width": 800, "height": 600}, "video": 0}']
-    cpu = ["--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", str(round(cfg.cpu_kvcache_space_gb * 2**30))]
+    cpu = ["--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", str(gib_bytes(cfg.cpu_kvcache_space_gb))]
     engine += cpu if device != "cuda" else ["--gpu-memory-utilization", "0.9"]
     # vLLM's own layout (the engine core in a process of its own), as a deployment runs it.
     server = VLLMServer(folder, dict(os.environ), work / "server.log", args=tuple(engine), engine_process=True)

@@ -14,14 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from fixtures.forked_cli import CANDLEBENCH, Parents, Started
+from fixtures.vllm_server import TEST_KV_BYTES
 
 DATA_DIR = Path(__file__).parent / "data"
 SLICE = DATA_DIR / "pse_slice.csv"
 
-# vLLM's CPU build as the tests run it: eager (no graph compile), and a 128 MiB KV cache: the engine
-# zeroes the whole cache at each start (1-10 CPU s per GiB on a 2-core VM; the default is 1 GiB), and
-# a tiny checkpoint's requests fill a few MiB.
-VLLM_CPU = ("backend=vllm", "backend.enforce_eager=true", "backend.cpu_kvcache_space_gb=0.125")
+# vLLM's CPU build as the tests run it: eager (no graph compile), the tests' KV cache (not the 1 GiB default).
+VLLM_CPU = ("backend=vllm", "backend.enforce_eager=true", f"backend.cpu_kvcache_space_gb={TEST_KV_BYTES / 2**30}")
 
 _parents = Parents(Path(tempfile.mkdtemp(prefix="candlebench-cli-")))
 atexit.register(_parents.close)

@@ -99,6 +99,11 @@ def lora_rank(adapter_rank: int) -> int:
     return fits[0]
 
 
+def gib_bytes(gib: float) -> int:
+    """``backend.cpu_kvcache_space_gb`` as vLLM's ``kv_cache_memory_bytes``."""
+    return round(float(gib) * 2**30)
+
+
 def mm_limits(media: Media) -> dict[str, Any]:
     """limit_mm_per_prompt: the task's images at their size, no video."""
     image: Any = media.images
@@ -127,7 +132,7 @@ class VLLMBackend(Batched):
         # zeroes every byte at each engine start: 1-10 CPU s per GiB measured on a 2-core VM, so the
         # size is given in bytes (a fraction of a GiB for small models), not through
         # VLLM_CPU_KVCACHE_SPACE (whole GiB), which still wins where a user sets it.
-        cpu_kv = {} if torch.cuda.is_available() else {"kv_cache_memory_bytes": round(float(backend.cpu_kvcache_space_gb) * 2**30)}
+        cpu_kv = {} if torch.cuda.is_available() else {"kv_cache_memory_bytes": gib_bytes(backend.cpu_kvcache_space_gb)}
         # Continuous feeding (``stream``, backend.feed=continuous) keeps this many requests in the engine.
         self.continuous = str(backend.get("feed", "chunks")) == "continuous"
         self.in_flight = int(backend.get("in_flight", 256))
