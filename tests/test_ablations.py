@@ -41,8 +41,10 @@ def test_each_timeframe_variant_sees_its_own_charts(timeframes):
 
 def test_modality_variants_give_the_ohlcv_text_instead_of_or_beside_the_charts(tmp_path, env):
     out = tmp_path / "modality"
-    # Half the dates of COMMON: the text variant's prompts are 1,700 tokens of OHLCV in the tiny tokenizer.
-    fewer = [o.replace("interval=60", "interval=120") for o in COMMON]
+    # A quarter of COMMON's dates (two a stock, one batch): the text variant's prompts run to 5,000-6,000
+    # tokens of OHLCV in the tiny byte-level tokenizer, and the transformers backend's attention over
+    # them was most of this test (15 dates: 26 CPU s).
+    fewer = [o.replace("interval=60", "interval=240") for o in COMMON]
     cli("sweep", "experiment=ablation_modality", *fewer, f"out_dir={out}", env=env)
     runs = out / "forecast" / "runs"
     text = records(out, f"{MODEL}-text")
