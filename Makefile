@@ -49,8 +49,8 @@ services:
 # Everything, on 2 cores within minutes. Each suite starts as soon as what it needs is installed, so
 # the installs (pip and apt wait on downloads and disk more than on the CPU) overlap the tests: the
 # main suite (two workers) once .venv is built, the SLURM and browser tiers once the services are up
-# too, the vLLM suite (two workers) once .venv-vllm is. The main suite prints as it runs, the other
-# two after it; any failing fails the target.
+# too, the vLLM suite (two workers) once .venv-vllm is. The main suite prints as it runs, the other two after it;
+# any failing fails the target.
 VLLM_LOG := .pytest-vllm.log
 SERVICES_LOG := .pytest-services.log
 # Five test processes (and the commands they run) share 2 cores: one OpenMP thread each. Two each
