@@ -49,11 +49,11 @@ services:
 # Everything, on 2 cores within minutes. Each suite starts as soon as what it needs is installed, so
 # the installs (pip and apt wait on downloads and disk more than on the CPU) overlap the tests: the
 # main suite (two workers) once .venv is built, the SLURM and browser tiers once the services are up
-# too, the vLLM suite (two workers) once .venv-vllm is. The main suite prints as it runs, the other two after it;
+# too, the vLLM suite once .venv-vllm is. The main suite prints as it runs, the other two after it;
 # any failing fails the target.
 VLLM_LOG := .pytest-vllm.log
 SERVICES_LOG := .pytest-services.log
-# Five test processes (and the commands they run) share 2 cores: one OpenMP thread each. Two each
+# Four test processes (and the commands they run) share 2 cores: one OpenMP thread each. Two each
 # oversubscribe the cores, and an idle OpenMP thread spins: a tiny E2A infer took 9.3 CPU s with two,
 # 7.1 with one, on a quiet machine (same tokens); under the suites' load the suites ran twice as long.
 test suite-main suite-services suite-vllm: export OMP_NUM_THREADS := 1
@@ -71,9 +71,5 @@ suite-services: $(BIN)/candlebench services
 	CANDLEBENCH_REQUIRE_SLURM=1 CANDLEBENCH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -m "cluster or browser" \
 		--durations=15 > $(SERVICES_LOG) 2>&1
 
-# The vLLM tier on two workers, whole modules each, handed out in file order rather than largest
-# first (--no-loadscope-reorder): LLaVA conversion then server on one, fixtures then in-process
-# parity on the other, feeding to whichever is free first. (xdist's loadgroup cannot group them:
-# xdist 3.8 renames node ids where pytest 9 no longer reads them.)
 suite-vllm: $(VLLM_BIN)/candlebench
-	$(VLLM_BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder -m vllm --durations=15 > $(VLLM_LOG) 2>&1
+	$(VLLM_BIN)/python -m pytest -m vllm --durations=15 > $(VLLM_LOG) 2>&1
