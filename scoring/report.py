@@ -89,6 +89,13 @@ def png(fig: plt.Figure) -> bytes:
     return buf.getvalue()
 
 
+def legend(ax) -> None:
+    """The legend of what is labelled on ``ax``; none where nothing is (a study whose runs have no IC
+    per date or no horizon), where matplotlib would draw an empty box and warn."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
+
 def figure(draw: Callable[[Any], None], size=(8, 4), panels: int | tuple[int, int] = 1) -> bytes:
     """A plot of ``draw(ax)``, or of ``draw(axes)`` for a row (``panels`` = n) or grid (rows, columns)."""
     rows, columns = panels if isinstance(panels, tuple) else (1, panels)

@@ -3,6 +3,8 @@ intervals, the best marked), the paired comparisons, then the paper-layout table
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from scoring.report import BEST, Headline, ScoredRun, headline_table, scored_run, write_report
@@ -71,3 +73,15 @@ def test_the_e2a_and_caption_sections_draw_their_own_charts():
     assert {"e2a_frontier", "e2a_modalities"} <= set(get_task("e2a").report(runs, {}, [])[0].plots)
     runs = [ScoredRun("a", "a", _caption_metrics(0.2))]
     assert set(get_task("caption").report(runs, {}, [])[0].plots) == {"caption_metrics"}
+
+
+def test_plots_with_nothing_labelled_are_drawn_without_a_legend_or_a_warning():
+    """Runs with no IC per date and no horizon (a tiny study): the forecast plots are still drawn,
+    without matplotlib's "No artists with labels" warning and its empty legend."""
+    from tasks.forecast.report import plot_horizons, plot_ic_by_date
+
+    runs = [ScoredRun("a", "a", {"n": 3, "ic_mean": 0.1})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for plot in (plot_ic_by_date, plot_horizons):
+            assert plot(runs).startswith(b"\x89PNG")

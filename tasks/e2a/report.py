@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table  # first: selects Agg
+from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table, legend  # first: selects Agg
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -145,7 +145,7 @@ def plot_modalities(runs: list[ScoredRun]) -> bytes:
                        width, label=modality)
             ax.set_xticks(x, [r.label for r in runs], rotation=30, ha="right", fontsize=7)
             ax.set(title=title, ylim=(0, 1))
-        axes[0].legend(fontsize=7)
+        legend(axes[0])
 
     return figure(draw, size=(12, 4), panels=len(BARS))
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from scoring.report import (  # first: selects Agg
-    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, png, ranked)
+    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, legend, png, ranked)
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -204,7 +204,7 @@ def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
                 ax.plot(pd.to_datetime(series["cutoff"]), series["ic"], marker="o", ms=3, label=r.label)
         ax.axhline(0, color="grey", lw=0.8)
         ax.set(title="IC per cutoff date", ylabel="Pearson IC")
-        ax.legend(fontsize=7)
+        legend(ax)
 
     return figure(draw)
 
@@ -224,7 +224,7 @@ def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
         ax.set(title=f"{title}: mean and median")
-        ax.legend(fontsize=7)
+        legend(ax)
 
     return figure(draw)
 
@@ -302,7 +302,7 @@ def plot_horizons(runs: list[ScoredRun]) -> bytes:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
         ax.set(title="Mean IC against each realised horizon")
-        ax.legend(fontsize=7)
+        legend(ax)
 
     return figure(draw)
 
