@@ -91,7 +91,7 @@ def png(fig: plt.Figure) -> bytes:
 
 def legend(ax) -> None:
     """The legend of what is labelled on ``ax``; none where nothing is (a study whose runs have no IC
-    per date or no horizon), where matplotlib would draw an empty box and warn."""
+    per date or no horizon), where matplotlib's would only warn "No artists with labels"."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
 
