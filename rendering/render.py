@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 import zlib
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -190,10 +190,15 @@ def _run_jobs(
         return
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_end_with_the_parent, initargs=(os.getpid(),))
     try:
-        with _terminated_as_interrupt():
-            futures = {pool.submit(render_stock, job, settings, out_dir): job for job in jobs}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+        with _interruptible() as stop:
+            futures = {pool.submit(render_stock, job, settings, out_dir): i for i, job in enumerate(jobs)}
+            pending = set(futures)
+            while pending:
+                if stop.is_set():
+                    raise KeyboardInterrupt("signal")
+                done, pending = wait(pending, timeout=_STOP_CHECK_S, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=futures.get):
+                    yield jobs[futures[future]], future.result()
     except BaseException:
         # Killed (SIGTERM), interrupted (Ctrl-C) or failed: end the workers now rather than leave
         # them drawing, or hung, after this process is gone. What they wrote is renamed into
@@ -205,8 +210,8 @@ def _run_jobs(
     pool.shutdown(wait=True)
 
 
-# How often a worker looks whether its parent is still there.
-_PARENT_CHECK_S = 0.2
+# How often a worker looks whether its parent is still there, and the parent whether it was stopped.
+_PARENT_CHECK_S = _STOP_CHECK_S = 0.2
 
 
 def _end_with_the_parent(parent: int) -> None:
@@ -228,20 +233,27 @@ def _end_with_the_parent(parent: int) -> None:
 
 
 @contextmanager
-def _terminated_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt here, so the pool is torn down as for Ctrl-C."""
+def _interruptible() -> Iterator[threading.Event]:
+    """SIGTERM and Ctrl-C raise KeyboardInterrupt here, so the pool is torn down as for Ctrl-C, and
+    set the event the pool's loop looks at between its waits. The raise alone can be lost: a signal
+    handled while the main thread runs a finalizer (a ``__del__``, a weakref callback) raises in it,
+    where Python prints the exception and drops it. (A render the tests interrupted ran on to exit 0
+    twice in some twenty runs of the suite; a dropped raise is the one way found for that.)"""
+    stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
 
     def interrupt(signum, frame):
+        stop.set()
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield
+        yield stop
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:

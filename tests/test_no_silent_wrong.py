@@ -284,7 +284,7 @@ def test_sigterm_or_ctrl_c_to_render_ends_every_worker_at_once(tmp_path, env, si
     os.kill(proc.pid, sig)
     stderr = proc.wait().stderr
     took = time.monotonic() - sent
-    assert proc.poll() == 130 and "Traceback" not in stderr and "run the same command again" in stderr
+    assert proc.poll() == 130 and "Traceback" not in stderr and "run the same command again" in stderr, stderr[-3000:]
     assert took < 5, f"the render took {took:.1f} s to end"  # 0.26 s here; 7.1 s while workers kept the parent's handler
     assert not _alive(workers), "orphaned render workers"
     finished = cli("render", "data=slice", "render.workers=2", f"out_dir={out}", env=env)  # and it resumes

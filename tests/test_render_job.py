@@ -18,6 +18,8 @@ from candlebench.market.bars import with_moving_averages
 from rendering.chart import ChartSpec, render_chart
 from rendering.render import (
     RenderSettings,
+    StockJob,
+    _run_jobs,
     chart_path,
     chart_title,
     collect_manifest,
@@ -130,6 +132,24 @@ def test_rerun_skips_valid_files_and_redraws_missing_corrupt_or_restyled(tmp_pat
     red = RenderSettings(spec=ChartSpec(up_color="red", down_color="green"), freqs=SETTINGS.freqs, max_bars=50, renderer="pil")
     render_samples(few_samples, slice_market.bars, red, tmp_path, workers=1)
     assert len(read_manifest(tmp_path / "images" / "manifest.jsonl")) == 2 * lines + 2
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_whose_raise_a_finalizer_dropped_still_ends_the_pool(tmp_path, few_samples, slice_market):
+    """SIGTERM handled while the main thread runs a ``__del__``: Python prints the KeyboardInterrupt
+    and drops it; the pool's loop stops all the same, before it hands on another stock."""
+    class SignalledWhileFinalised:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)  # the handler runs here, in __del__, and its raise goes nowhere
+
+    bars = dict(tuple(slice_market.bars.groupby("code")))
+    jobs = [StockJob(code, bars[code], tuple(group["cutoff"]), {}) for code, group in few_samples.groupby("code")]
+    stocks = _run_jobs(jobs, SETTINGS, tmp_path, workers=2)
+    next(stocks)
+    SignalledWhileFinalised()
+    with pytest.raises(KeyboardInterrupt):
+        next(stocks)
 
 
 def test_killed_render_resumes_to_the_uninterrupted_result(tmp_path):
