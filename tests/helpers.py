@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fixtures.forked_cli import CANDLEBENCH, Parents, Started
+from fixtures.forked_cli import CANDLEBENCH, Done, Parents, Started
 from fixtures.vllm_server import TEST_KV_BYTES
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -33,6 +33,11 @@ def cli(*args: str, env: dict | None = None, check: bool = True, cwd_out: Path |
     if check:
         assert done.rc == 0, done.stderr[-4000:]
     return subprocess.CompletedProcess([CANDLEBENCH, *args], done.rc, done.stdout, done.stderr)
+
+
+def script(path: Path, *args: str, env: dict) -> Done:
+    """``python PATH ARGS`` forked like :func:`cli`'s commands, from the parent of ``env``."""
+    return _parents(env).run(list(args), cwd=os.getcwd(), script=str(path))
 
 
 def start(*args: str, env: dict | None = None, cwd_out: Path | None = None) -> Started:

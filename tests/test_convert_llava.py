@@ -173,11 +173,11 @@ def test_clear_errors_name_the_path(tmp_path, original):
 
 
 @needs_vllm
-def test_converted_checkpoint_runs_in_vllm(converted, images, tmp_path):
+def test_converted_checkpoint_runs_in_vllm(converted, images, tmp_path, env):
     prompt = _prompt(converted)
     paths = tm.save_images(images, tmp_path / "images")
     spec = {"model": str(converted), "max_tokens": MAX_NEW, "ignore_eos": False,
             "requests": [{"prompt": prompt, "images": paths}]}
-    result = tm.run_vllm_generate(spec, tmp_path / "vllm")
+    result = tm.run_vllm_generate(spec, tmp_path / "vllm", env)
     expected = tm.hf_generate(converted, [prompt], [images], MAX_NEW)
     assert result["outputs"][0]["token_ids"] == expected[0]

@@ -178,7 +178,7 @@ def test_lora_with_legacy_keys_loads_through_load_adapter(tmp_path, qwen_dir, im
 
 
 @pytest.fixture(scope="module")
-def vllm_outputs(tmp_path_factory, model_dirs, lora_dir, images):
+def vllm_outputs(tmp_path_factory, model_dirs, lora_dir, images, env):
     """One vLLM process, one engine per model: Qwen2.5-VL (base and LoRA requests), LLaVA, Gemma 3."""
     work = tmp_path_factory.mktemp("vllm-fixtures")
     paths = [tm.save_images(imgs, work / "images", prefix=f"p{i}-") for i, imgs in enumerate(images)]
@@ -195,7 +195,7 @@ def vllm_outputs(tmp_path_factory, model_dirs, lora_dir, images):
             job["lora"] = {"name": "tiny", "path": str(lora_dir), "rank": tm.LORA_RANK}
             job["requests"] = requests + [dict(r, lora=True) for r in requests]
         jobs.append(job)
-    result = tm.run_vllm_generate({"jobs": jobs}, work)
+    result = tm.run_vllm_generate({"jobs": jobs}, work, env)
     out = {}
     for family, job in zip(("qwen2_5_vl", "llava", "gemma3"), result["jobs"]):
         out[family] = [o["token_ids"] for o in job["outputs"]]

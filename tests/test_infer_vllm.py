@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers import VLLM_CPU, infer, records, run_dir
+from helpers import VLLM_CPU, infer, records, run_dir, script
 
 pytestmark = pytest.mark.vllm
 
@@ -148,16 +148,12 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
 def test_the_vllm_benchmark_runs_on_the_cpu_build(env):
     """bench/infer_vllm.py, bench/infer_gpu.py's twin: dummy weights at the configured size, every row,
     the server row (vLLM's OpenAI server, fed by backend=server) included."""
-    import subprocess
-    import sys
     from pathlib import Path
 
     bench = Path(__file__).resolve().parents[1] / "bench" / "infer_vllm.py"
-    done = subprocess.run([sys.executable, str(bench), "--models", "tiny", "--batch-sizes", "4", "--serial", "2",
-                           "--requests", "8", "--server-concurrency", "1", "4",
-                           "--cpu-kvcache-gb", "0.125"], capture_output=True, text=True, env=env,
-                          timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = script(bench, "--models", "tiny", "--batch-sizes", "4", "--serial", "2", "--requests", "8",
+                  "--server-concurrency", "1", "4", "--cpu-kvcache-gb", "0.125", env=env)
+    assert done.rc == 0, done.stderr[-3000:]
     for row in ("(b) one request at a time", "(c) LLM.generate chunks", "(d) continuous feeding",
                 "(e) (d) through the runner", "(f) server, concurrency            1", "(f) server, concurrency            4"):
         assert f"tiny  {row}" in done.stdout, row
