@@ -51,6 +51,16 @@ def test_each_modality_gets_its_inputs_and_the_tiny_model_answers_the_object(run
     assert set(metrics["all"]) == set(metrics["modalities"]["text"])
 
 
+def test_a_batch_holds_chart_prompts_or_ohlcv_text_prompts_not_both(run):
+    """A batch is padded to its longest prompt: the runner batches prompts by length, so a chart
+    prompt (about 500 characters) rarely waits on the OHLCV text of another (about 2,300). The
+    samples of one batch share its latency, to the last digit."""
+    got = records(run, MODEL, task="e2a").join(pd.read_parquet(run / "e2a" / "samples.parquet").set_index("sample_id"))
+    batches = got.groupby("latency_s")["modality"].agg(set)
+    assert len(batches) >= 3
+    assert sum("chart" in kinds and len(kinds) > 1 for kinds in batches) <= 1, list(batches)
+
+
 def test_reference_responders_and_the_report(run):
     m = {n: json.loads((run / "e2a" / "runs" / n / "metrics.json").read_text())["all"]
          for n in ("anchor_oracle", "always_hold", "contrarian")}
