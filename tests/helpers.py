@@ -40,10 +40,11 @@ def script(path: Path, *args: str, env: dict) -> Done:
     return _parents(env).run(list(args), cwd=os.getcwd(), script=str(path))
 
 
-def start(*args: str, env: dict | None = None, cwd_out: Path | None = None) -> Started:
+def start(*args: str, env: dict | None = None, cwd_out: Path | None = None, environ: dict | None = None) -> Started:
     """``candlebench ARGS`` started in a session of its own, as ``Popen(start_new_session=True)``
-    would, forked like :func:`cli`'s: ``poll``, ``wait``, and signals to ``pid`` or its group."""
-    return _parents(env).start(list(args), cwd=cwd_out or os.getcwd())
+    would, forked like :func:`cli`'s: ``poll``, ``wait``, and signals to ``pid`` or its group.
+    ``environ``: variables set in it alone (Parent.start)."""
+    return _parents(env).start(list(args), cwd=cwd_out or os.getcwd(), environ=environ)
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:

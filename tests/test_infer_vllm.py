@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers import VLLM_CPU, infer, records, run_dir, script
+from helpers import VLLM_CPU, infer, records, run_dir, script, start
 
 pytestmark = pytest.mark.vllm
 
@@ -112,10 +112,7 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
     answered twice."""
     import os
     import signal
-    import subprocess
     import time
-
-    from helpers import CANDLEBENCH
 
     infer(workspace, env, "vllm-chunks", *VLLM_CPU, "backend.feed=chunks", "infer.batch_size=5")
     chunks = records(workspace, "vllm-chunks")
@@ -126,9 +123,8 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
 
     # One request in the engine at a time: the kill lands between answers, not after the last. Here
     # the engine runs in its own process, as vLLM runs it by default (conftest's env: in-process).
-    proc = subprocess.Popen([CANDLEBENCH, "infer", "data=slice", f"out_dir={workspace}", "infer.run_name=vllm-fed",
-                             *VLLM_CPU, "backend.feed=continuous", "backend.in_flight=1"],
-                            env={**env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start("infer", "data=slice", f"out_dir={workspace}", "infer.run_name=vllm-fed", *VLLM_CPU,
+                 "backend.feed=continuous", "backend.in_flight=1", env=env, environ={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
     deadline = time.time() + 600
     while proc.poll() is None and (not parts.exists() or len(lines()) < 3) and time.time() < deadline:
         time.sleep(0.02)
