@@ -4,18 +4,17 @@ and column it prints on a GPU is printed here too, so the one GPU window is neve
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import script
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
 
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
-    done = subprocess.run([sys.executable, str(BENCH), "--models", "tiny", "--device", "cpu", "--batch-sizes", "2",
-                           "--serial", "2", "--runner-batch", "2", "--new-tokens", "4"],
-                          capture_output=True, text=True, env=env, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = script(BENCH, "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "--serial", "2",
+                  "--runner-batch", "2", "--new-tokens", "4", env=env)
+    assert done.rc == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"\(a\) matmul peak reached [0-9.]+ TFLOPS", out)
     # Image tokens measured by the real image processor: two 800x600 charts at 812x588, 609 tokens each.

@@ -1,12 +1,13 @@
 """`candlebench sweep` on a real SLURM cluster: a base and a fine-tuned (LoRA) tiny model over the
-committed slice, through sbatch arrays with dependencies; same numbers as the local executor; a
-cancelled array task finishes on re-submission without duplicates; bad settings fail before any
-job is queued."""
+committed slice, through sbatch arrays with dependencies; a cancelled array task finishes on
+re-submission without duplicates, and that sweep gives the local executor's numbers; bad settings
+fail before any job is queued."""
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,11 +53,48 @@ def _nothing_submitted_from(out: Path) -> bool:
     return not any(Path(s).is_relative_to(out) for s in scripts) and not (out / "sweep" / "submitit").exists()
 
 
-def test_sweep_on_slurm_equals_the_local_sweep(tmp_path, env, local_sweep):
-    out = tmp_path / "slurm"
-    done = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
-    assert "sweep finished" in done.stdout
-    stages = json.loads((out / "sweep.json").read_text())["stages"]
+@dataclass(frozen=True)
+class Resubmitted:
+    out: Path
+    first: dict  # sweep.json's stages as the first submission queued them
+    written: int  # records of the cancelled array task when it was cancelled
+    again: str  # what the second submission printed
+
+
+@pytest.fixture(scope="module")
+def slurm_sweep(tmp_path_factory, env) -> Resubmitted:
+    """The module's one SLURM sweep (each is a dozen fresh jobs on the cluster): queued without
+    waiting, one infer array task cancelled once it has written, the rest of that submission with
+    it, then the same command again to the end."""
+    out = tmp_path_factory.mktemp("slurm") / "cancel"
+    slow = ["infer.batch_size=1", "sweep.wait=false"]
+    cli("sweep", *COMMON, *SLURM, *slow, f"out_dir={out}", env=env)
+    first = json.loads((out / "sweep.json").read_text())["stages"]
+    jobs = _jobs_of(out)
+    task = first[f"infer:forecast:{MODELS[0]}"]["jobs"][0]
+    parts = out / "forecast" / "runs" / RUNS[0] / "parts"
+    deadline = time.time() + 240
+    while time.time() < deadline and not any(p.read_text().strip() for p in parts.glob("*.jsonl")):
+        time.sleep(0.05)
+    _run("scancel", task)
+    written = sum(len(p.read_text().splitlines()) for p in parts.glob("*.jsonl"))
+    # Downstream jobs can never start now (afterok): cancel the rest of this submission.
+    deadline = time.time() + 120
+    while time.time() < deadline and any(job in _queued() for job in jobs if job != task):
+        if all("Dependency" in _run("squeue", "-h", "-j", job.split("_")[0], "-o", "%r").stdout
+               for job in jobs if job in _queued()):
+            _run("scancel", *{job.split("_")[0] for job in jobs})
+        time.sleep(0.5)
+    again = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
+    return Resubmitted(out, first, written, again.stdout)
+
+
+def test_sweep_on_slurm_equals_the_local_sweep(env, local_sweep, slurm_sweep):
+    """Its numbers, comparisons, report and status: those of the local sweep (the SLURM sweep is
+    the one cancelled in part and submitted again: the next test)."""
+    out = slurm_sweep.out
+    assert "sweep finished" in slurm_sweep.again
+    stages = slurm_sweep.first
     assert len(stages["render:forecast"]["jobs"]) == 2 and len(stages[f"infer:forecast:{MODELS[0]}"]["jobs"]) == 2
     assert len({job.split("_")[0] for job in stages[f"infer:forecast:{MODELS[1]}"]["jobs"]}) == 1  # one array
     for run in RUNS:
@@ -73,29 +111,10 @@ def test_sweep_on_slurm_equals_the_local_sweep(tmp_path, env, local_sweep):
     assert "forecast  render   60/60 inputs" in status and f"{RUNS[0]}: 30/30 answered" in status
 
 
-def test_cancelled_array_task_completes_on_resubmission_without_duplicates(tmp_path, env, local_sweep):
-    out = tmp_path / "cancel"
-    slow = ["infer.batch_size=1", "sweep.wait=false"]
-    cli("sweep", *COMMON, *SLURM, *slow, f"out_dir={out}", env=env)
-    jobs = _jobs_of(out)
-    task = json.loads((out / "sweep.json").read_text())["stages"][f"infer:forecast:{MODELS[0]}"]["jobs"][0]
-    parts = out / "forecast" / "runs" / RUNS[0] / "parts"
-    deadline = time.time() + 240
-    while time.time() < deadline and not any(p.read_text().strip() for p in parts.glob("*.jsonl")):
-        time.sleep(0.05)
-    _run("scancel", task)
-    written = sum(len(p.read_text().splitlines()) for p in parts.glob("*.jsonl"))
-    # Downstream jobs can never start now (afterok): cancel the rest of this submission.
-    deadline = time.time() + 120
-    while time.time() < deadline and any(job in _queued() for job in jobs if job != task):
-        if all("Dependency" in _run("squeue", "-h", "-j", job.split("_")[0], "-o", "%r").stdout
-               for job in jobs if job in _queued()):
-            _run("scancel", *{job.split("_")[0] for job in jobs})
-        time.sleep(0.5)
-    assert written < 30  # the shard was cut short
-
-    again = cli("sweep", *COMMON, *SLURM, f"out_dir={out}", env=env)
-    assert "sweep finished" in again.stdout
+def test_cancelled_array_task_completes_on_resubmission_without_duplicates(local_sweep, slurm_sweep):
+    out = slurm_sweep.out
+    assert slurm_sweep.written < 30  # the shard was cut short
+    assert "sweep finished" in slurm_sweep.again
     resubmitted = json.loads((out / "sweep.json").read_text())["stages"]
     assert "jobs" not in resubmitted["samples:forecast"] and "jobs" not in resubmitted["render:forecast"]  # done: skipped
     final = records(out, RUNS[0])
