@@ -195,6 +195,7 @@ def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp
     assert scorer.bertscore_encoder is scorer.encoder
     shallow = CaptionScorer(CaptionSettings(bertscore_layers=3, cache_dir=str(tmp_path)))
     assert shallow.bertscore_encoder is not shallow.encoder
+    assert shallow._meteor is scorer._meteor  # one METEOR (Java) process a Python process
     per, base = shallow.score(CANDS, REFS, [META] * 4).per, scorer.score(CANDS, REFS, [META] * 4).per
     _, _, f1 = BERTScorer(model_type=default_encoder(), num_layers=3, device="cpu").score(CANDS, REFS)
     assert np.allclose(per["bertscore_f1"], f1.numpy(), atol=1e-4) and not np.allclose(per["bertscore_f1"], base["bertscore_f1"])

@@ -150,6 +150,16 @@ def _macro_f1(weights: np.ndarray, ref: list[str], cand: list[str]) -> np.ndarra
     return np.where(used.any(axis=0), (f1s * used).sum(axis=0) / np.maximum(used.sum(axis=0), 1), np.nan)
 
 
+@lru_cache(maxsize=1)
+def _meteor():
+    """One METEOR process per Python process, shared by every scorer under its lock: its start
+    (Java reading the paraphrase tables) is about 10 CPU s, and each SCORE / EVAL exchange with it
+    stands alone, so scorers of other settings have nothing to keep apart."""
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    return Meteor()
+
+
 class CaptionScorer:
     """Starts Java and the encoder once; :meth:`score` a whole corpus at a time."""
 
@@ -157,9 +167,7 @@ class CaptionScorer:
         offline()
         java()
         self.settings = settings
-        from pycocoevalcap.meteor.meteor import Meteor
-
-        self._meteor = Meteor()
+        self._meteor = _meteor()
         self._encoders: dict[tuple[str, int | None], Any] = {}
         self._tokens: dict[str, str] = {}
 
