@@ -19,15 +19,15 @@ caption all fit.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from candlebench.core.io import JsonlAppender, atomic_write, read_jsonl
+from candlebench.core.io import atomic_write
+from candlebench.core.jsonl import JsonlAppender, jsonl_text, read_jsonl
 from candlebench.core.results import Parsed
 
 
@@ -74,12 +74,12 @@ class ResponseRecord:
     def as_row(self) -> dict:
         return asdict(self)
 
-    def to_json(self) -> str:
-        return json.dumps(self.as_row(), sort_keys=True, ensure_ascii=False)
-
     @classmethod
     def from_dict(cls, data: dict) -> "ResponseRecord":
         known = {f.name for f in fields(cls)}
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name not in data]
+        if missing:
+            raise ValueError(f"a response record without {missing}")
         values = {k: v for k, v in data.items() if k in known}
         values["token_ids"] = tuple(values.get("token_ids", ()))
         values["charts"] = tuple(values.get("charts", ()))
@@ -87,11 +87,9 @@ class ResponseRecord:
 
 
 def read_records(path: Path) -> Iterator[ResponseRecord]:
-    for row in read_jsonl(path, "`candlebench infer` (or baseline / import) for this run"):
-        try:
-            yield ResponseRecord.from_dict(row)
-        except TypeError:
-            continue  # not a record of this layout (a torn line that still parsed as JSON)
+    """The records of a part or responses.jsonl; a row that is no record (a field missing) is an
+    error naming the file and line, as a line that is not JSON is."""
+    yield from read_jsonl(path, "`candlebench infer` (or baseline / import) for this run", ResponseRecord.from_dict)
 
 
 class RecordStore:
@@ -125,7 +123,7 @@ class RecordStore:
             if kept is None or kept.error is not None:  # the first answer stays; a failure gives way
                 unique[key] = record
         merged = [unique[k] for k in sorted(unique)]
-        text = "".join(r.to_json() + "\n" for r in merged)
+        text = jsonl_text(r.as_row() for r in merged)
         atomic_write(self.run_dir / "responses.jsonl", lambda p: p.write_text(text, encoding="utf-8"))
         return merged
 

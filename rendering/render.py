@@ -32,7 +32,8 @@ import PIL
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from candlebench.core.io import JsonlAppender, atomic_write, fingerprint, read_jsonl
+from candlebench.core.io import atomic_write, fingerprint
+from candlebench.core.jsonl import JsonlAppender, read_jsonl
 from candlebench.core.split import in_part
 from candlebench.market.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart

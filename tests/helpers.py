@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from candlebench.core.jsonl import read_jsonl
 from fixtures.forked_cli import CANDLEBENCH, Done, Parents, Started
 from fixtures.vllm_server import TEST_KV_BYTES
 
@@ -60,8 +61,8 @@ def run_dir(out: Path, run: str, task: str = "forecast") -> Path:
 
 
 def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
-    lines = (run_dir(out, run, task) / "responses.jsonl").read_text().splitlines()
-    return pd.DataFrame([json.loads(line) for line in lines]).set_index("sample_id").sort_index()
+    rows = list(read_jsonl(run_dir(out, run, task) / "responses.jsonl"))
+    return pd.DataFrame(rows).set_index("sample_id").sort_index()
 
 
 def infer(workspace: Path, env: dict, run: str, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -85,7 +86,7 @@ def forecast_snapshot(out: Path) -> dict:
         "metrics": {},
     }
     for run in sorted(p.name for p in (task / "runs").iterdir()):
-        rows = [json.loads(line) for line in (task / "runs" / run / "responses.jsonl").read_text().splitlines()]
+        rows = list(read_jsonl(task / "runs" / run / "responses.jsonl"))
         snapshot["records"][run] = {
             r["sample_id"]: {"text": r["text"], "token_ids": r["token_ids"], "value": r["answer"], "tier": r["tier"],
                              "reason": r["reason"]}

@@ -3,12 +3,22 @@ scored like any other; a bad file is an error that names the line, before anythi
 
 from __future__ import annotations
 
+import base64
 import csv
+import gzip
+import itertools
 import json
 
+import pandas as pd
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from candlebench.core.jsonl import jsonl_text
+from candlebench.stages.graph import run_stage
+from inference.records import read_records
 from helpers import cli, run_dir, write_csv
+from test_jsonl import ESCAPED_SURROGATE, SEPARATORS, TEXTS
 
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=60", "score.n_boot=50"]
 
@@ -22,7 +32,7 @@ def scored(tmp_path_factory, env):
 
 
 def _responses(out):
-    return [json.loads(line) for line in (run_dir(out, "momentum") / "responses.jsonl").read_text().splitlines()]
+    return [r.as_row() for r in read_records(run_dir(out, "momentum") / "responses.jsonl")]
 
 
 def _import(out, env, path, name, check=True):
@@ -110,3 +120,33 @@ def test_score_with_no_run_named_scores_every_run_not_yet_scored(scored, env, tm
     assert (run_dir(scored, "momentum") / "metrics.json").stat().st_mtime_ns == before
     again = cli("score", *COMMON, f"out_dir={scored}", env=env)
     assert "every run under" in again.stdout and "is scored under its current key" in again.stdout
+
+
+_runs = itertools.count()
+
+
+# About 2 CPU s an example (import, score, report), so few examples of several texts each; the
+# writer and reader alone see hundreds (tests/test_jsonl.py).
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(TEXTS, min_size=1, max_size=8))
+@example(texts=[SEPARATORS, f"<score>0.5</score>{ESCAPED_SURROGATE}\u2028\x85"])
+def test_any_text_goes_through_import_score_and_report_unchanged(scored, tmp_path, texts):
+    """In process (no command's start): every Unicode text, each line separator, NUL and an
+    escaped lone surrogate among them, is the same text in the record, the scored table and the
+    report's sample browser."""
+    name = f"unicode-{next(_runs)}"
+    ids = [r["sample_id"] for r in _responses(scored)][: len(texts)]
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(jsonl_text({"sample_id": s, "text": t} for s, t in zip(ids, texts)), encoding="utf-8")
+    common = [*COMMON, f"out_dir={scored}", f"infer.run_name={name}"]
+    run_stage("import", [*common, f"import_file={path}"])
+    run_stage("score", [*common, f"score.run={name}"])
+    run_stage("report", [*common, f"report.runs=[{name}]", f"report.dir={tmp_path / name}"])
+    expected = {s: t or None for s, t in zip(ids, texts)}  # an empty text is no answer, as a JSON null
+    assert {r.sample_id: r.text for r in read_records(run_dir(scored, name) / "responses.jsonl")} == expected
+    parsed = pd.read_parquet(run_dir(scored, name) / "parsed.parquet")
+    assert {s: t for s, t in zip(parsed["sample_id"], parsed["text"]) if isinstance(t, str)} == \
+        {s: t for s, t in expected.items() if t is not None}
+    page = (tmp_path / name / "report.html").read_text(encoding="utf-8")
+    shown = json.loads(gzip.decompress(base64.b64decode(page.split("id='cb-data'>")[1].split("<")[0])))
+    assert sorted(t for t in shown["detail"]["text"] if t is not None) == sorted(t for t in texts if t)

@@ -17,7 +17,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
-from candlebench.core.io import json_objects, read_utf8
+from candlebench.core.io import read_utf8
+from candlebench.core.jsonl import json_objects
 from candlebench.core.layout import run_paths, task_paths
 from candlebench.stages.parsed import finalize_run
 from inference.records import RecordStore, ResponseRecord

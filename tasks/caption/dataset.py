@@ -29,7 +29,8 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from candlebench.core.errors import UserError
-from candlebench.core.io import json_objects, read_utf8
+from candlebench.core.io import read_utf8
+from candlebench.core.jsonl import json_objects
 from tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")
