@@ -46,6 +46,9 @@ class ModelSpec:
     # transformers backend: "varlen" = one attention call per vision layer where the model type has
     # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
     vision_attention: str = "varlen"
+    # With vision_attention=varlen: the vision tower's speed-ups that keep its outputs
+    # (inference.vision_speedups.SPEEDUPS); not in the run key.
+    vision_speedups: tuple[str, ...] = ("flash_kernel", "grid_cache", "patch_matmul")
     # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
     constrain_answers: bool = False
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
@@ -71,6 +74,13 @@ class ModelSpec:
             values["release_date"] = str(values["release_date"])
         if values.get("vision_attention", "varlen") not in VISION_ATTENTION:
             raise ValueError(f"model.vision_attention={values['vision_attention']}: one of {list(VISION_ATTENTION)}")
+        if "vision_speedups" in values:
+            from inference.vision_speedups import SPEEDUPS
+
+            values["vision_speedups"] = tuple(values["vision_speedups"] or ())
+            unknown = sorted(set(values["vision_speedups"]) - set(SPEEDUPS))
+            if unknown:
+                raise ValueError(f"model.vision_speedups: unknown {unknown}; each one of {sorted(SPEEDUPS)}")
         return cls(**values)
 
     def identity(self) -> dict[str, Any]:

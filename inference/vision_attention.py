@@ -16,6 +16,12 @@ and greedy tokens). The name holds "flash" because transformers picks the packed
 word (``is_flash_attention_requested``); it is set on the vision sub-config only, the language
 model keeps ``sdpa``.
 
+On CUDA (bf16/fp16, torch >= 2.10) the packed layout goes straight to
+``torch.nn.attention.varlen.varlen_attn``, the flash kernels inside torch: no padding, no mask,
+no scatter. It is checked once per process against the padded SDPA on a small input; where it is
+missing or disagrees, one line says so and the padded SDPA runs (``FLASH_KERNEL["on"] = False``
+is the switch, ``model.vision_speedups`` without ``flash_kernel``).
+
 Which models get it is a table (``VISION_CONFIG``) of the model types whose vision attention
 takes this packed path and was checked equal here; any other model loads as before.
 """
@@ -30,11 +36,71 @@ VARLEN = "candlebench_flash_varlen_sdpa"
 VISION_CONFIG = {"qwen2_5_vl": "vision_config"}
 
 
+# Whether varlen_sdpa may use torch's flash varlen kernel ("on": the switch; "checked": None until
+# the once-per-process check ran, then its verdict).
+FLASH_KERNEL: dict[str, Any] = {"on": True, "checked": None}
+
+
 def varlen_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None, scaling: float | None = None,
                 dropout: float = 0.0, cu_seq_lens_q: Any = None, max_length_q: int | None = None, **kwargs: Any):
     """Attention within each chunk of the packed sequence: ``query``/``key``/``value`` are
     ``(1, heads, tokens, head_dim)``, chunk ``i`` spans ``cu_seq_lens_q[i]:cu_seq_lens_q[i+1]``.
     Returns ``((1, tokens, heads, head_dim), None)`` as transformers' attention functions do."""
+    if dropout == 0.0 and flash_kernel_usable(query):
+        return _flash(query, key, value, cu_seq_lens_q, max_length_q, scaling), None
+    return _padded_sdpa(query, key, value, cu_seq_lens_q, max_length_q, scaling, dropout), None
+
+
+def flash_kernel_usable(query: Any) -> bool:
+    """True where ``varlen_attn`` runs this query: CUDA, half precision, torch >= 2.10, switched
+    on, and equal to the padded SDPA on the first use in this process (else one line, and False)."""
+    import torch
+
+    if not (FLASH_KERNEL["on"] and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16)):
+        return False
+    if FLASH_KERNEL["checked"] is None:
+        FLASH_KERNEL["checked"] = _check_flash_kernel(query.device, query.dtype)
+    return FLASH_KERNEL["checked"]
+
+
+def _check_flash_kernel(device: Any, dtype: Any) -> bool:
+    import sys
+
+    import torch
+
+    try:
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(1, 2, 96, 64, device=device, dtype=dtype) for _ in range(3))
+        cu = torch.tensor([0, 40, 96], device=device, dtype=torch.int32)
+        got = _flash(q, k, v, cu, 56, 64**-0.5)
+        want = _padded_sdpa(q, k, v, cu, 56, 64**-0.5, 0.0)
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    except Exception as err:  # missing (torch < 2.10), no kernel for this GPU, or wrong: the padded path runs
+        reason = f"{type(err).__name__}: {str(err)[:120]}".splitlines()[0]
+        print(f"vision attention: torch's varlen flash kernel unusable here ({reason}); the padded SDPA runs",
+              file=sys.stderr)
+        return False
+    return True
+
+
+def _flash(query: Any, key: Any, value: Any, cu_seq_lens_q: Any, max_length_q: int | None, scaling: float | None) -> Any:
+    """``varlen_attn`` over the packed ``(tokens, heads, dim)`` layout. Its default scale is
+    1/sqrt(dim) (torch 2.10 takes no ``scale``), applied to the query where another is asked."""
+    import torch
+    from torch.nn.attention.varlen import varlen_attn
+
+    dim = query.shape[-1]
+    q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))
+    if scaling is not None and scaling != dim**-0.5:
+        q = q * (scaling * dim**0.5)
+    cu = cu_seq_lens_q.to(device=query.device, dtype=torch.int32)
+    longest = int(max_length_q) if max_length_q is not None else int((cu[1:] - cu[:-1]).max())
+    return varlen_attn(q, k, v, cu, cu, longest, longest).unsqueeze(0)
+
+
+def _padded_sdpa(query: Any, key: Any, value: Any, cu_seq_lens_q: Any, max_length_q: int | None,
+                 scaling: float | None, dropout: float) -> Any:
+    """The chunks scattered into one padded batch, one SDPA call with the padding keys masked."""
     import torch
     import torch.nn.functional as F
 
@@ -53,7 +119,7 @@ def varlen_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: A
     keep = (torch.arange(longest, device=query.device)[None, :] < lengths[:, None])[:, None, None, :]
     out = F.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=keep,
                                          dropout_p=dropout, scale=scaling)
-    return out.transpose(1, 2).reshape(chunks * longest, heads, dim)[slot].unsqueeze(0), None
+    return out.transpose(1, 2).reshape(chunks * longest, heads, dim)[slot].unsqueeze(0)
 
 
 def register() -> None:

@@ -1,5 +1,6 @@
 """One attention call per vision layer (model.vision_attention=varlen) on the tiny Qwen2.5-VL: the
-same hidden states and greedy tokens as transformers' per-window path, with the calls counted."""
+same hidden states and greedy tokens as transformers' per-window path, with the calls counted; and
+each of the tower's speed-ups (model.vision_speedups) equal to the tower without it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import inference.tiny.builders as tm
 from inference.backends.base import GenerationSpec, PreparedRequest
 from inference.backends.hf import TransformersBackend, load_model
 from inference.models import ModelSpec
-from inference.vision_attention import VARLEN
+from inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
+from inference.vision_speedups import SPEEDUPS
 from rendering.model_input import prepare_image
 
 
@@ -36,9 +38,9 @@ def charts(workspace) -> list:
 SIZE = {"shortest_edge": 56 * 56, "longest_edge": 448 * 448}
 
 
-def spec(path: Path, vision_attention: str) -> ModelSpec:
+def spec(path: Path, vision_attention: str, speedups: tuple[str, ...] = tuple(SPEEDUPS)) -> ModelSpec:
     return ModelSpec(name="tiny", path=str(path), dtype="float32", vision_attention=vision_attention,
-                     processor_kwargs={"size": SIZE})
+                     processor_kwargs={"size": SIZE}, vision_speedups=speedups)
 
 
 def counted_calls(monkeypatch, model, run) -> Counter:
@@ -62,7 +64,8 @@ def counted_calls(monkeypatch, model, run) -> Counter:
 
 
 def test_one_call_per_vision_layer_with_the_per_window_paths_hidden_states(monkeypatch, qwen_dir, charts):
-    (default, processor), (varlen, _) = load_model(spec(qwen_dir, "default")), load_model(spec(qwen_dir, "varlen"))
+    # varlen alone: each speed-up on top of it has its own test below
+    (default, processor), (varlen, _) = load_model(spec(qwen_dir, "default")), load_model(spec(qwen_dir, "varlen", ()))
     assert default.model.visual.config._attn_implementation == "sdpa"
     assert varlen.model.visual.config._attn_implementation == VARLEN
     assert varlen.model.language_model.config._attn_implementation == "sdpa"  # the language model keeps its own
@@ -93,11 +96,55 @@ def test_greedy_tokens_equal_through_the_backend(qwen_dir, charts):
              PreparedRequest("b", "Score the trend.", (charts[2], charts[3]))]
     generation = GenerationSpec(max_new_tokens=24)
     got = {}
-    for choice in ("default", "varlen"):
-        backend = TransformersBackend(spec(qwen_dir, choice), generation, device_map=None)
+    for choice, speedups in (("default", ()), ("varlen", ()), ("varlen+speedups", tuple(SPEEDUPS))):
+        backend = TransformersBackend(spec(qwen_dir, choice.split("+")[0], speedups), generation, device_map=None)
         got[choice] = [g.token_ids for g in backend.generate(batch)]
         backend.close()
     assert got["varlen"] == got["default"] and all(len(t) > 0 for t in got["varlen"])
+    assert got["varlen+speedups"] == got["default"]
+
+
+def test_each_vision_speedup_keeps_the_towers_outputs_and_is_a_switch(qwen_dir, charts):
+    reference, processor = load_model(spec(qwen_dir, "varlen", ()))
+    assert "forward" not in vars(reference.model.visual) and "forward" not in vars(reference.model.visual.patch_embed)
+    inputs = processor.image_processor(images=charts, return_tensors="pt")
+    smaller = processor.image_processor(images=charts[3:], return_tensors="pt")
+
+    def tower(model, x):
+        with torch.inference_mode():
+            out = model.model.visual(x["pixel_values"], grid_thw=x["image_grid_thw"])
+        return out.last_hidden_state, out.pooler_output
+
+    want, want_small = tower(reference, inputs), tower(reference, smaller)
+    for name in SPEEDUPS:
+        model, _ = load_model(spec(qwen_dir, "varlen", (name,)))
+        for _ in range(2):  # the second time from whatever the speed-up keeps
+            for got, expected in ((tower(model, inputs), want), (tower(model, smaller), want_small)):
+                if name == "patch_matmul":  # the conv's own summation order against one matmul's
+                    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5 * float(want[0].abs().max()))
+                else:
+                    assert all(torch.equal(g, e) for g, e in zip(got, expected)), name
+    # the cache holds one entry per batch of grids, each with its rotary table, reused on the next batch
+    model, _ = load_model(spec(qwen_dir, "varlen", ("grid_cache",)))
+    for x in (inputs, smaller, inputs):
+        tower(model, x)
+    grids = model.model.visual.grid_cache
+    assert len(grids.entries) == 2 and len(grids.tables) == 2
+    entry = grids.entries[tuple(map(tuple, inputs["image_grid_thw"].tolist()))]
+    assert entry["max_window_seqlen"] == 64 and entry["max_seqlen"] == int(inputs["image_grid_thw"][:, 1:].prod(1).max())
+
+
+def test_the_flash_kernel_layout_and_its_fallback_off_cuda(capsys):
+    """The flash path's packing, run on the meta device (no CUDA here), against the padded SDPA's
+    shape; off CUDA its once-per-process check fails with one line and the padded path runs."""
+    q, k, v = (torch.empty(1, 2, 96, 64, device="meta", dtype=torch.bfloat16) for _ in range(3))
+    cu = torch.tensor([0, 40, 96], dtype=torch.int32, device="meta")
+    assert _flash(q, k, v, cu, 56, 0.5).shape == (1, 96, 2, 64)
+    cpu = [torch.randn(1, 2, 96, 64) for _ in range(3)]
+    assert _padded_sdpa(*cpu, torch.tensor([0, 40, 96]), 56, 0.5, 0.0).shape == (1, 96, 2, 64)
+    assert _check_flash_kernel(torch.device("cpu"), torch.bfloat16) is False
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vision attention: torch's varlen flash kernel unusable here")
 
 
 def test_the_choice_is_part_of_the_run_key_and_checked(qwen_dir):
@@ -107,3 +154,8 @@ def test_the_choice_is_part_of_the_run_key_and_checked(qwen_dir):
 
     with pytest.raises(ValueError, match="model.vision_attention=flash: one of"):
         ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_attention": "flash"}))
+    # the speed-ups keep the answers: out of the run key, a switch checked by name
+    assert spec(qwen_dir, "varlen", ()).identity() == spec(qwen_dir, "varlen").identity()
+    assert ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": []})).vision_speedups == ()
+    with pytest.raises(ValueError, match=r"model.vision_speedups: unknown \['cuda_graphs'\]"):
+        ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": ["grid_cache", "cuda_graphs"]}))

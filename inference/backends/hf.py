@@ -78,8 +78,10 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
         check_placement(model, path, device_map)
     if spec.vision_attention == "varlen":
         from inference.vision_attention import use_varlen
+        from inference.vision_speedups import apply_speedups
 
         use_varlen(model)
+        apply_speedups(model, spec.vision_speedups)
     if spec.adapter:
         # transformers' own PEFT integration, not PeftModel.from_pretrained: peft silently drops
         # adapter keys saved under pre-4.52 module names (model.layers.*), which adapters trained
