@@ -91,13 +91,15 @@ def _image(path: Path, sha256: str | None, policy: ImagePolicy) -> Any:
     return policy.apply(data, str(path))
 
 
-def _prepare(request: Request, policy: ImagePolicy) -> PreparedRequest | Exception:
+def _prepare(request: Request, policy: ImagePolicy, backend: Backend) -> PreparedRequest | Exception:
+    """In a loader thread: the request's charts decoded, then what the backend prepares ahead
+    (the transformers image processor)."""
     expected = request.image_sha256 or (None,) * len(request.image_paths)
     try:
         images = tuple(_image(path, sha, policy) for path, sha in zip(request.image_paths, expected, strict=True))
     except Exception as err:  # a missing, corrupt or replaced chart fails its sample, not the run
         return err
-    return PreparedRequest(request.sample_id, request.prompt, images)
+    return backend.prepare(PreparedRequest(request.sample_id, request.prompt, images))
 
 
 def _is_out_of_memory(err: Exception) -> bool:
@@ -183,7 +185,8 @@ def run_requests(
                         f"their errors are in {writer.path}; fix the cause and re-run: failed samples are retried"
                     )
 
-            prepared = _prefetched(todo, loader, policy, settings.batch_size * (settings.prefetch_batches + 1))
+            prepared = _prefetched(todo, loader, lambda r: _prepare(r, policy, backend),
+                                   settings.batch_size * (settings.prefetch_batches + 1))
             if backend.continuous:
                 _stream(backend, prepared, write)
             else:
@@ -197,20 +200,20 @@ def run_requests(
 Prepared = Iterator[tuple[Request, "PreparedRequest | Exception"]]
 
 
-def _prefetched(todo: Sequence[Request], loader: ThreadPoolExecutor, policy: ImagePolicy, ahead: int) -> Prepared:
+def _prefetched(todo: Sequence[Request], loader: ThreadPoolExecutor, prepare: Callable, ahead: int) -> Prepared:
     """Each request with its decoded charts (or the error decoding them), in order, the loader
     threads working ``ahead`` requests in advance while the model generates."""
     window: deque[tuple[Request, Future]] = deque()
     requests = iter(todo)
     for request in requests:
-        window.append((request, loader.submit(_prepare, request, policy)))
+        window.append((request, loader.submit(prepare, request)))
         if len(window) >= ahead:
             break
     while window:
         request, future = window.popleft()
         following = next(requests, None)
         if following is not None:
-            window.append((following, loader.submit(_prepare, following, policy)))
+            window.append((following, loader.submit(prepare, following)))
         yield request, future.result()
 
 

@@ -26,7 +26,8 @@ Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, Media], Backend]
 def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
     from inference.backends.hf import TransformersBackend
 
-    return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout)
+    return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout,
+                              pixels_ahead=bool(backend.get("pixels_ahead", True)))
 
 
 def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:

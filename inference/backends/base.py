@@ -14,6 +14,9 @@ class PreparedRequest:
     sample_id: str
     prompt: str
     images: tuple[Image.Image, ...]
+    # The backend's per-request image inputs, computed in the runner's loader threads
+    # (Backend.prepare; transformers: its image processor's output), None where it has none.
+    pixels: Any = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ class Backend(Protocol):
     # run key's when the backend starts; None for an engine in this process.
     served: dict[str, Any] | None
 
+    def prepare(self, request: PreparedRequest) -> PreparedRequest:
+        """Per request, in the runner's loader threads (its charts decoded): what the backend can
+        compute of its inputs ahead, or the request as it is."""
+        ...
+
     def encode(self, batch: list[PreparedRequest]) -> Any:
         """The batch's model inputs, prepared in a thread while the previous batch generates; None:
         nothing to prepare ahead."""
@@ -85,6 +93,9 @@ class Batched:
     continuous = False
     device: str | None = None
     served: dict[str, Any] | None = None
+
+    def prepare(self, request: PreparedRequest) -> PreparedRequest:
+        return request
 
     def encode(self, batch: list[PreparedRequest]) -> Any:
         return None

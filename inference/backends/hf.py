@@ -14,6 +14,7 @@ from typing import Any
 
 from candlebench.core.errors import UserError
 from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
+from inference.backends.hf_pixels import PixelsAhead
 from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
@@ -132,22 +133,23 @@ class TransformersBackend(Batched):
     name = "transformers"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = None,
-                 layout: str = "images_first"):
+                 layout: str = "images_first", pixels_ahead: bool = True):
         loaded, processor = load_model(model, device_map)
         check_thinking(processor, model.name, dict(model.chat_template_kwargs), generation.max_new_tokens)
-        self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout)
+        self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout, pixels_ahead)
 
     @classmethod
-    def of_loaded(cls, model: Any, processor: Any, generation: GenerationSpec, layout: str = "images_first"
-                  ) -> "TransformersBackend":
+    def of_loaded(cls, model: Any, processor: Any, generation: GenerationSpec, layout: str = "images_first",
+                  pixels_ahead: bool = True) -> "TransformersBackend":
         """A backend over a model already in memory (bench/infer_gpu.py's random-weight real-size
         models, which are never written to disk)."""
         backend = cls.__new__(cls)
-        backend._serve(model, processor, generation, {}, layout)
+        backend._serve(model, processor, generation, {}, layout, pixels_ahead)
         return backend
 
-    def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str) -> None:
-        self.generation, self.layout = generation, layout
+    def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str,
+               pixels_ahead: bool) -> None:
+        self.generation, self.layout, self.pixels_ahead = generation, layout, pixels_ahead
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
@@ -156,23 +158,30 @@ class TransformersBackend(Batched):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
         self.stop_ids = eos_ids | {self.pad_id}
         self.grammar = compile_answer_regex(tokenizer, self.model, sorted(eos_ids), generation.regex)
+        self.pixels = PixelsAhead(processor)
+
+    def prepare(self, request: PreparedRequest) -> PreparedRequest:
+        """The request's pixel values and grids, computed in the runner's loader thread."""
+        return self.pixels.prepare(request) if self.pixels_ahead else request
 
     def encode(self, batch: list[PreparedRequest]) -> Any:
-        """The processor's tensors for a batch (7-12 ms of CPU per image), in page-locked memory on
-        a GPU machine. The runner calls this for the next batch in a thread while the current one
-        generates, so the GPU does not wait for it; the copy to the GPU is then asynchronous."""
+        """The processor's tensors for a batch (7-12 ms of CPU per image, unless :meth:`prepare`
+        computed the pixels in the loader threads), in page-locked memory on a GPU machine. The
+        runner calls this for the next batch in a thread while the current one generates, so the
+        GPU does not wait for it; the copy to the GPU is then asynchronous."""
         import torch
 
         texts = [chat_text(self.processor, r.prompt, len(r.images), self.template_kwargs, self.layout) for r in batch]
-        inputs = self.processor(
-            text=texts,
-            # None for a batch without one chart (E2A's and the ablations' OHLCV-text prompts): the
-            # image processors index the first image of [[], ...] and raise.
-            images=[list(r.images) for r in batch] if any(r.images for r in batch) else None,
-            padding=True,
-            return_tensors="pt",
-            add_special_tokens=needs_special_tokens(self.processor, texts[0]),
-        )
+        with self.pixels.encoding(self.pixels.batch(batch)):
+            inputs = self.processor(
+                text=texts,
+                # None for a batch without one chart (E2A's and the ablations' OHLCV-text prompts): the
+                # image processors index the first image of [[], ...] and raise.
+                images=[list(r.images) for r in batch] if any(r.images for r in batch) else None,
+                padding=True,
+                return_tensors="pt",
+                add_special_tokens=needs_special_tokens(self.processor, texts[0]),
+            )
         if torch.cuda.is_available():
             for key, value in inputs.items():
                 if isinstance(value, torch.Tensor):

@@ -241,6 +241,9 @@ class ServerBackend:
         return Generation(text=text, token_ids=ids, prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           completion_tokens=completion)
 
+    def prepare(self, request: PreparedRequest) -> PreparedRequest:
+        return request
+
     def encode(self, batch: list[PreparedRequest]) -> Any:
         return None
 

@@ -1,0 +1,51 @@
+"""The image processor run per request in the runner's loader threads (backend.pixels_ahead): the
+batch the model receives is tensor for tensor the one the whole processor builds, and the greedy
+tokens are the same; switched off, nothing is computed ahead."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+import inference.tiny.builders as tm
+from inference.backends.base import GenerationSpec, PreparedRequest
+from inference.backends.hf import TransformersBackend
+from inference.models import ModelSpec
+from rendering.model_input import prepare_image
+
+
+@pytest.fixture(scope="module")
+def batch(workspace) -> list[PreparedRequest]:
+    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(3)
+    charts = [tuple(prepare_image(workspace / "forecast" / row[f], None) for f in ("image_daily", "image_weekly"))
+              for _, row in samples.iterrows()]
+    # a text-only request among them, as E2A's OHLCV-text prompts are
+    return [PreparedRequest("a", "Score the trend.", charts[0]), PreparedRequest("b", "Only text here.", ()),
+            PreparedRequest("c", "Describe the charts.", charts[1]), PreparedRequest("d", "Score it.", charts[2])]
+
+
+def test_pixels_prepared_ahead_give_the_same_batch_and_tokens(monkeypatch, tiny_root, batch):
+    path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
+    spec = ModelSpec(name="tiny", path=str(path), dtype="float32")
+    backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=12), device_map=None)
+    prepared = [backend.prepare(r) for r in batch]
+    assert [p.pixels is not None for p in prepared] == [True, False, True, True]
+    assert prepared[0].pixels["image_grid_thw"].shape == (2, 3)  # the request's two charts
+    calls = []
+    image_processor = type(backend.processor.image_processor)
+    original = image_processor.__call__
+    monkeypatch.setattr(image_processor, "__call__", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    whole = backend.encode(batch)
+    assert len(calls) == 1
+    ahead = backend.encode(prepared)
+    assert len(calls) == 1  # the batch encode did not run the image processor again
+    monkeypatch.undo()
+    assert sorted(whole.keys()) == sorted(ahead.keys())
+    assert {"pixel_values", "image_grid_thw", "input_ids"} <= set(whole.keys())
+    for key in whole:
+        assert torch.equal(whole[key], ahead[key]), key
+    tokens = [g.token_ids for g in backend.generate(batch)]
+    assert [g.token_ids for g in backend.generate(prepared)] == tokens and all(tokens)
+    off = TransformersBackend.of_loaded(backend.model, backend.processor, backend.generation, pixels_ahead=False)
+    assert all(off.prepare(r).pixels is None for r in batch)
