@@ -134,12 +134,16 @@ SPEEDUPS: dict[str, Callable[[Any], bool]] = {
 
 
 def apply_speedups(model: Any, names: tuple[str, ...]) -> dict[str, bool]:
-    """Turn on ``names`` on a loaded Qwen2.5-VL model's vision tower (a model of another type is
-    left as it is); which took effect. ``flash_kernel`` is a process-wide switch: left out, it is off."""
+    """Exactly ``names`` on a loaded Qwen2.5-VL model's vision tower, the others off (a model of
+    another type is left as it is); which took effect. ``flash_kernel`` is a process-wide switch."""
     from inference.vision_attention import FLASH_KERNEL, VISION_CONFIG
 
     FLASH_KERNEL["on"] = False
     if getattr(model.config, "model_type", "") not in VISION_CONFIG:
         return {}
     visual = model.model.visual
+    # what the speed-ups install are instance attributes over the classes' own methods
+    for module, attribute in ((visual, "forward"), (visual, "grid_cache"), (visual.rotary_pos_emb, "forward"),
+                              (visual.patch_embed, "forward")):
+        vars(module).pop(attribute, None)
     return {name: SPEEDUPS[name](visual) for name in names}

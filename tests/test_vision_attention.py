@@ -16,7 +16,7 @@ from inference.backends.base import GenerationSpec, PreparedRequest
 from inference.backends.hf import TransformersBackend, load_model
 from inference.models import ModelSpec
 from inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
-from inference.vision_speedups import SPEEDUPS
+from inference.vision_speedups import SPEEDUPS, apply_speedups
 from rendering.model_input import prepare_image
 
 
@@ -132,6 +132,11 @@ def test_each_vision_speedup_keeps_the_towers_outputs_and_is_a_switch(qwen_dir, 
     assert len(grids.entries) == 2 and len(grids.tables) == 2
     entry = grids.entries[tuple(map(tuple, inputs["image_grid_thw"].tolist()))]
     assert entry["max_window_seqlen"] == 64 and entry["max_seqlen"] == int(inputs["image_grid_thw"][:, 1:].prod(1).max())
+    # applying a set is exactly that set: the others come off again
+    assert apply_speedups(model, ("patch_matmul",)) == {"patch_matmul": True}
+    assert "forward" not in vars(model.model.visual) and "forward" in vars(model.model.visual.patch_embed)
+    apply_speedups(model, ())
+    assert all(torch.equal(g, e) for g, e in zip(tower(model, inputs), want))
 
 
 def test_the_flash_kernel_layout_and_its_fallback_off_cuda(capsys):
