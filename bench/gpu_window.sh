@@ -12,4 +12,5 @@ if [ -d .gpu-wheels ]; then
     python3 -m pip install --quiet --no-index --no-deps --no-build-isolation .gpu-wheels/*
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-timeout "${BENCH_TIMEOUT:-480}" python3 bench/infer_gpu.py "$@" 2>&1 | grep -v -e "it/s\]" -e "Warning"
+# Unbuffered: a run the timeout ends keeps every line it printed.
+PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-480}" python3 bench/infer_gpu.py "$@" 2>&1 | grep -v -e "it/s\]" -e "sample/s\]" -e "file/s\]" -e "Warning"

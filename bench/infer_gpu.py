@@ -229,34 +229,41 @@ class KeepOpen:
         pass
 
 
+def guarded(name: str, label: str, fn):
+    """``fn()``, or one printed line saying why it failed: the window prints whatever it can."""
+    try:
+        return fn()
+    except Exception as err:  # noqa: BLE001 - one failing row must not cost the window's other rows
+        reason = f"{type(err).__name__}: {str(err)[:200]}".splitlines()[0]
+        print(f"{name:<6}{label}: failed ({reason})")
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(CONFIGS))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[8, 32, 64, 128])
     parser.add_argument("--serial", type=int, default=8, help="requests of the one-at-a-time row (b)")
-    parser.add_argument("--runner-batch", type=int, default=64, help="batch size of the runner row (e)")
+    parser.add_argument("--runner-batch", type=int, default=64, help="batch size of the runner rows (e), (f)")
+    parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
+    parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
     parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
-
-    from inference.records import RecordStore
-    from inference.runner import Request, RunSettings, Shard, run_requests
-    from rendering.model_input import ImagePolicy
-    from tasks.forecast.task import TASK
 
     device = args.device
     gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     sheet = next((v for k, v in DATASHEET_TFLOPS.items() if k in gpu), None)
     peak = calibrate(device)
-    print(f"device {gpu}; torch {torch.__version__}; (a) matmul peak reached {peak:.1f} TFLOPS; "
-          f"datasheet dense bf16 {sheet or 'unknown'} TFLOPS")
-    generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
-    parse = TASK.parser(None)
+    print(f"device {gpu}; torch {torch.__version__}; transformers {transformers_version()}; (a) matmul peak reached "
+          f"{peak:.1f} TFLOPS; datasheet dense bf16 {sheet or 'unknown'} TFLOPS")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         processor, tokenizer_name = processor_and_ids(args.tokenizer, work)
-        n_max = max(args.batch_sizes + [args.serial, 2 * args.runner_batch])
+        n_max = max(args.batch_sizes + [args.serial, 2 * args.runner_batch, args.lever_batch])
         reqs, files, prompt = requests(n_max, work)
         one = processor(text=[chat_text(processor, prompt, 2)], images=[list(reqs[0].images)], return_tensors="pt")
         prompt_tokens = int(one["input_ids"].shape[1])
@@ -264,76 +271,190 @@ def main() -> None:
         print(f"prompt: {prompt_tokens} tokens measured, {image_tokens} of them image tokens "
               f"({one['image_grid_thw'].tolist()} patch grids); text counted by {tokenizer_name}; "
               f"{args.new_tokens} new tokens")
-        header = f"{'model':<6}{'row':<34}{'batch':>6}{'samples/s':>11}{'ratio':>16}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}"
+        bench = Bench(args, device, peak, sheet, processor, reqs, files, prompt, one, prompt_tokens, work)
         for name in args.models:
-            model = build_model(name, device, processor)
-            flops = Flops(model, one["image_grid_thw"], prompt_tokens, args.new_tokens)
-            backend = TransformersBackend.of_loaded(model, processor, generation)
-            print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
-                  f"{flops.total / 1e12:.2f} TFLOP per sample (vision {flops.vision / flops.total:.0%}, "
-                  f"prefill {flops.prefill / flops.total:.0%}, decode {flops.decode / flops.total:.0%})")
-            print(header)
-
-            def row(label: str, batch: int, rate: float, ratio: str = "") -> None:
-                achieved = flops.total * rate / 1e12
-                print(f"{name:<6}{label:<34}{batch:>6}{rate:>11.2f}{ratio:>16}{achieved:>9.2f}{achieved / peak:>9.1%}"
-                      + (f"{achieved / sheet:>10.1%}" if sheet and device == "cuda" else f"{'–':>10}"))
-
-            backend.generate(reqs[:1])  # warm-up: kernels, allocator
-            _, t = timed(lambda: [backend.generate([r]) for r in reqs[: args.serial]], device)
-            serial = args.serial / t
-            row("(b) one request at a time", 1, serial)
-            rates: dict[str, dict[int, float]] = {"c": {}, "d": {}}
-            for key, label in (("c", "(c) batched, transformers' vision"), ("d", "(d) batched, varlen vision")):
-                if key == "d":
-                    use_varlen(model)
-                for batch in args.batch_sizes:
-                    try:
-                        backend.generate(reqs[:batch])
-                        _, t = timed(lambda: backend.generate(reqs[:batch]), device)
-                    except torch.OutOfMemoryError:
-                        print(f"{name:<6}{label:<34}{batch:>6}{'OOM':>11}")
-                        torch.cuda.empty_cache()
-                        break
-                    rates[key][batch] = batch / t
-                    row(label, batch, batch / t, f"{batch / t / serial:.2f}x (b)")
-                impl = model.model.visual.config._attn_implementation
-                calls = vision_calls(model, lambda: backend.generate(reqs[:1]))
-                print(f"{'':<6}vision attention {impl}: {calls} calls per layer for one request (2 images); "
-                      f"language model {model.model.language_model.config._attn_implementation}")
-            batch = args.runner_batch
-            store = RecordStore(work / f"run-{name}")
-            runner_requests = [Request(f"r{i:05d}", prompt, tuple(files), None, ("daily", "weekly"))
-                               for i in range(2 * batch)]
-            settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
-            _, t = timed(lambda: run_requests(runner_requests, store, "bench", name, "transformers",
-                                              lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings, parse), device)
-            runner = len(runner_requests) / t
-            best_c = max(rates["c"].values(), default=float("nan"))
-            best_d = max(rates["d"].values(), default=float("nan"))
-            direct = rates["d"].get(batch, best_d)
-            row("(e) (d) through the runner", batch, runner, f"{runner / direct:.2f}x (d)")
-            print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
-                  f"(e)/(d) at batch {batch} {runner / direct:.2f}x")
-            split_batch = max(rates["d"], default=args.batch_sizes[0])
-            inputs = processor(text=[chat_text(processor, prompt, 2)] * split_batch,
-                               images=[list(r.images) for r in reqs[:split_batch]], padding=True,
-                               return_tensors="pt").to(model.device)
-            def fastest(fn) -> float:  # the least of 3: timing noise only ever adds
-                return min(timed(fn, device)[1] for _ in range(3))
-
-            with torch.inference_mode():
-                t_vision = fastest(lambda: model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]))
-                t_prefill = max(t_vision, fastest(lambda: model(**inputs, logits_to_keep=1)))
-            t_all = max(t_prefill, fastest(lambda: backend.generate(reqs[:split_batch])))
-            parts = (("vision", flops.vision, t_vision), ("prefill", flops.prefill, t_prefill - t_vision),
-                     ("decode + processor", flops.decode, t_all - t_prefill))
-            print(f"{name:<6}split of one batch of {split_batch} (varlen vision): " + "; ".join(
-                f"{label} {t:.3f} s, {f * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
-                f"({f * split_batch / max(t, 1e-9) / 1e12 / peak:.1%} of (a))" for label, f, t in parts))
-            del backend, model
+            guarded(name, "model", lambda: bench.model(name))
             if device == "cuda":
                 torch.cuda.empty_cache()
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+HEADER = f"{'model':<6}{'row':<34}{'batch':>6}{'samples/s':>11}{'ratio':>16}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}"
+
+
+class Bench:
+    """The rows of one model, each in its own guard (see :func:`guarded`)."""
+
+    def __init__(self, args, device, peak, sheet, processor, reqs, files, prompt, one, prompt_tokens, work):
+        self.args, self.device, self.peak, self.sheet = args, device, peak, sheet
+        self.processor, self.reqs, self.files, self.prompt = processor, reqs, files, prompt
+        self.one, self.prompt_tokens, self.work = one, prompt_tokens, work
+
+    def row(self, label: str, batch: int, rate: float, ratio: str = "", flops: Flops | None = None) -> None:
+        achieved = (flops or self.flops).total * rate / 1e12
+        mfu_sheet = f"{achieved / self.sheet:>10.1%}" if self.sheet and self.device == "cuda" else f"{'–':>10}"
+        print(f"{self.name:<6}{label:<34}{batch:>6}{rate:>11.2f}{ratio:>16}{achieved:>9.2f}{achieved / self.peak:>9.1%}"
+              + mfu_sheet)
+
+    def fastest(self, fn, times: int = 2) -> float:
+        """The least of ``times`` timings after one warm-up: timing noise only ever adds."""
+        fn()
+        return min(timed(fn, self.device)[1] for _ in range(times))
+
+    def model(self, name: str) -> None:
+        from inference.vision_speedups import SPEEDUPS, apply_speedups
+
+        args, device = self.args, self.device
+        self.name = name
+        generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
+        model = build_model(name, device, self.processor)
+        self.flops = Flops(model, self.one["image_grid_thw"], self.prompt_tokens, args.new_tokens)
+        backend = TransformersBackend.of_loaded(model, self.processor, generation)
+        print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
+              f"{self.flops.total / 1e12:.2f} TFLOP per sample (vision {self.flops.vision / self.flops.total:.0%}, "
+              f"prefill {self.flops.prefill / self.flops.total:.0%}, decode {self.flops.decode / self.flops.total:.0%})")
+        print(HEADER)
+        reqs = self.reqs
+        serial = guarded(name, "(b)", lambda: self.serial(backend)) or float("nan")
+        rates: dict[str, dict[int, float]] = {"c": {}, "d": {}}
+        guarded(name, "(c)", lambda: self.batched(backend, "(c) batched, transformers' vision", reqs, rates["c"], serial))
+        use_varlen(model)
+        apply_speedups(model, tuple(SPEEDUPS))
+        self.attention_line(model, backend, reqs)
+        prepared = guarded(name, "processor", lambda: self.processor_timing(backend)) or reqs
+        guarded(name, "(d)", lambda: self.batched(backend, "(d) batched, varlen + levers", prepared, rates["d"], serial))
+        guarded(name, "levers", lambda: self.levers(model, backend))
+        apply_speedups(model, tuple(SPEEDUPS))
+        best_c = max(rates["c"].values(), default=float("nan"))
+        best_d = max(rates["d"].values(), default=float("nan"))
+        direct = rates["d"].get(args.runner_batch, best_d)
+        runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
+        guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
+        print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
+              f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
+        if args.long_new_tokens:
+            guarded(name, "(f)", lambda: self.long_answers(backend))
+        split_batch = max(rates["d"], default=args.batch_sizes[0])
+        guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch))
+        del backend, model
+
+    def serial(self, backend) -> float:
+        backend.generate(self.reqs[:1])  # warm-up: kernels, allocator
+        _, t = timed(lambda: [backend.generate([r]) for r in self.reqs[: self.args.serial]], self.device)
+        self.row("(b) one request at a time", 1, self.args.serial / t)
+        return self.args.serial / t
+
+    def batched(self, backend, label: str, reqs, rates: dict[int, float], serial: float) -> None:
+        backend.generate(reqs[: self.args.batch_sizes[0]])  # warm-up
+        for batch in self.args.batch_sizes:
+            try:
+                _, t = timed(lambda: backend.generate(reqs[:batch]), self.device)
+            except torch.OutOfMemoryError:
+                print(f"{self.name:<6}{label:<34}{batch:>6}{'OOM':>11}")
+                torch.cuda.empty_cache()
+                break
+            rates[batch] = batch / t
+            self.row(label, batch, batch / t, f"{batch / t / serial:.2f}x (b)")
+
+    def attention_line(self, model, backend, reqs) -> None:
+        from inference.vision_attention import FLASH_KERNEL
+
+        for label, setup in (("transformers'", lambda: model.model.visual.config.__setattr__("_attn_implementation", "sdpa")),
+                             ("varlen", lambda: use_varlen(model))):
+            setup()
+            impl = model.model.visual.config._attn_implementation
+            calls = vision_calls(model, lambda: backend.generate(reqs[:1]))
+            kernel = {True: "torch's flash varlen kernel", False: "padded SDPA", None: "padded SDPA"}[
+                FLASH_KERNEL["checked"] if impl == VARLEN else False]
+            print(f"{'':<6}vision attention {impl}: {calls} calls per layer for one request (2 images)"
+                  + (f", {kernel}" if impl == VARLEN else "")
+                  + f"; language model {model.model.language_model.config._attn_implementation}")
+
+    def processor_timing(self, backend) -> list[PreparedRequest]:
+        """The image processor's CPU time per request, now spent in the runner's loader threads,
+        and the batch encode with and without it; the requests with their pixels ready."""
+        n = len(self.reqs)
+        prepared, t_prepare = timed(lambda: [backend.prepare(r) for r in self.reqs], "cpu")
+        batch = self.args.runner_batch
+        t_whole = min(timed(lambda: backend.encode(self.reqs[:batch]), "cpu")[1] for _ in range(2))
+        t_ahead = min(timed(lambda: backend.encode(prepared[:batch]), "cpu")[1] for _ in range(2))
+        print(f"{self.name:<6}image processor on CPU: {t_prepare / n * 1000:.1f} ms per request (2 charts), now in the "
+              f"loader threads; batch encode of {batch}: whole processor {t_whole:.2f} s, pixels ahead {t_ahead:.2f} s "
+              f"({t_whole / max(t_ahead, 1e-9):.1f}x)")
+        return prepared
+
+    def levers(self, model, backend) -> None:
+        """The vision tower over ``--lever-batch`` requests' charts with every speed-up, each one
+        off, and none (varlen attention throughout)."""
+        from inference.vision_speedups import SPEEDUPS, apply_speedups
+
+        n = self.args.lever_batch
+        inputs = backend.encode(self.reqs[:n]).to(model.device)
+
+        def tower():
+            with torch.inference_mode():
+                model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
+
+        settings = [("all levers", tuple(SPEEDUPS))]
+        settings += [(f"all but {off}", tuple(k for k in SPEEDUPS if k != off)) for off in SPEEDUPS]
+        settings += [("none (varlen, padded SDPA)", ())]
+        times = {}
+        for label, names in settings:
+            apply_speedups(model, names)
+            times[label] = self.fastest(tower)
+        base = times["all levers"]
+        print(f"{self.name:<6}vision tower, {2 * n} charts: " + "; ".join(
+            f"{label} {t:.3f} s ({t / base:.2f}x)" for label, t in times.items())
+            + f"; {self.flops.vision * n / base / 1e12:.1f} TFLOPS with all ({self.flops.vision * n / base / 1e12 / self.peak:.1%} of (a))")
+
+    def runner(self, backend, label: str, direct: float | None, ahead: bool = True) -> float:
+        from inference.records import RecordStore
+        from inference.runner import Request, RunSettings, Shard, run_requests
+        from rendering.model_input import ImagePolicy
+        from tasks.forecast.task import TASK
+
+        batch = self.args.runner_batch
+        store = RecordStore(self.work / f"run-{self.name}-{label[:3]}-{ahead}-{backend.generation.max_new_tokens}")
+        requests = [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly")) for i in range(2 * batch)]
+        settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
+        backend.pixels_ahead = ahead
+        try:
+            _, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
+                                              lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings,
+                                              TASK.parser(None)), self.device)
+        finally:
+            backend.pixels_ahead = True
+        rate = len(requests) / t
+        flops = Flops(backend.model, self.one["image_grid_thw"], self.prompt_tokens, backend.generation.max_new_tokens)
+        self.row(label, batch, rate, f"{rate / direct:.2f}x (d)" if direct else "", flops)
+        return rate
+
+    def long_answers(self, backend) -> None:
+        saved = backend.generation
+        n = self.args.long_new_tokens
+        backend.generation = GenerationSpec(max_new_tokens=n, min_new_tokens=n)
+        try:
+            self.runner(backend, f"(f) runner, {n} new tokens", None)
+        finally:
+            backend.generation = saved
+
+    def split(self, model, backend, prepared, split_batch: int) -> None:
+        inputs = backend.encode(prepared[:split_batch]).to(model.device)
+        with torch.inference_mode():
+            t_vision = self.fastest(lambda: model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]), 1)
+            t_prefill = max(t_vision, self.fastest(lambda: model(**inputs, logits_to_keep=1), 1))
+        t_all = max(t_prefill, self.fastest(lambda: backend.generate(prepared[:split_batch]), 1))
+        f = self.flops
+        parts = (("vision", f.vision, t_vision), ("prefill", f.prefill, t_prefill - t_vision),
+                 ("decode + processor", f.decode, t_all - t_prefill))
+        print(f"{self.name:<6}split of one batch of {split_batch} (varlen vision + levers, pixels ahead): " + "; ".join(
+            f"{label} {t:.3f} s, {fl * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
+            f"({fl * split_batch / max(t, 1e-9) / 1e12 / self.peak:.1%} of (a))" for label, fl, t in parts))
 
 
 if __name__ == "__main__":

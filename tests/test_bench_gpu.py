@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     done = script(BENCH, "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "--serial", "2",
-                  "--runner-batch", "2", "--new-tokens", "4", env=env)
+                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", env=env)
     assert done.rc == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"\(a\) matmul peak reached [0-9.]+ TFLOPS", out)
@@ -21,11 +21,19 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert re.search(r"prompt: \d+ tokens measured, 1218 of them image tokens", out)
     header = next(line for line in out.splitlines() if line.startswith("model"))
     assert header.split() == ["model", "row", "batch", "samples/s", "ratio", "TFLOPS", "MFU", "(a)", "MFU", "sheet"]
-    for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen vision",
-                "(e) (d) through the runner"):
+    for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
+                "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens"):
         assert any(line.startswith(f"tiny  {row}") for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
     assert re.search(r"vision attention sdpa: (\d+) calls per layer", out)
     assert "vision attention candlebench_flash_varlen_sdpa: 1 calls per layer" in out
     assert int(re.search(r"vision attention sdpa: (\d+) calls per layer", out).group(1)) > 2
     assert re.search(r"split of one batch of \d+ .*vision [0-9.]+ s.*prefill [0-9.]+ s.*decode \+ processor [0-9.]+ s", out)
+    # every lever off in turn, on the vision tower alone; the processor's CPU time per request
+    levers = next(line for line in out.splitlines() if line.startswith("tiny  vision tower, 2 charts: all levers"))
+    for lever in ("flash_kernel", "grid_cache", "patch_matmul"):
+        assert f"all but {lever} " in levers, lever
+    assert "none (varlen, padded SDPA)" in levers
+    assert re.search(r"image processor on CPU: [0-9.]+ ms per request \(2 charts\).*whole processor [0-9.]+ s, "
+                     r"pixels ahead [0-9.]+ s", out)
+    assert "failed (" not in out  # every row ran
