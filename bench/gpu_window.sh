@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The one prepared run for a lent GPU window (the `run` tool): bench/infer_gpu.py, 3B and 7B, under a
-# time limit that leaves room for a rerun. The lent machine's image has torch and transformers but not
-# hydra-core / omegaconf (the configs the bench composes its requests from); carry them as wheels:
+# The one prepared run for a lent GPU window (the `run` tool): bench/infer_gpu.py under a time limit
+# that leaves room for a rerun. The lent machine's image has torch and transformers but not
+# hydra-core / omegaconf (the configs the bench composes its requests from); carry them as wheels
+# (antlr4 4.9.3 is an sdist only: built into a pure-Python wheel here, so nothing builds there):
 #
-#   here:   .venv/bin/pip download --no-deps -d .gpu-wheels hydra-core==1.3.8 omegaconf==2.3.1 'antlr4-python3-runtime==4.9.3'
-#   run:    command="bench/gpu_window.sh", carry=[".gpu-wheels"]
+#   here:   .venv/bin/pip download --no-deps -d .gpu-wheels hydra-core==1.3.8 omegaconf==2.3.1
+#           .venv/bin/pip wheel --no-deps -w .gpu-wheels 'antlr4-python3-runtime==4.9.3'
+#   run:    command="bench/gpu_window.sh --models 7b 3b ...", carry=[".gpu-wheels"]
+#
+# On CPU (the whole script, tiny model): bench/gpu_window.sh --models tiny --device cpu --batch-sizes 2
+# --serial 2 --runner-batch 2 --lever-batch 1 --new-tokens 4 --long-new-tokens 5, with a python3 on
+# PATH into whose environment the wheels may install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -d .gpu-wheels ]; then
-    # antlr4 4.9.3 is an sdist only: built with the image's own setuptools (no index to isolate from).
-    python3 -m pip install --quiet --no-index --no-deps --no-build-isolation .gpu-wheels/*
+    python3 -m pip install --quiet --no-index --no-deps .gpu-wheels/*.whl
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 # Unbuffered: a run the timeout ends keeps every line it printed.
