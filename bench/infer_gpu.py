@@ -250,6 +250,8 @@ def main() -> None:
     parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
+    parser.add_argument("--static-cache", action="store_true",
+                        help="row (f) again with backend.static_cache (compiled decode step on CUDA), compile timed apart")
     parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
@@ -338,7 +340,7 @@ class Bench:
         print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
               f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
         if args.long_new_tokens:
-            guarded(name, "(f)", lambda: self.long_answers(backend))
+            guarded(name, "(f)", lambda: self.long_answers(backend, prepared))
         split_batch = max(rates["d"], default=args.batch_sizes[0])
         guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch))
         del backend, model
@@ -434,14 +436,22 @@ class Bench:
         self.row(label, batch, rate, f"{rate / direct:.2f}x (d)" if direct else "", flops)
         return rate
 
-    def long_answers(self, backend) -> None:
+    def long_answers(self, backend, prepared) -> None:
+        """Row (f): the runner at ``--long-new-tokens``; with ``--static-cache`` again with the
+        static KV cache, its first batch (the compile, on CUDA) timed apart."""
         saved = backend.generation
         n = self.args.long_new_tokens
         backend.generation = GenerationSpec(max_new_tokens=n, min_new_tokens=n)
         try:
-            self.runner(backend, f"(f) runner, {n} new tokens", None)
+            dynamic = self.runner(backend, f"(f) runner, {n} new tokens", None)
+            if self.args.static_cache:
+                backend.static_cache = True
+                _, first = timed(lambda: backend.generate(prepared[: self.args.runner_batch]), self.device)
+                print(f"{self.name:<6}(f) static cache: compile + first batch of {self.args.runner_batch} {first:.1f} s")
+                static = self.runner(backend, "(f) + static cache, compiled step", None)
+                print(f"{self.name:<6}(f) static / dynamic cache at {n} new tokens: {static / dynamic:.2f}x")
         finally:
-            backend.generation = saved
+            backend.generation, backend.static_cache = saved, False
 
     def split(self, model, backend, prepared, split_batch: int) -> None:
         inputs = backend.encode(prepared[:split_batch]).to(model.device)

@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     done = script(BENCH, "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "--serial", "2",
-                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", env=env)
+                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", "--static-cache", env=env)
     assert done.rc == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"\(a\) matmul peak reached [0-9.]+ TFLOPS", out)
@@ -22,7 +22,8 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     header = next(line for line in out.splitlines() if line.startswith("model"))
     assert header.split() == ["model", "row", "batch", "samples/s", "ratio", "TFLOPS", "MFU", "(a)", "MFU", "sheet"]
     for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
-                "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens"):
+                "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens",
+                "(f) + static cache, compiled step"):
         assert any(line.startswith(f"tiny  {row}") for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
     assert re.search(r"vision attention sdpa: (\d+) calls per layer", out)
@@ -36,4 +37,6 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert "none (varlen, padded SDPA)" in levers
     assert re.search(r"image processor on CPU: [0-9.]+ ms per request \(2 charts\).*whole processor [0-9.]+ s, "
                      r"pixels ahead [0-9.]+ s", out)
+    assert re.search(r"\(f\) static cache: compile \+ first batch of 2 [0-9.]+ s", out)
+    assert re.search(r"\(f\) static / dynamic cache at 5 new tokens: [0-9.]+x", out)
     assert "failed (" not in out  # every row ran

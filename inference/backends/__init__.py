@@ -27,7 +27,8 @@ def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictCon
     from inference.backends.hf import TransformersBackend
 
     return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout,
-                              pixels_ahead=bool(backend.get("pixels_ahead", True)))
+                              pixels_ahead=bool(backend.get("pixels_ahead", True)),
+                              static_cache=bool(backend.get("static_cache", False)))
 
 
 def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:

@@ -133,10 +133,11 @@ class TransformersBackend(Batched):
     name = "transformers"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = None,
-                 layout: str = "images_first", pixels_ahead: bool = True):
+                 layout: str = "images_first", pixels_ahead: bool = True, static_cache: bool = False):
         loaded, processor = load_model(model, device_map)
         check_thinking(processor, model.name, dict(model.chat_template_kwargs), generation.max_new_tokens)
         self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout, pixels_ahead)
+        self.static_cache = static_cache
 
     @classmethod
     def of_loaded(cls, model: Any, processor: Any, generation: GenerationSpec, layout: str = "images_first",
@@ -147,9 +148,25 @@ class TransformersBackend(Batched):
         backend._serve(model, processor, generation, {}, layout, pixels_ahead)
         return backend
 
+    @property
+    def static_cache(self) -> bool:
+        """Decode with a static KV cache (``backend.static_cache``): on CUDA transformers then
+        compiles the decode step (CUDA graphs); the tokens are the dynamic cache's. Only for a
+        model class that declares its forward compilable; another gets one line and the default."""
+        return self._static_cache
+
+    @static_cache.setter
+    def static_cache(self, on: bool) -> None:
+        compilable = bool(getattr(self.model, "_can_compile_fullgraph", False))
+        if on and not compilable:
+            print(f"backend.static_cache: {type(self.model).__name__} does not declare a compilable forward; "
+                  "decoding with the dynamic cache", file=sys.stderr)
+        self._static_cache = on and compilable
+
     def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str,
                pixels_ahead: bool) -> None:
         self.generation, self.layout, self.pixels_ahead = generation, layout, pixels_ahead
+        self._static_cache = False
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
@@ -210,6 +227,7 @@ class TransformersBackend(Batched):
                 max_new_tokens=g.max_new_tokens,
                 min_new_tokens=g.min_new_tokens or None,
                 pad_token_id=self.pad_id,
+                **({"cache_implementation": "static"} if self.static_cache else {}),
                 **sampling,
             )
         prompt_len = inputs["input_ids"].shape[1]

@@ -1,6 +1,7 @@
-"""The image processor run per request in the runner's loader threads (backend.pixels_ahead): the
-batch the model receives is tensor for tensor the one the whole processor builds, and the greedy
-tokens are the same; switched off, nothing is computed ahead."""
+"""The transformers backend's speed switches on the tiny Qwen2.5-VL: the image processor run per
+request in the runner's loader threads (backend.pixels_ahead: the batch the model receives is tensor
+for tensor the one the whole processor builds; switched off, nothing is computed ahead), and decoding
+with a static KV cache (backend.static_cache); greedy tokens equal throughout."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def batch(workspace) -> list[PreparedRequest]:
             PreparedRequest("c", "Describe the charts.", charts[1]), PreparedRequest("d", "Score it.", charts[2])]
 
 
-def test_pixels_prepared_ahead_give_the_same_batch_and_tokens(monkeypatch, tiny_root, batch):
+def test_pixels_ahead_and_the_static_cache_give_the_same_batch_and_tokens(monkeypatch, tiny_root, batch):
     path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
     spec = ModelSpec(name="tiny", path=str(path), dtype="float32")
     backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=12), device_map=None)
@@ -49,3 +50,5 @@ def test_pixels_prepared_ahead_give_the_same_batch_and_tokens(monkeypatch, tiny_
     assert [g.token_ids for g in backend.generate(prepared)] == tokens and all(tokens)
     off = TransformersBackend.of_loaded(backend.model, backend.processor, backend.generation, pixels_ahead=False)
     assert all(off.prepare(r).pixels is None for r in batch)
+    backend.static_cache = True
+    assert backend.static_cache and [g.token_ids for g in backend.generate(prepared)] == tokens
