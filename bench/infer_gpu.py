@@ -1,7 +1,7 @@
 """GPU throughput of the transformers backend at real checkpoint sizes, in one process, no download.
 
-    python bench/infer_gpu.py                                   # 3B and 7B on the GPU, < 8 minutes on an H200
-    python bench/infer_gpu.py --models tiny --device cpu --batch-sizes 2 4 --serial 2 --runner-batch 2
+    python bench/infer_gpu.py                                   # 3B and 7B on the GPU
+    python bench/infer_gpu.py --models tiny --device cpu --batch-sizes 2 --serial 2 --runner-batch 2 --lever-batch 1
 
 Qwen2.5-VL-3B / -7B are built from their published configs with random bf16 weights, directly on
 the device (throughput does not depend on the weights' values; building in place also computes
@@ -10,19 +10,28 @@ requests are the forecast task's: its prompt through the checkpoint family's cha
 two real 800x600 charts of the committed slice, through the real backend (processor inside
 ``generate``, as in a run), a fixed answer length (min = max new tokens).
 
-Rows, each against the same requests:
+Rows, each against the same requests, each in its own guard (a row that fails prints one line and
+the others still run):
 
 * (a) calibration: the bf16 matmul peak this GPU reaches (fp32 on CPU), and the datasheet's;
 * (b) one request at a time, the VLMEvalKit way;
 * (c) the batched backend at each batch size, the vision tower on transformers' own path;
-* (d) the same with ``model.vision_attention=varlen`` (one attention call per vision layer);
-* (e) (d) through the real runner at ``--runner-batch``: chart files decoded in the prefetch
-  threads, records written and fsynced per batch.
+* (d) the same with ``model.vision_attention=varlen`` and every vision speed-up
+  (``inference/vision_speedups.py``: flash kernel, grid caches, patch matmul), pixels prepared ahead;
+* the levers: the vision tower over ``--lever-batch`` requests' charts with all speed-ups, each one
+  off in turn, and none; the image processor's CPU time per request (now in the runner's loader
+  threads) and the batch encode with and without the pixels prepared ahead;
+* (e) (d) through the real runner at ``--runner-batch`` (chart files decoded and the image processor
+  run in the loader threads, records written and fsynced per batch), and again with the pixels in
+  the batch encode (``backend.pixels_ahead=false``);
+* (f) with ``--long-new-tokens N``: the runner at N new tokens; with ``--static-cache`` again with
+  ``backend.static_cache`` (compiled decode step on CUDA), its compile timed apart.
 
 Printed: samples/s, (c)/(b), (d)/(b), (e)/(d); model FLOP utilisation against (a) and against
 the datasheet; a vision / prefill / decode split of one batch (vision tower alone, the prefill
 forward pass, the rest of ``generate``), each with its own FLOPs over its own time; the attention
-implementation that ran and the vision attention calls per layer, counted. FLOPs: 2 x the
+implementation that ran, whether torch's flash varlen kernel did, and the vision attention calls
+per layer, counted. FLOPs: 2 x the
 non-embedding parameters per token through each tower, the LM head only where logits are taken
 (the last prompt position and each new token), attention's QK^T and AV over each token's keys
 (causal prefill, windowed / full vision layers), embedding lookups none. Prompt tokens are
