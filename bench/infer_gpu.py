@@ -259,6 +259,7 @@ def main() -> None:
     parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
+    parser.add_argument("--long-models", nargs="+", choices=sorted(CONFIGS), help="the models of row (f) (default: all)")
     parser.add_argument("--static-cache", action="store_true",
                         help="row (f) again with backend.static_cache (compiled decode step on CUDA), compile timed apart")
     parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
@@ -348,10 +349,10 @@ class Bench:
         guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
         print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
               f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
-        if args.long_new_tokens:
-            guarded(name, "(f)", lambda: self.long_answers(backend, prepared))
         split_batch = max(rates["d"], default=args.batch_sizes[0])
         guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch))
+        if args.long_new_tokens and name in (args.long_models or args.models):  # last: its compile may be long
+            guarded(name, "(f)", lambda: self.long_answers(backend, prepared))
         del backend, model
 
     def serial(self, backend) -> float:

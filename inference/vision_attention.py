@@ -69,8 +69,8 @@ def _check_flash_kernel(device: Any, dtype: Any) -> bool:
     import torch
 
     try:
-        torch.manual_seed(0)
-        q, k, v = (torch.randn(1, 2, 96, 64, device=device, dtype=dtype) for _ in range(3))
+        seed = torch.Generator(device=device).manual_seed(0)  # not the global generator: sampling seeds it
+        q, k, v = (torch.randn(1, 2, 96, 64, device=device, dtype=dtype, generator=seed) for _ in range(3))
         cu = torch.tensor([0, 40, 96], device=device, dtype=torch.int32)
         got = _flash(q, k, v, cu, 56, 64**-0.5)
         want = _padded_sdpa(q, k, v, cu, 56, 64**-0.5, 0.0)

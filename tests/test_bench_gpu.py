@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     done = script(BENCH, "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "--serial", "2",
-                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", "--static-cache", env=env)
+                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", "--long-models", "tiny", "--static-cache", env=env)
     assert done.rc == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"\(a\) matmul peak reached [0-9.]+ TFLOPS", out)
