@@ -431,16 +431,18 @@ class Bench:
         from tasks.forecast.task import TASK
 
         batch = self.args.runner_batch
-        store = RecordStore(self.work / f"run-{self.name}-{label[:3]}-{ahead}-{backend.generation.max_new_tokens}")
+        store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time
         requests = [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly")) for i in range(2 * batch)]
         settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
         backend.pixels_ahead = ahead
         try:
-            _, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
-                                              lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings,
-                                              TASK.parser(None)), self.device)
+            stats, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
+                                                  lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings,
+                                                  TASK.parser(None)), self.device)
         finally:
             backend.pixels_ahead = True
+        if stats.generated != len(requests) or stats.errors:
+            raise RuntimeError(f"the runner generated {stats.generated} of {len(requests)} ({stats.errors} errors)")
         rate = len(requests) / t
         flops = Flops(backend.model, self.one["image_grid_thw"], self.prompt_tokens, backend.generation.max_new_tokens)
         self.row(label, batch, rate, f"{rate / direct:.2f}x (d)" if direct else "", flops)
