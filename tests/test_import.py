@@ -81,12 +81,15 @@ def test_missing_samples_count_as_missing_records(scored, env, tmp_path):
         ("", ".jsonl", "empty file"),
         ("", ".csv", "empty file"),
         ('{"sample_id": "%(a)s", "text": "x"}\n{not json\n', ".jsonl", "line 2: not JSON"),
+        # Valid JSON, not Unicode text: refused with its line before the first record is written (no half-written run).
+        ('{"sample_id": "%(a)s", "text": "<score>0.1</score>"}\n{"sample_id": "%(b)s", "text": "ok \\ud800"}\n',
+         ".jsonl", "line 2: text holds a lone surrogate \\ud800 (character 4)"),
     ],
 )
 def test_bad_files_are_named_errors_and_write_nothing(scored, env, tmp_path, content, suffix, message):
-    first = _responses(scored)[0]["sample_id"]
+    first, second = (r["sample_id"] for r in _responses(scored)[:2])
     path = tmp_path / f"bad{suffix}"
-    path.write_text(content % {"a": first})
+    path.write_text(content % {"a": first, "b": second})
     done = _import(scored, env, path, "bad", check=False)
     assert done.returncode != 0 and str(path) in done.stderr and message % {"a": first} in done.stderr
     assert "Traceback" not in done.stderr

@@ -5,6 +5,11 @@ The file is JSONL (one object per line) or CSV with columns ``sample_id`` and ``
 ``model``. Every row must name a sample of the task's samples.parquet, once; samples without a row
 are missing records, as for an unfinished run. The run key is the fingerprint of the file's bytes
 and the task, so importing the same file again adds nothing and a changed file is a new run key.
+
+An import is all or nothing: every line is read and checked (JSON, sample, text) before the first
+record is written. A text holding a lone surrogate (``"\ud800"``: valid JSON, not Unicode text,
+which no later file could store) is refused with its line; it is not replaced, since the answer
+would then differ from the file's.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -27,6 +33,8 @@ from rendering.inputs import read_samples
 from tasks import get_task
 
 REQUIRED = ("sample_id", "text")
+# What json.loads makes of an unpaired "\ud800" escape (a pair becomes one character).
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ResponseFileError(UserError, ValueError):
@@ -51,6 +59,11 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
         missing = [c for c in REQUIRED if c not in row]
         if missing:
             raise ResponseFileError(f"{path}, line {number}: no {missing}; every line needs {list(REQUIRED)}")
+        for key, value in row.items():
+            if isinstance(value, str) and (lone := LONE_SURROGATE.search(value)):
+                raise ResponseFileError(
+                    f"{path}, line {number}: {key} holds a lone surrogate \\u{ord(lone.group()):04x} (character "
+                    f"{lone.start() + 1}), which is no Unicode text; replace it (e.g. with \\ufffd) and import again")
         rows.append((number, row))
     return rows
 
@@ -78,18 +91,17 @@ def import_responses(cfg: DictConfig) -> None:
         task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
         identity={"import": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
+    parse = task.parser(cfg)
+    records = [ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
+                                       "import", _text(r["text"]), parse(_text(r["text"])))
+               for _, r in rows]  # every answer parsed before anything is written
     info.write(run.info)
     store = RecordStore(run.root)
     done = store.answered(info.run_key)
-    parse = task.parser(cfg)
-    todo = [row for _, row in rows if str(row["sample_id"]) not in done]
+    todo = [r for r in records if r.sample_id not in done]
     if todo:
         with store.writer("import") as writer:
-            writer.write(
-                ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
-                                        "import", _text(r["text"]), parse(_text(r["text"])))
-                for r in todo
-            )
+            writer.write(todo)
     table = finalize_run(run, samples, task)
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
           f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
