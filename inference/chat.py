@@ -52,6 +52,21 @@ def reasoning_opener(processor: Any, template_kwargs: Mapping[str, Any] | None =
     return found.group(0) if found else ""
 
 
+def reasoning_in_text(answer: str | None, reasoning: str | None = None, opened: bool = False,
+                      closed: bool = True) -> str | None:
+    """The text as the in-process backends record it (the reasoning block inside it), from what a
+    server or another harness hands over apart: ``reasoning`` returned on its own (a server's
+    ``reasoning_content``) goes back into a block, closed before ``answer`` unless ``closed`` is
+    False (the budget ran out inside it); ``opened``, without it: the chat template opened the
+    block in the prompt, so ``answer`` starts inside it, as :func:`reasoning_opener` records. Every
+    task's parser then flags a reasoning cut by the budget as it does in process."""
+    if reasoning:
+        return f"<think>\n{reasoning}" + (f"</think>\n{answer or ''}" if closed else "")
+    if opened:
+        return f"<think>\n{answer or ''}"
+    return answer
+
+
 def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any], max_new_tokens: int) -> None:
     """A chat template with a thinking switch (Qwen3 style ``enable_thinking``) must be told which way
     to go, in the model config and so in the run key: left to its default, a thinking model spends a

@@ -81,6 +81,8 @@ def test_missing_samples_count_as_missing_records(scored, env, tmp_path):
         ("", ".jsonl", "empty file"),
         ("", ".csv", "empty file"),
         ('{"sample_id": "%(a)s", "text": "x"}\n{not json\n', ".jsonl", "line 2: not JSON"),
+        ('{"sample_id": "%(a)s", "text": "x", "reasoning_opened": "yes"}\n', ".jsonl",
+         "line 1: reasoning_opened is true or false"),
         # Valid JSON, not Unicode text: refused with its line before the first record is written (no half-written run).
         ('{"sample_id": "%(a)s", "text": "<score>0.1</score>"}\n{"sample_id": "%(b)s", "text": "ok \\ud800"}\n',
          ".jsonl", "line 2: text holds a lone surrogate \\ud800 (character 4)"),
@@ -153,3 +155,28 @@ def test_any_text_goes_through_import_score_and_report_unchanged(scored, tmp_pat
     page = (tmp_path / name / "report.html").read_text(encoding="utf-8")
     shown = json.loads(gzip.decompress(base64.b64decode(page.split("id='cb-data'>")[1].split("<")[0])))
     assert sorted(t for t in shown["detail"]["text"] if t is not None) == sorted(t for t in texts if t)
+
+
+def test_imported_reasoning_answers_cut_by_their_budget_are_flagged_as_in_process(scored, tmp_path):
+    """An answer of a model whose chat template opens <think> itself (reasoning_opened), or whose
+    reasoning came apart (reasoning, no answer after it): recorded inside the block, as in process,
+    so the parser flags the cut instead of reading 0.12 out of the reasoning (in process)."""
+    from tasks.base import REASONING_CUT
+
+    a, b, c, d = (r["sample_id"] for r in _responses(scored)[:4])
+    thought = "The close rose 5% and the score is 0.12 because"
+    path = tmp_path / "thinking.jsonl"
+    path.write_text(jsonl_text([
+        {"sample_id": a, "text": thought, "reasoning_opened": True},
+        {"sample_id": b, "text": None, "reasoning": thought},
+        {"sample_id": c, "text": "<score>0.2</score>", "reasoning": thought},
+        {"sample_id": d, "text": thought},
+    ]))
+    common = [*COMMON, f"out_dir={scored}", "infer.run_name=thinking"]
+    run_stage("import", [*common, f"import_file={path}"])
+    run_stage("score", [*common, "score.run=thinking"])
+    parsed = pd.read_parquet(run_dir(scored, "thinking") / "parsed.parquet").set_index("sample_id")
+    assert parsed.loc[[a, b], "reason"].str.contains(REASONING_CUT, regex=False).all()
+    assert parsed.loc[[a, b], "answer"].isna().all()
+    assert parsed.loc[c, "text"] == f"<think>\n{thought}</think>\n<score>0.2</score>" and pd.isna(parsed.loc[c, "reason"])
+    assert parsed.loc[d, "text"] == thought and REASONING_CUT not in str(parsed.loc[d, "reason"])  # no flag: as it was

@@ -98,6 +98,7 @@ def test_a_server_backend_needs_no_checkpoint_here():
     ("backend.concurrency=0", "backend.concurrency=0: must be an integer >= 1"),
     ("backend.timeout_s=0", "backend.timeout_s=0: must be a number > 0"),
     ("backend.dialect=ollama", "backend.dialect='ollama': must be one of"),
+    ("backend.opens_reasoning=maybe", "backend.opens_reasoning='maybe': must be one of"),
 ])
 def test_server_settings_are_checked_up_front(override, message):
     from candlebench.stages.graph import compose_config
@@ -106,3 +107,26 @@ def test_server_settings_are_checked_up_front(override, message):
     validate(compose_config(["backend=server"]))
     with pytest.raises(ConfigError, match=message.replace("(", "\\(")):
         validate(compose_config(["backend=server", override]))
+
+
+@pytest.mark.parametrize("task", ["forecast", "e2a", "caption"])
+def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_as_in_process(task):
+    """The reasoning a server returns apart (reasoning_content), or an answer that starts inside a
+    block the served template opened (backend.opens_reasoning), is recorded inside the block as the
+    in-process backends record it: cut by the budget, every task's parser flags it."""
+    from candlebench.stages.graph import compose_config
+    from helpers import SLICE
+    from inference.backends.server import generation_of
+    from tasks import get_task
+    from tasks.base import REASONING_CUT
+
+    parse = get_task(task).parser(compose_config([f"data.path={SLICE}", f"task={task}"]))
+    thought = "The close rose 5%, so I would BUY; the score is 0.12 and"
+    apart = {"choices": [{"message": {"content": None, "reasoning_content": thought}, "finish_reason": "length"}]}
+    inside = {"choices": [{"message": {"content": thought}, "finish_reason": "length"}]}
+    for reply, opens in ((apart, False), (inside, True)):
+        parsed = parse(generation_of(reply, opens).text)
+        assert parsed.answer is None and REASONING_CUT in str(parsed.reason), (reply, opens)
+    assert parse(generation_of(inside).text).answer is not None  # the same text read as an answer without the flag
+    done = {"choices": [{"message": {"content": "<score>0.3</score>", "reasoning": "up"}, "finish_reason": "stop"}]}
+    assert generation_of(done).text == "<think>\nup</think>\n<score>0.3</score>"

@@ -2,7 +2,10 @@
 paper's released outputs) become a run like any other, parsed by the task's parser.
 
 The file is JSONL (one object per line) or CSV with columns ``sample_id`` and ``text``, optionally
-``model``. Every row must name a sample of the task's samples.parquet, once; samples without a row
+``model``, ``reasoning`` (reasoning a server returned apart) and ``reasoning_opened`` (true: the
+chat template opened the reasoning block, so ``text`` starts inside it). Either puts the block
+into the recorded text as the in-process backends record it, so a reasoning answer cut by its
+budget is flagged by every task's parser as it is in process. Every row must name a sample of the task's samples.parquet, once; samples without a row
 are missing records, as for an unfinished run. The run key is the fingerprint of the file's bytes
 and the task, so importing the same file again adds nothing and a changed file is a new run key.
 
@@ -27,6 +30,7 @@ from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
 from candlebench.core.layout import run_paths, task_paths
 from candlebench.stages.parsed import finalize_run
+from inference.chat import reasoning_in_text
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
@@ -59,6 +63,9 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
         missing = [c for c in REQUIRED if c not in row]
         if missing:
             raise ResponseFileError(f"{path}, line {number}: no {missing}; every line needs {list(REQUIRED)}")
+        if not isinstance(row.get("reasoning_opened", False), bool) or not isinstance(row.get("reasoning") or "", str):
+            raise ResponseFileError(f"{path}, line {number}: reasoning_opened is true or false and reasoning a text "
+                                    f"(got {row.get('reasoning_opened')!r}, {type(row.get('reasoning')).__name__})")
         for key, value in row.items():
             if isinstance(value, str) and (lone := LONE_SURROGATE.search(value)):
                 raise ResponseFileError(
@@ -92,9 +99,10 @@ def import_responses(cfg: DictConfig) -> None:
         identity={"import": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
     parse = task.parser(cfg)
+    texts = [_recorded(r) for _, r in rows]
     records = [ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
-                                       "import", _text(r["text"]), parse(_text(r["text"])))
-               for _, r in rows]  # every answer parsed before anything is written
+                                       "import", text, parse(text))
+               for (_, r), text in zip(rows, texts)]  # every answer parsed before anything is written
     info.write(run.info)
     store = RecordStore(run.root)
     done = store.answered(info.run_key)
@@ -107,6 +115,14 @@ def import_responses(cfg: DictConfig) -> None:
           f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "
           "with the same data= and out_dir= as here")
+
+
+def _recorded(row: dict) -> str | None:
+    """The text as the in-process backends would have recorded it: the reasoning block in it (a
+    CSV cell "true" counts as true); an answer after reasoning given apart closes its block."""
+    answer = _text(row["text"])
+    opened = row.get("reasoning_opened") in (True, "true", "True", "1")
+    return reasoning_in_text(answer, _text(row.get("reasoning")), opened, closed=answer is not None)
 
 
 def _text(value) -> str | None:

@@ -29,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     ("backend.max_backoff_s", *number(0)),
     ("backend.startup_wait_s", *number(0)),
     ("backend.dialect", *one_of(("auto", "vllm", "openai"))),
+    ("backend.opens_reasoning", *one_of((True, False))),
     ("infer.batch_size", *optional_integer(1)),
     ("infer.prefetch_batches", *integer(0)),
     ("infer.loader_threads", *integer(1)),

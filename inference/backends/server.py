@@ -35,7 +35,7 @@ from candlebench.core.errors import UserError
 from inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
 from inference.backends.server_http import (ConnectionLost, Endpoint, HTTPFailure, RetryPolicy, ServedModel,
                                             ServerChanged, ServerUnreachable, list_models, pick_model, with_retries)
-from inference.chat import LAYOUTS
+from inference.chat import LAYOUTS, reasoning_in_text
 from inference.models import ModelSpec
 from rendering.model_input import ENCODED_PNG
 
@@ -80,6 +80,9 @@ class ServerSettings:
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     startup_wait_s: float = 0.0  # how long to wait for a server that is still starting (a SLURM job's)
+    # The served chat template opens a reasoning block in the prompt (Qwen3-VL-Thinking): the
+    # answer starts inside it. A server cannot say so; it is in the run key when set.
+    opens_reasoning: bool = False
 
     @classmethod
     def from_config(cls, backend: DictConfig) -> "ServerSettings":
@@ -135,8 +138,34 @@ def connect(settings: ServerSettings) -> Served:
 
 
 def served_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
-    """What of the run is the server's: asked of the server when the run starts (the run key)."""
-    return connect(ServerSettings.from_config(backend)).identity(regex)
+    """What of the run is the server's: asked of the server when the run starts (the run key), and
+    ``opens_reasoning`` when set (it changes the recorded text; absent, older keys stay)."""
+    settings = ServerSettings.from_config(backend)
+    return {**connect(settings).identity(regex), **({"opens_reasoning": True} if settings.opens_reasoning else {})}
+
+
+def generation_of(reply: dict, opens_reasoning: bool = False) -> Generation:
+    """A chat completion as a generation. Reasoning the server returned apart (vLLM's
+    ``reasoning_content``, others' ``reasoning``) goes back into the text inside its block, left
+    open when the budget ended the answer without one (finish_reason "length"), as the
+    in-process backends record it: every task's parser then flags the cut alike."""
+    try:
+        choice = reply["choices"][0]
+        message = choice["message"]
+        content = message.get("content")
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise HTTPFailure(200, f"not a chat completion: {str(reply)[:200]}") from None
+    closed = bool(content) or choice.get("finish_reason") != "length"
+    text = reasoning_in_text(content, reasoning, opens_reasoning, closed) or ""
+    usage = reply.get("usage") or {}
+    ids = tuple(choice.get("token_ids") or ())
+    if ids and choice.get("finish_reason") == "stop":
+        ids = ids[:-1]  # the end-of-sequence token that ended it: the in-process backends drop it too
+    # Without token ids (not vLLM), the server's count stands in (it may count the end token).
+    completion = len(ids) if ids or usage.get("completion_tokens") is None else int(usage["completion_tokens"])
+    return Generation(text=text, token_ids=ids, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                      completion_tokens=completion)
 
 
 def data_url(image: Any) -> str:
@@ -213,7 +242,7 @@ class ServerBackend:
             if err.status == 404:
                 self.still_same()  # a restart with another model: the run's, not this sample's failure
             raise
-        return self.generation_of(reply)
+        return generation_of(reply, bool(self.settings.opens_reasoning))
 
     def still_same(self) -> None:
         """After a lost connection: the server back up must serve the model this run started with."""
@@ -225,21 +254,6 @@ class ServerBackend:
             raise ServerChanged(f"the server at {self.endpoint.base_url} now serves {now['model']}, not {self.served['model']} "
                                 "that this run's answers came from; serve that model again to resume, or start a new run "
                                 "(infer.run_name=...)")
-
-    def generation_of(self, reply: dict) -> Generation:
-        try:
-            choice = reply["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise HTTPFailure(200, f"not a chat completion: {str(reply)[:200]}") from None
-        usage = reply.get("usage") or {}
-        ids = tuple(choice.get("token_ids") or ())
-        if ids and choice.get("finish_reason") == "stop":
-            ids = ids[:-1]  # the end-of-sequence token that ended it: the in-process backends drop it too
-        # Without token ids (not vLLM), the server's count stands in (it may count the end token).
-        completion = len(ids) if ids or usage.get("completion_tokens") is None else int(usage["completion_tokens"])
-        return Generation(text=text, token_ids=ids, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=completion)
 
     def prepare(self, request: PreparedRequest) -> PreparedRequest:
         return request
