@@ -24,7 +24,7 @@ from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.core.errors import UserError
 from candlebench.core.extras import require
-from candlebench.core.overrides import key_of, open_key
+from candlebench.core.overrides import key_of, open_key, shared_out_dir
 from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
@@ -210,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     name, command, given = parse(argv)
     flags, overrides = hydra_flags(given)
     overrides = [open_key(o) for o in overrides]
+    if {"--multirun", "-m"} & set(flags) or "hydra.mode=MULTIRUN" in overrides:
+        check_multirun(overrides)
     register_resolvers()
     store_configs()
     job_name = name.replace(" ", "_")
@@ -251,6 +253,22 @@ def main(argv: list[str] | None = None) -> None:
             raise
         # Hydra's log folder under out_dir, made before the job starts: a folder that cannot be written
         fail(f"error: cannot write {err.filename}: {err.strerror}; out_dir must be a folder you can create and write")
+
+
+def check_multirun(overrides: list[str]) -> None:
+    """Before any job: a sweep that changes samples, charts or answers needs an out_dir per job."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except OverrideParseException:
+        return  # Hydra says what is wrong with it, in one line (main)
+    swept = [o.key_or_group for o in parsed if o.is_sweep_override()]
+    shared = shared_out_dir(swept, overrides)
+    if shared:
+        fail(f"error: --multirun over {', '.join(shared)} would write every job into one out_dir, each overwriting "
+             f"the last's samples, charts or answers; give each job its own, e.g. "
+             f"out_dir='outputs/sweep-${{{shared[0]}}}' (or sweep out_dir along with it)")
 
 
 # What can set hydra.mode besides --multirun: the key itself, or configs from elsewhere.

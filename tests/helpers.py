@@ -93,7 +93,7 @@ def forecast_snapshot(out: Path) -> dict:
             for r in rows
         }
         metrics = json.loads((task / "runs" / run / "metrics.json").read_text())
-        for key in ("run_key", "task"):
+        for key in ("run_key", "task", "samples_fingerprint"):  # bookkeeping: the samples are compared above
             metrics.pop(key)
         snapshot["metrics"][run] = metrics
     return snapshot

@@ -10,7 +10,7 @@ import pytest
 
 from tasks.forecast.samples import SampleSpec, build_samples
 
-from helpers import CANDLEBENCH, cli
+from helpers import CANDLEBENCH, SLICE, cli
 
 
 def console(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -144,6 +144,33 @@ def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path):
     done = run("samples", "data=slice", "out_dir=/proc/candlebench-test", cwd=tmp_path)
     assert done.returncode != 0 and done.stderr.strip() == (
         "error: cannot write /proc/candlebench-test: No such file or directory; out_dir must be a folder you can create and write")
+
+
+@pytest.mark.unit
+def test_a_users_data_file_is_a_study_folder_of_its_own():
+    """Two files no longer share outputs/csv (#39): the default out_dir is named after the file (a
+    folder or a glob's folder by its name); the demo and the slice keep theirs."""
+    from candlebench.stages.graph import compose_config
+    from helpers import DATA_DIR
+
+    def out_dir(*overrides: str) -> str:
+        return str(compose_config(list(overrides)).out_dir)
+
+    assert out_dir("data=csv", "data.path=/data/A.csv").endswith("outputs/A")
+    assert out_dir("data=csv", "data.path=/data/B.csv").endswith("outputs/B")
+    assert out_dir("data=csv", "data.path=/data/exports/*.csv").endswith("outputs/exports")
+    assert out_dir("data=csv", f"data.path={DATA_DIR}").endswith("outputs/data")
+    assert out_dir("data=csv", "data.path=/data/A.csv", "experiment=peeping").endswith("outputs/peeping-A")
+    assert out_dir("experiment=demo").endswith("outputs/demo-run") and out_dir("data=slice").endswith("outputs/slice")
+
+
+def test_a_multirun_that_changes_the_samples_needs_an_out_dir_per_job(tmp_path):
+    """Both jobs wrote one folder, the second overwriting the first (#39): refused before any work."""
+    for mode in ("--multirun", "hydra.mode=MULTIRUN"):
+        done = run("samples", "data=csv", f"data.path={SLICE}", "task.samples.interval=30,90", mode, cwd=tmp_path)
+        assert done.returncode != 0 and "--multirun over task.samples.interval would write every job into one out_dir" \
+            in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "outputs").exists()
 
 
 @pytest.mark.unit

@@ -5,7 +5,7 @@ The blocks run in document order (README first, then docs/ by name) in one worki
 newcomer would type them: `my.csv`, `exports/`, `yahoo/`, `dayfirst.csv`, `answers.jsonl`,
 `mine.jsonl` and the demo market are small stand-ins made from the committed slice (two stocks,
 about half a year), so every stage of every task runs for real in seconds; the study one command
-makes (`outputs/csv`, `outputs/demo-run`) is the one the next command finds. The only words added
+makes (`outputs/my`, `outputs/demo-run`) is the one the next command finds. The only words added
 to a command are `render.workers=1` (no process pool on a small machine).
 
 A block that cannot run here (a GPU, real weights, a SLURM cluster, the network) is preceded by

@@ -7,6 +7,7 @@ import base64
 import csv
 import gzip
 import itertools
+import shutil
 import json
 
 import pandas as pd
@@ -180,3 +181,26 @@ def test_imported_reasoning_answers_cut_by_their_budget_are_flagged_as_in_proces
     assert parsed.loc[[a, b], "answer"].isna().all()
     assert parsed.loc[c, "text"] == f"<think>\n{thought}</think>\n<score>0.2</score>" and pd.isna(parsed.loc[c, "reason"])
     assert parsed.loc[d, "text"] == thought and REASONING_CUT not in str(parsed.loc[d, "reason"])  # no flag: as it was
+
+
+def test_runs_of_other_data_are_never_reported_as_this_datas_and_score_refuses_them(scored, tmp_path):
+    """A study folder whose samples were rebuilt from other data (#39: other stocks here, another
+    file there): the runs scored on the old samples go under "not shown: made for other
+    data/settings", never into the results tables, and `score` refuses them with the command
+    that answers these samples. In process, in a copy of the module's study."""
+    from candlebench.stages.score import ScoringFailed
+
+    out = tmp_path / "study"
+    shutil.copytree(scored, out)
+    common = ["data=slice", "data.codes=[BPI,JFC]", "task.samples.interval=60", "score.n_boot=0", f"out_dir={out}"]
+    run_stage("samples", common)
+    run_stage("baseline", [*common, "task.baseline.names=[constant]"])
+    run_stage("score", [*common, "score.run=constant"])
+    run_stage("report", common)
+    md = (out / "report" / "report.md").read_text()
+    results, hidden = md.split("## forecast: not shown: made for other data/settings", 1)
+    assert "| constant" in results and "momentum" not in results
+    assert "| momentum" in hidden.split("## Provenance")[0]
+    with pytest.raises(ScoringFailed, match=r"momentum: OtherSamples: .* answered \d+ samples, none of them in .*"
+                                            r"`candlebench baseline task.baseline.names=\[momentum\]` with this data"):
+        run_stage("score", [*common, "score.run=momentum"])

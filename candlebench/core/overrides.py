@@ -28,3 +28,20 @@ OPEN_MAPPINGS = ("model.chat_template_kwargs.", "model.processor_kwargs.", "per_
 
 def open_key(override: str) -> str:
     return f"++{override}" if override.startswith(OPEN_MAPPINGS) and "=" in override else override
+
+
+# Keys whose sweep changes a study's samples, charts or a run's answers under the same run name:
+# a --multirun over one of them needs an out_dir per job (else each job overwrites the last's).
+STUDY_KEYS = ("task.", "per_task.", "render.", "data.", "infer.generation.", "infer.image.", "infer.prompt_layout")
+
+
+def shared_out_dir(swept: Iterable[str], overrides: Iterable[str]) -> list[str]:
+    """The ``swept`` keys of a --multirun whose jobs would share one out_dir: keys of
+    :data:`STUDY_KEYS`, unless out_dir is given with an interpolation (``out_dir=outputs/i${task.samples.interval}``)
+    or swept itself. The default out_dir is named after data= and data.path, so sweeping those
+    gives each job its own."""
+    given = {key_of(o): o.split("=", 1)[1] for o in overrides if "=" in o}
+    if "out_dir" in swept or "${" in given.get("out_dir", ""):
+        return []
+    own = () if "out_dir" in given else ("data", "data.path")
+    return [k for k in swept if (k == "data" or k.startswith(STUDY_KEYS)) and k not in own]

@@ -18,6 +18,7 @@ from candlebench.core.results import RunData
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages.score import score_settings
+from candlebench.stages.study import samples_fingerprint, scored_on_these
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
 from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
@@ -94,13 +95,17 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
     the sample browser lists them."""
-    runs, datasets, comparisons, failures, browsed = [], [], {}, [], []
+    runs, datasets, comparisons, failures, browsed, elsewhere = [], [], {}, [], [], []
     wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
     for where in paths:
         names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
         if not names:
             continue
         samples = read_samples(where)
+        names, other = _of_these_samples(where, names, samples)
+        elsewhere += other
+        if not names:
+            continue
         data = {n: _scored_files(where, n, samples) for n in names}  # also: every run's scores are of its current key
         market = _market(samples)
         runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
@@ -117,7 +122,33 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         })
     sections = task.report(runs, comparisons, datasets) if runs else []
     unscored = unscored_section(task.name, paths)
-    return sections + [s for s in (failure_table(task.name, failures), unscored) if s], runs, comparisons, browsed
+    hidden = other_samples_section(task.name, elsewhere)
+    return sections + [s for s in (failure_table(task.name, failures), unscored, hidden) if s], runs, comparisons, browsed
+
+
+def _of_these_samples(paths: TaskPaths, names: list[str], samples: pd.DataFrame) -> tuple[list[str], list[dict]]:
+    """(the runs scored on these samples, a row for each other one): a run scored on another data
+    file's or other settings' samples is never in the results tables."""
+    now = samples_fingerprint(samples, paths)
+    shown, other = [], []
+    for name in names:
+        metrics = json.loads(paths.run(name).metrics.read_text())
+        if scored_on_these(metrics, now, len(samples)):
+            shown.append(name)
+        else:
+            other.append({"Run": name, "Scored on (samples)": metrics.get("n_samples"), "Samples now": len(samples),
+                          "Folder": str(paths.run(name).root)})
+    return shown, other
+
+
+def other_samples_section(task: str, rows: list[dict]) -> Section | None:
+    if not rows:
+        return None
+    return Section(f"{task}: not shown: made for other data/settings", (Table(
+        f"{task}: not shown: made for other data/settings", pd.DataFrame(rows),
+        "Scored on other samples than this folder's samples.parquet (another data file or other task.samples "
+        "settings, built here since): their numbers are of other samples. Give each data set its own out_dir "
+        "(the default: outputs/<file name>), or `candlebench score` them again after rebuilding their samples."),), {})
 
 
 def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
@@ -156,7 +187,8 @@ def report(cfg: DictConfig) -> None:
         if compared:
             comparisons[name] = compared
     if not runs:
-        raise FileNotFoundError(f"{layout.out_dir}: no scored runs of {tasks}; run `candlebench score` first")
+        raise FileNotFoundError(f"{layout.out_dir}: no runs of {tasks} scored on its samples now (runs scored on other "
+                                "data/settings are not shown); run `candlebench score` first")
     if cfg.report.runs:
         missing = sorted(set(map(str, cfg.report.runs)) - {r.name for r in runs})
         if missing:

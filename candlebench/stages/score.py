@@ -19,6 +19,7 @@ from candlebench.market.data_source import same_market
 from candlebench.stages.baseline import task_settings
 from candlebench.stages.infer import current_inputs
 from candlebench.stages.parsed import finalize_run
+from candlebench.stages.study import check_answers_these, samples_fingerprint, scored_on_these
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
 from tasks import get_task
@@ -29,20 +30,23 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
 
 
-def score_names(cfg: DictConfig, paths: TaskPaths) -> list[str]:
+def score_names(cfg: DictConfig, paths: TaskPaths, samples: pd.DataFrame) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder not yet
-    scored under its current key (a new or redone run, an import, a baseline, one whose scoring failed)."""
+    scored under its current key and on the current samples (a new or redone run, an import, a
+    baseline, one whose scoring failed, one scored before the samples were rebuilt)."""
     chosen = cfg.score.run
     if chosen is None:
-        return [n for n in paths.run_names() if not _scored(paths.run(n))]
+        now = samples_fingerprint(samples, paths)
+        return [n for n in paths.run_names() if not _scored(paths.run(n), now, len(samples))]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
-def _scored(run: RunPaths) -> bool:
+def _scored(run: RunPaths, samples_now: str, n_samples: int) -> bool:
     if run.score_error.exists() or not run.metrics.exists() or not run.info.exists():
         return False
     try:
-        return json.loads(run.metrics.read_text()).get("run_key") == RunInfo.read(run.info).run_key
+        metrics = json.loads(run.metrics.read_text())
+        return metrics.get("run_key") == RunInfo.read(run.info).run_key and scored_on_these(metrics, samples_now, n_samples)
     except (ValueError, UserError):
         return False  # a damaged file: scoring it again says what is wrong
 
@@ -99,6 +103,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     parsed = finalize_run(run, samples, task, inputs)
+    check_answers_these(run, info, samples, paths)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
@@ -108,6 +113,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
+    metrics["samples_fingerprint"] = samples_fingerprint(samples, paths)
     metrics["run_key"] = info.run_key
     metrics["task"] = task.name
     write_json(metrics, run.metrics)
@@ -128,7 +134,7 @@ def score(cfg: DictConfig) -> None:
     if task.uses_market(cfg):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
-    names = score_names(cfg, paths)
+    names = score_names(cfg, paths, samples)
     if not names:
         print(f"{task.name}: every run under {paths.root} is scored under its current key")
     for name in names:
