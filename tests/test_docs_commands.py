@@ -131,7 +131,7 @@ def answers_for(study: dict, path: Path) -> None:
 
 def captioned_charts(work: Path) -> None:
     """Two charts with references and metadata, as a user's JSONL manifest."""
-    charts = sorted((work / "outputs" / "csv" / "caption" / "images").rglob("daily.png"))[:2]
+    charts = sorted((work / "outputs" / "my" / "caption" / "images").rglob("daily.png"))[:2]
     assert charts, "mine.jsonl is made from the quickstart's caption charts: run the README first"
     (work / "charts").mkdir(exist_ok=True)
     rows = []
@@ -212,7 +212,7 @@ def test_every_command_block_runs(shell):
         print("\n".join(f"{s:6.1f}s CPU {where} {cmd}" for s, where, cmd in sorted(timings, reverse=True)[:12]))
     assert not failed, "\n\n".join(failed)
     # Where the README says the reports are.
-    for study in ("csv", "demo-run"):
+    for study in ("my", "demo-run"):
         assert (shell.work / "outputs" / study / "report" / "report.html").exists(), study
 
 

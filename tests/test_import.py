@@ -204,3 +204,7 @@ def test_runs_of_other_data_are_never_reported_as_this_datas_and_score_refuses_t
     with pytest.raises(ScoringFailed, match=r"momentum: OtherSamples: .* answered \d+ samples, none of them in .*"
                                             r"`candlebench baseline task.baseline.names=\[momentum\]` with this data"):
         run_stage("score", [*common, "score.run=momentum"])
+    run_stage("report", common)  # the refused run is listed as not scored, its older scores as not shown
+    md = (out / "report" / "report.md").read_text()
+    (row,) = [line for line in md.split("## forecast: runs that could not be scored")[1].split("\n## ")[0].splitlines() if "| momentum" in line]
+    assert "OtherSamples" in row and row.rstrip(" |").endswith("no")

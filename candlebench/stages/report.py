@@ -121,7 +121,7 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
             if a in data and b in data
         })
     sections = task.report(runs, comparisons, datasets) if runs else []
-    unscored = unscored_section(task.name, paths)
+    unscored = unscored_section(task.name, paths, {r["Folder"] for r in elsewhere})
     hidden = other_samples_section(task.name, elsewhere)
     return sections + [s for s in (failure_table(task.name, failures), unscored, hidden) if s], runs, comparisons, browsed
 
@@ -151,10 +151,12 @@ def other_samples_section(task: str, rows: list[dict]) -> Section | None:
         "(the default: outputs/<file name>), or `candlebench score` them again after rebuilding their samples."),), {})
 
 
-def unscored_section(task: str, paths: list[TaskPaths]) -> Section | None:
-    """Runs whose last scoring failed: never left out without a word."""
+def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Section | None:
+    """Runs whose last scoring failed: never left out without a word. ``hidden``: the folders of
+    runs whose older scores are of other samples (not shown)."""
     rows = [{"Run": n, "Why": json.loads(where.run(n).score_error.read_text()).get("error"),
-             "Older scores shown": "yes" if where.run(n).metrics.exists() else "no"}
+             "Older scores shown": "yes" if where.run(n).metrics.exists() and str(where.run(n).root) not in hidden
+             else "no"}
             for where in paths for n in where.run_names() if where.run(n).score_error.exists()]
     if not rows:
         return None

@@ -11,7 +11,7 @@ import pandas as pd
 from candlebench.core.errors import UserError
 from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths
-from inference.records import read_records
+from inference.records import RecordStore
 from inference.run_info import RunInfo
 
 
@@ -38,7 +38,7 @@ def scored_on_these(metrics: dict, now: str, n_samples: int) -> bool:
 def check_answers_these(run: RunPaths, info: RunInfo, samples: pd.DataFrame, paths: TaskPaths) -> None:
     """Refuses a run with answers, none of them to a sample of ``samples``: it was made for another
     data file or other sample settings (its scores would be of no sample, as if unanswered)."""
-    answered = {r.sample_id for r in read_records(run.responses) if r.run_key == info.run_key}
+    answered = RecordStore(run.root).answered(info.run_key)
     if answered and answered.isdisjoint(samples["sample_id"]):
         again = {"model": f"infer infer.run_name={run.name}", "baseline": f"baseline task.baseline.names=[{run.name}]",
                  "import": f"import FILE infer.run_name={run.name}"}[info.kind]
