@@ -129,6 +129,16 @@ def test_file_level_errors(tmp_path, content, message):
     assert str(path) in str(err.value)
 
 
+def test_a_missing_column_is_named_as_missing_apart_from_the_optional_ones(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("code,date,open,high,low,volume\nAAA,2024-01-02,1,1,1,1\n")
+    with pytest.raises(MarketDataError) as err:
+        load(path)
+    said = str(err.value)
+    assert "missing ['close'] of the canonical layout" in said and "\n" not in said
+    assert "optional ['adj_factor', 'amount']" in said and "'amount', 'close'" not in said
+
+
 def test_explicit_layout_names_missing_and_unknown_columns(tmp_path):
     path = tmp_path / "f.csv"
     path.write_text("code,date,open,high,low,close,mood\nAAA,2024-01-02,1,1,1,1,x\n")

@@ -36,6 +36,9 @@ class Layout:
         wanted = set(REQUIRED) - ({"code"} if not self.has_code else set())
         return frozenset(src for src, dst in self.rename.items() if dst in wanted)
 
+    def optional_sources(self) -> frozenset[str]:
+        return frozenset(src for src, dst in self.rename.items() if dst in OPTIONAL or dst == "adj_close")
+
     def date_source(self) -> str:
         return next(src for src, dst in self.rename.items() if dst == "date")
 
@@ -95,3 +98,16 @@ def detect_layout(columns: list[str]) -> Layout | None:
         if layout.required_sources() <= present and present <= layout.source_columns():
             return layout
     return None
+
+
+def nearest_layout(columns: list[str]) -> tuple[Layout, list[str]]:
+    """The layout the columns come closest to, and its required columns they lack: the fewest
+    missing, then the most columns in common (a file without ``close`` is the canonical layout
+    short of ``close``, not "no layout")."""
+    present = set(columns)
+
+    def distance(layout: Layout) -> tuple[int, int]:
+        return len(layout.required_sources() - present), -len(layout.source_columns() & present)
+
+    layout = min(LAYOUTS.values(), key=distance)
+    return layout, sorted(layout.required_sources() - present)

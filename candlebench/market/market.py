@@ -24,7 +24,7 @@ import pandas as pd
 
 from candlebench.market.adjustment import ADJUST, NO_FACTOR_COLUMN, NO_FACTOR_REASON, back_adjust, fill_absent_factors
 from candlebench.market.exports import read_flat
-from candlebench.market.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout
+from candlebench.market.layouts import CANONICAL, LAYOUTS, PRICES, REQUIRED, Layout, detect_layout, nearest_layout
 
 # A code names a folder of rendered charts (images/<cutoff>/<code>/...): nothing that could leave it.
 _SAFE_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -201,10 +201,11 @@ def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
                 f"({sorted(LAYOUTS[name].rename)}). Drop or rename them, or pass data.layout=<name>."
             )
         if found is None:
-            known = ", ".join(f"{n}: {sorted(lay.rename)}" for n, lay in LAYOUTS.items())
+            nearest, missing = nearest_layout(columns)
             raise MarketDataError(
-                f"{path}: columns {columns} match no known layout; known layouts are {known}. "
-                "Rename the columns or pass data.layout=<name>."
+                f"{path}: columns {columns} match no known layout: missing {missing} of the {nearest.name} layout "
+                f"(required {sorted(nearest.required_sources())}; optional {sorted(nearest.optional_sources())}). "
+                "Add or rename the missing columns, or pass data.layout=<name>."
             )
         return found
     if layout not in LAYOUTS:
