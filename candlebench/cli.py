@@ -23,12 +23,13 @@ from omegaconf.errors import MissingMandatoryValue
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.core.errors import UserError
+from candlebench.core.rules import ConfigError
 from candlebench.core.extras import require
 from candlebench.core.overrides import key_of, open_key, shared_out_dir
 from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
-from candlebench.stages.graph import BY_NAME, STAGES, composition_error
+from candlebench.stages.graph import BY_NAME, STAGES, check_added_keys, composition_error
 from candlebench.stages.per_task import apply_per_task
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
@@ -214,6 +215,10 @@ def main(argv: list[str] | None = None) -> None:
         check_multirun(overrides)
     register_resolvers()
     store_configs()
+    try:
+        check_added_keys(overrides)
+    except ConfigError as err:
+        fail(f"error: {err}")
     job_name = name.replace(" ", "_")
     # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
     sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]

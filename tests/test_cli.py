@@ -86,9 +86,14 @@ def test_setting_and_naming_keys(tmp_path):
 
     done = run("samples", "model.chat_template_kwargs.enable_thinking=false", "--cfg", "job", cwd=tmp_path)
     assert done.returncode == 0 and yaml.safe_load(done.stdout)["model"]["chat_template_kwargs"] == {"enable_thinking": False}
+    done = run("samples", "+model.chat_template_kwargs.enable_thinking=true", "--cfg", "job", cwd=tmp_path)  # "+" still adds there
+    assert done.returncode == 0 and yaml.safe_load(done.stdout)["model"]["chat_template_kwargs"] == {"enable_thinking": True}
     for args, said in ((["samples", "task.render.max_bar=5"], "task.render.max_bar is not a setting; nearest: task.render.max_bars"),
                        (["run", "task.horizn=5"], "task.horizn is not a setting; nearest: task.horizon"),
-                       (["samples", "task=nosuch"], "task=nosuch: no such task in tasks/; choose from ['caption', 'e2a', 'forecast']")):
+                       (["samples", "task=nosuch"], "task=nosuch: no such task in tasks/; choose from ['caption', 'e2a', 'forecast']"),
+                       # the "+" form of a typo: a key Hydra would add and a stage meet as an unexpected argument
+                       (["samples", "+task.samples.intervl=5"], "+task.samples.intervl: task.samples.intervl is not a "
+                        "setting; nearest: task.samples.interval")):
         done = run(*args, cwd=tmp_path)
         assert done.returncode != 0 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 

@@ -37,7 +37,7 @@ from candlebench.stages.baseline import baseline
 from candlebench.stages.import_responses import import_responses
 from candlebench.stages.infer import infer, infer_done
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.per_task import apply_per_task
+from candlebench.stages.per_task import apply_per_task, is_setting
 from candlebench.stages.provenance import record_config
 from candlebench.stages.render import render, render_done
 from candlebench.stages.report import report
@@ -222,10 +222,7 @@ def composition_error(err: Exception, overrides: list[str]) -> str:
             if owners:
                 return (f"{key} is a setting of task {' and '.join(owners)}, not of task {mine}: "
                         f"per_task.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
-        keys = _keys(OmegaConf.to_container(compose_config(rest), resolve=False))
-        nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
-        return (f"{key} is not a setting" + (f"; nearest: {', '.join(nearest)}" if nearest else "")
-                + f" (a new key takes a leading +: +{key}=...)")
+        return _not_a_setting(key, compose_config(rest))
     missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
     if missing:
         group, option = missing.groups()
@@ -234,6 +231,31 @@ def composition_error(err: Exception, overrides: list[str]) -> str:
         options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
         return f"{group}={option}: no such config in conf/{group}/; choose from {options}"
     return " ".join(text.split())
+
+
+def _not_a_setting(key: str, cfg: DictConfig) -> str:
+    keys = _keys(OmegaConf.to_container(cfg, resolve=False))
+    nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
+    return f"{key} is not a setting" + (f"; nearest: {', '.join(nearest)}" if nearest else "")
+
+
+def check_added_keys(overrides: list[str]) -> None:
+    """A ``+key=value`` adds a key only inside a mapping whose keys are the user's own (an empty one:
+    ``task.anchors``, a baseline's params); anywhere else it is a typo Hydra would accept and a
+    stage would meet as an unexpected argument, so it is a one-line error before any work."""
+    added = [key_of(o) for o in overrides if o.startswith("+") and not o.startswith("++")]
+    added = [k for k in added if not k.startswith("hydra.")]
+    if not added:
+        return
+    rest = [o for o in overrides if not (o.startswith("+") and not o.startswith("++"))]
+    try:
+        cfg = compose_config(rest)
+    except (ConfigCompositionException, MissingConfigException):
+        return  # the whole command's composition fails and says why
+    for key in added:
+        if not is_setting(cfg, key):
+            raise ConfigError(f"+{key}: {_not_a_setting(key, cfg)}; a + adds a key only inside a mapping of "
+                              "your own keys (task.anchors, a baseline's params)")
 
 
 def _keys(node: object, prefix: str = "") -> list[str]:

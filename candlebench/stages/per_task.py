@@ -23,7 +23,7 @@ def _leaves(node: DictConfig, prefix: str = "") -> list[str]:
     return out
 
 
-def _is_setting(block: DictConfig, key: str) -> bool:
+def is_setting(block: DictConfig, key: str) -> bool:
     """``key`` is in ``block``, or falls inside an empty mapping there (one whose keys are the
     user's own: ``task.anchors``, a baseline's params)."""
     node: object = block
@@ -51,7 +51,7 @@ def apply_per_task(cfg: DictConfig) -> DictConfig:
     if not isinstance(own, DictConfig):
         raise ConfigError(f"per_task.{cfg.task.name}={own!r}: must be a mapping of the task's settings")
     for key in _leaves(own):
-        if not _is_setting(cfg.task, key):
+        if not is_setting(cfg.task, key):
             keys = _leaves(cfg.task)
             nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
             raise ConfigError(f"per_task.{cfg.task.name}.{key} is not a setting of task {cfg.task.name}"
