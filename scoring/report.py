@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from candlebench.core.io import atomic_write  # noqa: E402
+from scoring.numbers import fmt  # noqa: E402,F401 - the tasks' report modules import it from here
 
 RANDOM_WEIGHTS = "(random weights)"
 
@@ -71,14 +72,6 @@ def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
 def fmt_rank(rank) -> str:
     """3.0 -> "3", a two-way tie's 2.5 -> "2.5"."""
     return "–" if rank is None or pd.isna(rank) else f"{rank:g}"
-
-
-def fmt(value, digits: int = 4) -> str:
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        return "–"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    return f"{value:.{digits}f}"
 
 
 def png(fig: plt.Figure) -> bytes:

@@ -30,6 +30,8 @@ def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
     pd.testing.assert_frame_equal(written, build_samples(slice_market, SampleSpec()).frame, check_dtype=False)
     assert (tmp_path / "run" / "forecast" / "samples_summary.json").exists()
     assert "forecast: " in done.stdout and " samples -> " in done.stdout
+    # one line, not the summary's JSON (it stays in samples_summary.json)
+    assert len(done.stdout.strip().splitlines()) == 1 and "{" not in done.stdout, done.stdout
     assert list((tmp_path / "run" / "logs" / "samples").glob("*/.hydra/config.yaml"))
 
 

@@ -129,6 +129,16 @@ def test_horizon_past_the_end_of_data_is_dropped_and_counted(built, hand):
     assert built.dropped["label horizon past the end of the market data"] == len(late) * len(hand.codes)
 
 
+def test_the_summary_counts_the_cutoffs_with_samples_as_the_report_header_does(built, hand, slice_market):
+    """The last grid cutoff loses every stock (its horizon ends past the data): the summary's
+    cutoffs are the dates that have samples, the others counted apart, not 33 against 32."""
+    from tasks.forecast.samples import summarize
+
+    summary = summarize(built, slice_market, SPEC)
+    assert summary["cutoffs"] == built.frame["cutoff"].nunique()
+    assert summary["cutoffs_without_samples"] == len(built.cutoffs) - summary["cutoffs"] > 0
+
+
 def test_stock_whose_data_ends_inside_the_horizon_is_dropped(slice_market):
     last = slice_market.bars[slice_market.bars["code"] == "URC"]["date"].iloc[-200]
     bars = slice_market.bars[(slice_market.bars["code"] != "URC") | (slice_market.bars["date"] <= last)]

@@ -583,3 +583,18 @@ def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> Non
     assert cells["momentum"] == "none"
     assert cells["model"] == "8 of 13: b (3); a (2); (no reason given) (1); 2 other reasons (2)"
     assert cells["old"] == "–"  # metrics scored before the count: no claim either way
+
+
+def test_console_line_and_browser_label_at_meaningful_precision() -> None:
+    """IC to 4 decimals, shares as per cent, not 16 digits; a zero return is flat, not "down"."""
+    import re
+
+    from tasks.forecast.task import TASK, label_text
+
+    line = TASK.summary_line({"ic_mean": 0.0191371374765635, "rank_ic_mean": -0.00123456789, "n_dates": 31,
+                              "accuracy": 0.5416666666666666, "bias": 0.08333333333333337, "bias_grade": "slightly biased",
+                              "parse_failure_rate": 0.0625, "n_missing_records": 0})
+    assert "IC 0.0191, Rank IC -0.0012 over 31 dates, accuracy 0.542" in line and "no answer 6.2%" in line
+    assert not re.search(r"\d\.\d{5}", line), line
+    assert label_text("r_30", 0.0) == "r_30 = +0.00% (flat, counted as not up)"
+    assert label_text("r_30", -0.01234) == "r_30 = -1.23% (down)" and label_text("r_5", 0.05) == "r_5 = +5.00% (up)"

@@ -56,8 +56,11 @@ def samples(cfg: DictConfig) -> None:
         **built.summary.get("data", {}), "fingerprint": market.fingerprint(),
         **built_from(market, cfg.data, built.frame["code"].unique())}}
     write_json(summary, paths.summary)
-    print(json.dumps({k: v for k, v in built.summary.items() if k != "data"}, indent=2))
-    print(f"{task.name}: {len(built.frame)} samples -> {table}")
+    # One line on the console; the whole summary (drops by reason, regimes, groups) is in its file.
+    dropped = sum((built.summary.get("dropped_samples") or {}).values())
+    print(f"{task.name}: {len(built.frame):,} samples -> {table} ({built.frame['code'].nunique()} stocks × "
+          f"{built.frame['cutoff'].nunique()} dates" + (f", {dropped:,} dropped" if dropped else "")
+          + f"; summary in {paths.summary.name})")
 
 
 def samples_done(cfg: DictConfig) -> bool:

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.results import Parsed, RunData
 from candlebench.market.market import Market
 from rendering.render import render_settings
+from scoring.numbers import fmt, pct
 from tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
 from tasks.caption.baselines import BASELINES
 from tasks.caption.iou import length
@@ -154,8 +155,8 @@ class CaptionTask(Task):
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         keys = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou")
-        return ", ".join(f"{k} {None if m.get(k) is None else round(m[k], 4)}" for k in keys) + (
-            f", parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}")
+        return ", ".join(f"{k} {fmt(m.get(k), 4)}" for k in keys) + (
+            f", no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
 
 
 TASK = CaptionTask()

@@ -21,6 +21,7 @@ from candlebench.core.results import Parsed, RunData
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from rendering.inputs import text_column
+from scoring.numbers import fmt, pct
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
 from tasks.e2a.anchors import AnchorSettings
 from tasks.e2a.claims import extract_claims, judge
@@ -175,9 +176,9 @@ class E2ATask(Task):
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         a = m["all"]
-        return (f"NDR {a['ndr']}, coverage {a['coverage']}, UCR_dir {a['ucr_dir']}, RCI {a['rci']}, ECI {a['eci']}, "
-                f"BUY:SELL {a['buy_sell_ratio']}, parse failures {a['parse_failure_rate']}, "
-                f"missing records {m['n_missing_records']}")
+        return (f"NDR {fmt(a['ndr'], 3)}, coverage {fmt(a['coverage'], 3)}, UCR_dir {fmt(a['ucr_dir'], 3)}, "
+                f"RCI {fmt(a['rci'], 3)}, ECI {fmt(a['eci'], 3)}, BUY:SELL {fmt(a['buy_sell_ratio'], 2)}, "
+                f"no answer {pct(a['parse_failure_rate'])}, missing records {m['n_missing_records']}")
 
 
 TASK = E2ATask()

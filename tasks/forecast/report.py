@@ -1,6 +1,7 @@
 """The forecast task's report section: the headline (models x IC, Rank IC, ICIR, accuracy, F1) and
 the paired comparisons first, then the paper's Table 1 / 2 / 4 / 5 layouts with ranks, group
-accuracies and the plots a reader looks at."""
+accuracies and the plots a reader looks at. (The paper's Table 3 compares its dataset with other
+published datasets, nothing a run measures; Table 2's note says so.)"""
 
 from __future__ import annotations
 
@@ -154,8 +155,13 @@ def table2(datasets: Sequence[Dataset]) -> Table:
     if len(frame) > 1:
         total = {c: frame[c].sum() if c != "Market" else "Total" for c in frame.columns}
         frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
+    empty = sum(int(d.summary.get("cutoffs_without_samples") or 0) for d in datasets)
     return Table("Table 2 layout: dataset statistics", frame,
-                 "Raw OHLCV rows: the bars loaded after validation (defective stocks and filler rows out).")
+                 "Cutoffs: the dates with at least one sample, as the header counts them"
+                 + (f" ({empty} more on the task.samples.interval grid lost every stock: too few bars or no realised "
+                    "label yet; samples_summary.json's dropped_samples says why)" if empty else "")
+                 + ". Raw OHLCV rows: the bars loaded after validation (defective stocks and filler rows out). "
+                 "The paper's Table 3 compares its dataset with other published ones: a survey, nothing a run measures.")
 
 
 def comparison_table(comparisons: dict[str, dict]) -> Table:

@@ -265,7 +265,10 @@ def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
     return {
         "task": spec.task,
         "samples": len(frame),
-        "cutoffs": len(samples.cutoffs),
+        # The cutoffs with a sample, as the report's header counts them; the grid's others lost
+        # every stock (too few bars, no realised label) and are counted apart.
+        "cutoffs": int(frame["cutoff"].nunique()),
+        "cutoffs_without_samples": len(samples.cutoffs) - int(frame["cutoff"].nunique()),
         "first_cutoff": None if frame.empty else f"{frame['cutoff'].min():%Y-%m-%d}",
         "last_cutoff": None if frame.empty else f"{frame['cutoff'].max():%Y-%m-%d}",
         "per_market": {str(k): int(v) for k, v in frame["market"].value_counts().sort_index().items()},

@@ -20,6 +20,7 @@ from candlebench.core.results import Parsed, RunData
 from candlebench.core.rules import ConfigError, Rule, check, integer, share, value
 from candlebench.market.market import Market
 from rendering.inputs import TEXT_INPUT, text_column
+from scoring.numbers import fmt, pct
 from rendering.render import render_settings
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task
 from tasks.forecast import baselines
@@ -176,18 +177,27 @@ class ForecastTask(Task):
         right = (pred > 0) == (label > 0)
         return pd.DataFrame({
             "sample_id": parsed["sample_id"], "group": parsed["regime"].astype(str),
-            "label": [f"{label.name} = {r:+.4f} ({'up' if r > 0 else 'down'})" for r in label],
+            "label": [label_text(label.name, r) for r in label],
             "outcome": [None if pd.isna(p) else "right" if ok else "wrong" for p, ok in zip(pred, right.fillna(False))],
             "detail": None,
         })
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         return (
-            f"IC {m['ic_mean']}, Rank IC {m['rank_ic_mean']}, accuracy {m['accuracy']}, bias {m['bias']} "
-            f"({m['bias_grade']}), parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}"
+            f"IC {fmt(m['ic_mean'], 4)}, Rank IC {fmt(m['rank_ic_mean'], 4)} over {m.get('n_dates', 0)} dates, "
+            f"accuracy {fmt(m['accuracy'], 3)}, bias {fmt(m['bias'], 3)} ({m['bias_grade']}), "
+            f"no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}"
             + (f", {m['n_reasoning_cut']} answers cut while reasoning (raise model.max_new_tokens)"
                if m.get("n_reasoning_cut") else "")
         )
+
+
+def label_text(name: str, r: float) -> str:
+    """A realised return as the browser shows it, in per cent: ``r_30 = +1.25% (up)``; a return of
+    exactly 0 is flat, which the metrics count with the falls (up means r > 0)."""
+    if pd.isna(r):
+        return f"{name}: not realised"
+    return f"{name} = {r:+.2%} ({'up' if r > 0 else 'down' if r < 0 else 'flat, counted as not up'})"
 
 
 TASK = ForecastTask()
