@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from jinja2 import Environment, meta
+
 from candlebench.core.errors import UserError
 
 # A reasoning block of a few hundred tokens is cut short; thinking models need thousands.
@@ -77,6 +79,11 @@ def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any]
             f"model {name}: its chat template opens a reasoning block in the prompt, and max_new_tokens={max_new_tokens} "
             f"would cut it; give it at least {THINKING_BUDGET} (model.max_new_tokens, or infer.generation.max_new_tokens)"
         )
+    # Probed only where the template reads the switch: rendered with a variable it does not read,
+    # transformers takes it for a processor argument and warns ("Kwargs passed to processor.__call__")
+    # once per job.
+    if "enable_thinking" not in template_variables(processor):
+        return
     default = chat_text(processor, "?", 0)
     off = chat_text(processor, "?", 0, {"enable_thinking": False})
     if default == off:
@@ -92,6 +99,14 @@ def check_thinking(processor: Any, name: str, template_kwargs: Mapping[str, Any]
             f"model {name}: thinking is on but max_new_tokens={max_new_tokens} would cut the reasoning block; "
             f"give it at least {THINKING_BUDGET} (model.max_new_tokens, or infer.generation.max_new_tokens)"
         )
+
+
+def template_variables(processor: Any) -> set[str]:
+    """The variables the processor's chat template reads (its default one, where it has several)."""
+    template = processor.chat_template
+    if isinstance(template, dict):
+        template = template.get("default") or next(iter(template.values()), "")
+    return meta.find_undeclared_variables(Environment().parse(template or ""))
 
 
 def needs_special_tokens(processor: Any, text: str) -> bool:

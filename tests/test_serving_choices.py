@@ -86,3 +86,26 @@ def test_a_model_that_would_run_partly_on_cpu_is_refused_unless_asked(tiny_root,
     assert "parts of the model run on ['cpu'] (backend.device_map=auto)" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert placement(path, None) is None and placement(path, "auto") is None
+
+
+def test_the_thinking_probe_leaves_a_template_without_the_switch_unwarned(tiny_root):
+    """Qwen2.5-VL's template reads no enable_thinking: probing it with one made transformers warn
+    "Kwargs passed to processor.__call__" once per infer job (4 lines in a demo)."""
+    import logging
+
+    from transformers import AutoProcessor
+    from transformers.utils import logging as hf_logging
+
+    from inference.chat import check_thinking, template_variables
+
+    processor = AutoProcessor.from_pretrained(tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root))
+    assert "enable_thinking" not in template_variables(processor) and "messages" in template_variables(processor)
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    hf_logging.get_logger().addHandler(handler)
+    try:
+        check_thinking(processor, "tiny", {}, 32)
+    finally:
+        hf_logging.get_logger().removeHandler(handler)
+    assert not [m for m in seen if "Kwargs passed" in m], seen
