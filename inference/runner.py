@@ -21,8 +21,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from tqdm import tqdm
 
+from candlebench.core.progress import progress
 from candlebench.core.results import Parsed
 from candlebench.core.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
@@ -165,7 +165,7 @@ def run_requests(
         with (
             store.writer(f"shard{shard.index}of{shard.count}") as writer,
             ThreadPoolExecutor(settings.loader_threads) as loader,
-            tqdm(total=len(todo), unit="sample", desc=f"{model} shard {shard.index}/{shard.count}") as bar,
+            progress(len(todo), "sample", f"{model} shard {shard.index}/{shard.count}") as bar,
         ):
             def write(done: list[tuple[Request, Generation | Exception, float]]) -> None:
                 """Records of (request, result, latency) on disk (fsynced), then the error-rate check."""

@@ -30,10 +30,10 @@ from typing import Callable, Iterator, Mapping, Sequence
 import pandas as pd
 import PIL
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.jsonl import JsonlAppender, read_jsonl
+from candlebench.core.progress import progress
 from candlebench.core.split import in_part
 from candlebench.market.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
@@ -300,7 +300,7 @@ def render_samples(
         if in_part(stale.parent.name, *chunk):
             stale.unlink()
     total = len(pairs) * len(settings.inputs)
-    with JsonlAppender(manifest_path) as manifest, tqdm(total=total, unit="file", desc="render") as bar:
+    with JsonlAppender(manifest_path) as manifest, progress(total, "file", "render") as bar:
         for job, rows in _run_jobs(jobs, settings, out_dir, workers):
             manifest.write(rows)
             bar.update(len(job.cutoffs) * len(settings.inputs))
