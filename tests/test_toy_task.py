@@ -55,3 +55,11 @@ def test_a_task_defined_in_a_test_runs_every_stage(toy, env, monkeypatch):
     assert "## Toy task" in md and "| elsewhere |" in md and "(random weights)" in md
     comparisons = json.loads((toy / "report" / "comparisons.json").read_text())
     assert comparisons["toy"]["always_up → elsewhere"]["accuracy_diff"] == pytest.approx(1 - 2 * samples["up"].mean())
+
+    # A second task of the study: a one-task report puts its own section first and keeps the toy's.
+    forecast = ["task=forecast", *common[1:], "task.baseline.names=[constant]", "score.n_boot=20"]
+    for stage in ("samples", "baseline", "score"):
+        run_stage(stage, forecast)
+    run_stage("report", [*forecast, "tasks=[forecast]"])
+    md = (toy / "report" / "report.md").read_text()
+    assert md.index("## Forecast") < md.index("## Toy task") and "| elsewhere |" in md, md[:2000]

@@ -171,14 +171,21 @@ def browser_settings(cfg: DictConfig) -> BrowserSettings:
                            page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
 
 
+def report_tasks(asked: list[str], present: set[str]) -> list[str]:
+    """Every task of the study, the command's own first: ``run 'tasks=[e2a]'`` after a three-task
+    run rewrites the E2A section and keeps the other two (the report is the study's, not the last
+    command's); the rest in the registry's order."""
+    rest = [t for t in task_names() if t in present] + sorted(present - set(task_names()))
+    return [*asked, *(t for t in rest if t not in asked)]
+
+
 def report(cfg: DictConfig) -> None:
     layout = Layout.of(cfg)
     pooled = [layout] + [Layout(Path(p)) for p in (cfg.report.get("pool") or [])]
     missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
-    present = {t for p in pooled for t in p.tasks_present()}
-    tasks = list(cfg.tasks) if cfg.get("tasks") else [t for t in task_names() if t in present] + sorted(present - set(task_names()))
+    tasks = report_tasks(list(cfg.tasks) if cfg.get("tasks") else [], {t for p in pooled for t in p.tasks_present()})
     sections, runs, comparisons, browsed = [], [], {}, []
     for name in tasks:
         present = [p.task(name) for p in pooled if p.task(name).samples.exists()]
