@@ -26,6 +26,7 @@ from candlebench.core.errors import UserError
 from candlebench.core.rules import ConfigError
 from candlebench.core.extras import require
 from candlebench.core.overrides import key_of, open_key, shared_out_dir
+from candlebench.core.progress import library_bars_off_terminal
 from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
@@ -205,6 +206,7 @@ def hydra_flags(args: list[str]) -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    library_bars_off_terminal()
     for words in (2, 1):
         if " ".join(argv[:words]) in PLAIN_COMMANDS:
             return PLAIN_COMMANDS[" ".join(argv[:words])](argv[words:])

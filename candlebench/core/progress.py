@@ -4,6 +4,7 @@ thousands of characters."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -46,3 +47,10 @@ def progress(total: int, unit: str, desc: str, stream: TextIO | None = None) -> 
     yield lines
     if total:
         lines.line()
+
+
+def library_bars_off_terminal() -> None:
+    """The same rule for the libraries' bars (transformers' "Loading weights", the hub's downloads):
+    read once when huggingface_hub is first imported, so set before it is."""
+    if not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -62,10 +62,7 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
     """(model, processor) with the adapter applied (or merged), in eval mode."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
-    from transformers.utils import logging as hf_logging
 
-    if not sys.stderr.isatty():  # its "Loading weights" bar, as ours (candlebench.core.progress): a terminal's only
-        hf_logging.disable_progress_bar()
     path = resolve_checkpoint(spec.path, spec.revision)
     processor = AutoProcessor.from_pretrained(
         path, local_files_only=True, trust_remote_code=spec.trust_remote_code, **spec.processor_kwargs
