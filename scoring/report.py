@@ -9,6 +9,7 @@ import base64
 import html
 import io
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -76,10 +77,72 @@ def fmt_rank(rank) -> str:
 
 def png(fig: plt.Figure) -> bytes:
     fig.tight_layout()
+    _fit(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: stable bytes
     plt.close(fig)
     return buf.getvalue()
+
+
+def _fit(fig: plt.Figure) -> None:
+    """Titles wider than their axes (a long run name over a small panel, a title pushed past the
+    figure's edge by long tick labels) are wrapped, and run names under bars that would overlap
+    are turned upright; then the layout is made again."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        title, room = ax.title, ax.get_window_extent(renderer).width
+        box = title.get_window_extent(renderer)
+        if title.get_text() and (box.width > room * 1.1 or box.x0 < 0 or box.x1 > fig.bbox.x1):
+            chars = max(12, int(len(title.get_text()) * min(room, fig.bbox.width * 0.9) / box.width))
+            title.set_text(textwrap.fill(title.get_text(), chars))
+            changed = True
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        if any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
+            plt.setp(labels, rotation=90, ha="center")
+            changed = True
+    if changed:
+        fig.tight_layout()
+
+
+def run_labels(runs: list[ScoredRun], width: int = 22) -> list[str]:
+    """Run names as tick labels: wrapped onto lines of ``width`` characters, not rotated across their
+    neighbours."""
+    return [textwrap.fill(r.label, width) for r in runs]
+
+
+def reference_line(ax, at: float = 0.0, vertical: bool = False, **style) -> None:
+    """A zero or threshold line: drawn, but not data (a plot of nothing else says why it is empty)."""
+    style = {"color": "grey", "lw": 0.8, **style}
+    (ax.axvline if vertical else ax.axhline)(at, gid="reference", **style)
+
+
+def say_why(ax, why: str) -> None:
+    """A panel with nothing to show says so in its middle, instead of bare axes."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, textwrap.fill(why, 48), transform=ax.transAxes, ha="center", va="center", fontsize=8,
+            color="#333")
+
+
+def nothing_to_draw(values) -> bool:
+    """Every value missing or 0: bars of no height, a panel that would look empty."""
+    return all(v is None or (isinstance(v, float) and np.isnan(v)) or v == 0 for v in values)
+
+
+def _luminance(rgba) -> float:
+    channel = np.asarray(rgba[:3], dtype=float)
+    linear = np.where(channel <= 0.03928, channel / 12.92, ((channel + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def on_cell(rgba) -> str:
+    """Black or white, whichever reads better on a cell of colour ``rgba`` (WCAG's contrast: one of
+    the two always reaches 4.5 : 1)."""
+    light = _luminance(rgba)
+    return "black" if (light + 0.05) / 0.05 >= 1.05 / (light + 0.05) else "white"
 
 
 def legend(ax) -> None:

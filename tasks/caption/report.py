@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table  # first: selects Agg
+from scoring.report import (  # first: selects Agg
+    Headline, ScoredRun, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -67,14 +68,18 @@ def plot_metrics(runs: list[ScoredRun]) -> bytes:
     def draw(axes):
         x = np.arange(len(runs))
         for ax, (key, title) in zip(axes.flat, METRICS):
-            values = np.array([np.nan if r.metrics.get(key) is None else r.metrics[key] for r in runs], dtype=float)
-            cis = [(r.metrics.get("ci") or {}).get(key) for r in runs]
-            err = np.array([[v - c[0], c[1] - v] if c and v == v else [0, 0] for v, c in zip(values, cis)]).T
-            ax.bar(x, values, yerr=err if len(runs) else None, capsize=2, color=[f"C{i}" for i in range(len(runs))])
-            ax.set_xticks(x, [r.label for r in runs], rotation=30, ha="right", fontsize=6)
             ax.set_title(title, fontsize=9)
+            values = np.array([np.nan if r.metrics.get(key) is None else r.metrics[key] for r in runs], dtype=float)
+            if nothing_to_draw(list(values)):
+                say_why(ax, f"{title} is 0 for every run." if not np.isnan(values).all() else f"No run has a {title}.")
+                continue
+            cis = [(r.metrics.get("ci") or {}).get(key) for r in runs]
+            err = np.array([[max(v - c[0], 0), max(c[1] - v, 0)] if c and v == v else [0, 0]
+                            for v, c in zip(values, cis)]).T
+            ax.bar(x, values, yerr=err, capsize=2, color=[f"C{i}" for i in range(len(runs))])
+            ax.set_xticks(x, run_labels(runs, 14), fontsize=6)
 
-    return figure(draw, size=(12, 5.5), panels=(2, len(METRICS) // 2))
+    return figure(draw, size=(12, 6), panels=(2, len(METRICS) // 2))
 
 
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from scoring.report import Headline, ScoredRun, Section, Table, figure, fmt, headline_table, legend  # first: selects Agg
+from scoring.report import (  # first: selects Agg
+    Headline, ScoredRun, Section, Table, figure, fmt, headline_table, legend, nothing_to_draw, run_labels, say_why)
 
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import pandas as pd  # noqa: E402
 
 COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
@@ -93,13 +95,19 @@ def _is_revision(pair: str, runs: list[ScoredRun]) -> bool:
     return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
+def _positions(runs: list[ScoredRun]) -> dict[tuple[str, str], tuple[float, float]]:
+    """{(run, modality): (coverage, 1 - UCR_dir)} for each run x modality whose directional answers
+    hold a verifiable claim (elsewhere UCR_dir is 0 by convention, not a measured grounding)."""
+    at = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
+          for r in runs for modality, b in _blocks(r) if modality != "all" and (b.get("no_claim_share") or 0) < 1}
+    return {k: xy for k, xy in at.items() if None not in xy}
+
+
 def frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> tuple[dict, list]:
     """The plot's layout: {(coverage, 1 - UCR_dir): [labels]} (one point per run x modality with
     both defined; runs that meet share a point and its label) and the arrows
     [(start, end)] of each comparison a → b, modality by modality."""
-    at = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
-          for r in runs for modality, b in _blocks(r) if modality != "all"}
-    at = {k: xy for k, xy in at.items() if None not in xy}
+    at = _positions(runs)
     points: dict[tuple[float, float], list[str]] = {}
     for (name, modality), xy in at.items():
         points.setdefault(xy, []).append(f"{name} · {modality}")
@@ -112,19 +120,32 @@ def frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> tuple[di
     return points, arrows
 
 
+MARKERS = {"text": "s", "chart": "^", "both": "o"}
+
+
 def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> bytes:
-    points, arrows = frontier(runs, comparisons)
+    """Colour = run, marker = modality, named in the legend beside the axes (labels at the points
+    piled up where runs meet, as they do at grounding 1.0)."""
+    at, (_, arrows) = _positions(runs), frontier(runs, comparisons)
+    names = {r.name: label for r, label in zip(runs, run_labels(runs, 34))}
 
     def draw(ax):
-        for (x, y), labels in points.items():
-            ax.scatter(x, y, s=18)
-            ax.annotate("\n".join(labels), (x, y), fontsize=6, xytext=(3, -3), textcoords="offset points", va="top")
+        ax.set(title="Coverage–grounding frontier (runs with verifiable claims)")
+        if not at:
+            return say_why(ax, "No run has a verifiable claim in its directional answers: grounding (1 − UCR_dir) "
+                               "is measured on none (the judge audit below says what it could check).")
+        colour = {n: f"C{i % 10}" for i, n in enumerate(dict.fromkeys(n for n, _ in at))}
+        for (name, modality), (x, y) in at.items():
+            ax.scatter(x, y, s=30, color=colour[name], marker=MARKERS.get(modality, "D"), alpha=0.8)
         for start, end in arrows:
             ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": "grey"})
-        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="coverage (BUY/SELL share)",
-               ylabel="grounding (1 − UCR_dir)", title="Coverage–grounding frontier (runs with verifiable claims)")
+        handles = [Line2D([], [], ls="", marker="o", color=c, label=names[n]) for n, c in colour.items()]
+        handles += [Line2D([], [], ls="", marker=m, color="grey", label=k)
+                    for k, m in MARKERS.items() if any(mod == k for _, mod in at)]
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="coverage (BUY/SELL share)", ylabel="grounding (1 − UCR_dir)")
 
-    return figure(draw, size=(6, 5))
+    return figure(draw, size=(8, 5))
 
 
 BARS = (("ndr", "NDR"), ("ucr_dir", "UCR_dir"), ("coverage", "Coverage"))
@@ -139,15 +160,20 @@ def plot_modalities(runs: list[ScoredRun]) -> bytes:
         x = np.arange(len(runs))
         width = 0.8 / max(len(modalities), 1)
         for ax, (key, title) in zip(axes, BARS):
-            for i, modality in enumerate(modalities):
-                values = [((r.metrics.get("modalities") or {}).get(modality) or {}).get(key) for r in runs]
+            ax.set_title(title)
+            table = {m: [((r.metrics.get("modalities") or {}).get(m) or {}).get(key) for r in runs] for m in modalities}
+            if nothing_to_draw([v for values in table.values() for v in values]):
+                defined = any(v is not None for values in table.values() for v in values)
+                say_why(ax, f"{title} is 0 for every run and modality." if defined else f"No run has a {title}.")
+                continue
+            for i, (modality, values) in enumerate(table.items()):
                 ax.bar(x + (i - (len(modalities) - 1) / 2) * width, [np.nan if v is None else v for v in values],
                        width, label=modality)
-            ax.set_xticks(x, [r.label for r in runs], rotation=30, ha="right", fontsize=7)
-            ax.set(title=title, ylim=(0, 1))
-        legend(axes[0])
+            ax.set_xticks(x, run_labels(runs, 16), fontsize=6)
+            ax.set(ylim=(0, 1))
+            legend(ax)
 
-    return figure(draw, size=(12, 4), panels=len(BARS))
+    return figure(draw, size=(12, 4.5), panels=len(BARS))
 
 
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:

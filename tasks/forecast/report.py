@@ -9,11 +9,14 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from scoring.report import (  # first: selects Agg
-    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, legend, png, ranked)
+    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, legend, nothing_to_draw, on_cell,
+    png, ranked, reference_line, run_labels, say_why)
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 
 
 HEADLINE = (Headline("ic_mean", "IC", digits=4), Headline("rank_ic_mean", "Rank IC", digits=4), Headline("icir", "ICIR"),
@@ -202,14 +205,23 @@ def _split(c: dict) -> str:
 
 # --- plots -----------------------------------------------------------------------------------
 
+NO_IC = (f"No IC on any date: a date's IC needs at least {MIN_STOCKS_PER_DATE} stocks with a prediction "
+         "and a realised return, and no date of this study has that many.")
+
+
 def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
     def draw(ax):
+        drawn = False
         for r in runs:
             series = pd.DataFrame(r.metrics.get("ic_by_date") or [])
             if not series.empty:
                 ax.plot(pd.to_datetime(series["cutoff"]), series["ic"], marker="o", ms=3, label=r.label)
-        ax.axhline(0, color="grey", lw=0.8)
+                drawn = True
         ax.set(title="IC per cutoff date", ylabel="Pearson IC")
+        if not drawn:
+            return say_why(ax, NO_IC)
+        reference_line(ax)
+        ax.tick_params(axis="x", labelsize=7)
         legend(ax)
 
     return figure(draw)
@@ -220,32 +232,35 @@ def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
     title = {"ic": "IC", "rank_ic": "Rank IC"}[kind]
 
     def draw(ax):
+        ax.set(title=f"{title}: mean and median")
+        means = [r.metrics.get(f"{kind}_mean") for r in runs]
+        if nothing_to_draw(means):
+            return say_why(ax, NO_IC if all(m is None for m in means) else f"{title} is 0 for every run.")
         x = np.arange(len(runs))
-        means = [r.metrics.get(f"{kind}_mean") or 0.0 for r in runs]
+        means = [m or 0.0 for m in means]
         medians = [r.metrics.get(f"{kind}_median") or 0.0 for r in runs]
         cis = [(r.metrics.get("ci") or {}).get(f"{kind}_mean") for r in runs]
-        err = np.array([[m - c[0], c[1] - m] if c else [0, 0] for m, c in zip(means, cis)]).T
+        err = np.array([[max(m - c[0], 0), max(c[1] - m, 0)] if c else [0, 0] for m, c in zip(means, cis)]).T
         ax.bar(x - 0.2, means, 0.4, yerr=err, capsize=3, label="mean (95% CI)")
         ax.bar(x + 0.2, medians, 0.4, label="median")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
-        ax.set(title=f"{title}: mean and median")
+        reference_line(ax)
+        ax.set_xticks(x, run_labels(runs), fontsize=7)
         legend(ax)
 
     return figure(draw)
 
 
 def plot_confusions(runs: list[ScoredRun]) -> bytes:
-    fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 2.8), dpi=100, squeeze=False)
-    for ax, r in zip(axes[0], runs):
+    fig, axes = plt.subplots(1, len(runs), figsize=(max(2.6 * len(runs), 4), 2.9), dpi=100, squeeze=False)
+    for ax, r, label in zip(axes[0], runs, run_labels(runs)):
         m = r.metrics
         grid = np.array([[m.get("tn") or 0, m.get("fp") or 0], [m.get("fn") or 0, m.get("tp") or 0]])
-        ax.imshow(grid, cmap="Blues")
+        image = ax.imshow(grid, cmap="Blues", vmin=0, vmax=max(int(grid.max()), 1))
         for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, str(v), ha="center", va="center", fontsize=9)
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=9, color=on_cell(image.to_rgba(v)))
         ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
         ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
-        ax.set_title(r.label, fontsize=8)
+        ax.set_title(label, fontsize=8)
     return png(fig)
 
 
@@ -258,16 +273,18 @@ GRADE_COLORS = {
 def plot_bias(runs: list[ScoredRun]) -> bytes:
     def draw(ax):
         values = [r.metrics.get("bias") or 0.0 for r in runs]
+        ax.set(title="Directional bias (colour = grade; dotted: 0.05 / 0.15 / 0.40)", xlabel="bias")
+        if nothing_to_draw(values):
+            return say_why(ax, "Bias is 0 for every run: each predicted up as often as the returns rose.")
         colors = [GRADE_COLORS.get(r.metrics.get("bias_grade"), "grey") for r in runs]
-        ax.barh([r.label for r in runs], values, color=colors)
+        ax.barh(run_labels(runs, 30), values, color=colors)
         for bound in (0.05, 0.15, 0.40):
             for sign in (-1, 1):
-                ax.axvline(sign * bound, color="grey", lw=0.5, ls=":")
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set(title="Directional bias (colour = grade; dotted: 0.05 / 0.15 / 0.40)", xlabel="bias")
+                reference_line(ax, sign * bound, vertical=True, lw=0.5, ls=":")
+        reference_line(ax, vertical=True, color="black")
         ax.tick_params(axis="y", labelsize=7)
 
-    return figure(draw)
+    return figure(draw, size=(8, 1.4 + 0.45 * len(runs)))
 
 
 def _accuracy_heatmap(runs: list[ScoredRun], groups: dict[str, Callable[[dict], dict | None]], title: str) -> bytes:
@@ -275,39 +292,47 @@ def _accuracy_heatmap(runs: list[ScoredRun], groups: dict[str, Callable[[dict], 
                     dtype=float)
 
     def draw(ax):
-        ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=0.7, aspect="auto")
-        for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(len(groups)), list(groups))
-        ax.set_yticks(range(len(runs)), [r.label for r in runs], fontsize=7)
         ax.set(title=title)
+        if np.isnan(grid).all():
+            return say_why(ax, "No run has a scored sample in any of these groups.")
+        image = ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=0.7, aspect="auto")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="black" if np.isnan(v) else on_cell(image.to_rgba(v)))
+        ax.set_xticks(range(len(groups)), list(groups))
+        ax.set_yticks(range(len(runs)), run_labels(runs, 30), fontsize=7)
 
-    return figure(draw, size=(6, 1 + 0.4 * len(runs)))
+    return figure(draw, size=(7, 1.4 + 0.45 * len(runs)))
 
 
 def plot_regimes(runs: list[ScoredRun]) -> bytes:
     groups = {n: (lambda m, n=n: (m.get("by_regime") or {}).get(n)) for n in ("bull", "bear", "sideways")}
-    return _accuracy_heatmap(runs, groups, "Accuracy by market regime of the cutoff day")
+    return _accuracy_heatmap(runs, groups, "Accuracy by market regime of the cutoff day ('–': no sample)")
 
 
 def plot_continuous(runs: list[ScoredRun]) -> bytes:
     """Fig. 9: accuracy on the continuous-rise and continuous-fall stocks."""
     groups = {n.replace("_", " "): (lambda m, n=n: m.get(n)) for n in ("continuous_rise", "continuous_fall")}
-    return _accuracy_heatmap(runs, groups, "Accuracy on continuous-rise / -fall stocks")
+    return _accuracy_heatmap(runs, groups, "Accuracy on continuous-rise / -fall stocks ('–': no such stock)")
 
 
 def plot_horizons(runs: list[ScoredRun]) -> bytes:
     horizons = sorted({h for r in runs for h in (r.metrics.get("by_horizon") or {})}, key=lambda h: int(h[2:]))
 
+    def ic(r: ScoredRun, h: str):
+        return ((r.metrics.get("by_horizon") or {}).get(h) or {}).get("ic_mean")
+
     def draw(ax):
+        ax.set(title="Mean IC against each realised horizon")
+        values = [ic(r, h) for r in runs for h in horizons]
+        if nothing_to_draw(values):
+            return say_why(ax, NO_IC if all(v is None for v in values) else "Mean IC is 0 at every horizon.")
         x = np.arange(len(runs))
         width = 0.8 / max(len(horizons), 1)
         for i, h in enumerate(horizons):
-            values = [((r.metrics.get("by_horizon") or {}).get(h) or {}).get("ic_mean") or 0.0 for r in runs]
-            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, values, width, label=f"{h[2:]}-day")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=7)
-        ax.set(title="Mean IC against each realised horizon")
+            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, [ic(r, h) or 0.0 for r in runs], width, label=f"{h[2:]}-day")
+        reference_line(ax)
+        ax.set_xticks(x, run_labels(runs), fontsize=7)
         legend(ax)
 
     return figure(draw)
