@@ -33,6 +33,10 @@ class ScoredRun:
     label: str  # the name as shown, with "(random weights)" where the model is a pipeline check
     metrics: dict
     market: str = ""  # the market(s) of its samples: a pooled report has runs of several
+    reference: str = ""  # what it is when it is a reference or ceiling (Task.references), not a result
+
+
+REFERENCE = "(reference)"
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,9 @@ class Section:
     collapsed: bool = False  # folded in the HTML page (provenance: whole in provenance.json, read on demand)
 
 
-def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "") -> ScoredRun:
-    return ScoredRun(name, f"{name} {RANDOM_WEIGHTS}" if random_weights else name, metrics, market)
+def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "", reference: str = "") -> ScoredRun:
+    label = f"{name} {RANDOM_WEIGHTS}" if random_weights else f"{name} {REFERENCE}" if reference else name
+    return ScoredRun(name, label, metrics, market, reference)
 
 
 def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
@@ -171,6 +176,7 @@ class Headline:
     higher_is_better: bool = True
     digits: int = 3
     block: str | None = None
+    missing: str = ""  # why a run can lack it, said under the table where one does ("–")
 
 
 BEST = "★"
@@ -183,23 +189,31 @@ def _block(r: ScoredRun, h: Headline) -> Mapping[str, Any]:
 def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, ...], note: str = "") -> Table:
     """Models x the task's main metrics, each "value [low, high]", the best of each column marked
     with a star (every run that ties it; only where two runs or more have the metric). Runs keep
-    their labels, so a random-weight pipeline check says so in its own row."""
+    their labels, so a random-weight pipeline check says so in its own row. References (ceilings)
+    come last and are never starred; each "–" is explained under the table."""
     def value(r: ScoredRun, h: Headline) -> tuple[float | None, list | None]:
         block = _block(r, h)
         v = block.get(h.key)
         return (None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)), (block.get("ci") or {}).get(h.key)
 
+    runs = [r for r in runs if not r.reference] + [r for r in runs if r.reference]
     rows = [{"Model": r.label, "n": _block(r, metrics[0]).get("n")} for r in runs]
+    dashes = []
     for h in metrics:
         cells = [value(r, h) for r in runs]
-        defined = [v for v, _ in cells if v is not None]
+        defined = [v for (v, _), r in zip(cells, runs) if v is not None and not r.reference]
         best = (max if h.higher_is_better else min)(defined) if len(defined) > 1 else None
-        for row, (v, ci) in zip(rows, cells):
+        for row, r, (v, ci) in zip(rows, runs, cells):
             row[h.title] = (fmt(v, h.digits) + (f" [{fmt(ci[0], h.digits)}, {fmt(ci[1], h.digits)}]" if ci else "")
-                            + (f" {BEST}" if v is not None and v == best else ""))
+                            + (f" {BEST}" if v is not None and v == best and not r.reference else ""))
+        if h.missing and any(v is None for v, _ in cells):
+            dashes.append(f"'–' under {h.title}: {h.missing}.")
     better = ", ".join(f"{h.title} {'higher' if h.higher_is_better else 'lower'}" for h in metrics)
-    return Table(title, pd.DataFrame(rows), f"{BEST}: best in its column ({better} is better). "
-                 "Brackets: 95% bootstrap intervals. " + note)
+    references = [f"{r.name}: {r.reference}" for r in runs if r.reference]
+    return Table(title, pd.DataFrame(rows), " ".join(filter(None, [
+        f"{BEST}: best in its column ({better} is better), among the models and naive baselines.",
+        "Brackets: 95% bootstrap intervals.", note, *dashes,
+        f"Last, marked {REFERENCE}: ceilings, not results, never starred ({'; '.join(references)})." if references else ""])))
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:

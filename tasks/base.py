@@ -124,6 +124,10 @@ class Task(ABC):
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
     methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
+    # Baselines that know the answer (the references' own generator, an oracle on the judge's facts):
+    # name -> what they are. Their scores are ceilings, not results: the report shows them apart
+    # and never marks one best.
+    references: ClassVar[Mapping[str, str]] = {}
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
 

@@ -108,7 +108,9 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
             continue
         data = {n: _scored_files(where, n, samples) for n in names}  # also: every run's scores are of its current key
         market = _market(samples)
-        runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market) for n, d in data.items()]
+        runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market,
+                            task.references.get(n, "") if d.info.get("kind") == "baseline" else "")
+                 for n, d in data.items()]
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
         failures += [r for n, d in data.items() for r in failure_rows(f"{prefix}{n}", d.load(FAILURE_COLUMNS).parsed)]

@@ -148,6 +148,8 @@ def score(cfg: DictConfig) -> None:
             print(f"{task.name}/{name}: not scored: {why}", file=sys.stderr)
             continue
         run.score_error.unlink(missing_ok=True)
-        print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}")
+        reference = task.references.get(name) if RunInfo.read(run.info).kind == "baseline" else None
+        print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}"
+              + (f" (a reference, not a result: {reference})" if reference else ""))
     if failed:
         raise ScoringFailed(f"{len(failed)} run(s) not scored: " + "; ".join(failed))

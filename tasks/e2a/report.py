@@ -25,8 +25,10 @@ def _blocks(r: ScoredRun) -> list[tuple[str, dict]]:
     return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
 
 
-HEADLINE = (Headline("ndr", "NDR", block="all"), Headline("ucr_dir", "UCR_dir", False, block="all"),
-            Headline("rci", "RCI", False, block="all"), Headline("eci", "ECI", False, block="all"),
+NO_DIRECTIONAL = "no directional (BUY or SELL) answer to judge"
+HEADLINE = (Headline("ndr", "NDR", block="all"), Headline("ucr_dir", "UCR_dir", False, block="all", missing=NO_DIRECTIONAL),
+            Headline("rci", "RCI", False, block="all", missing=NO_DIRECTIONAL),
+            Headline("eci", "ECI", False, block="all", missing="no directional answer that states a confidence"),
             Headline("coverage", "Coverage", block="all"), Headline("parse_failure_rate", "Parse fail", False, block="all"))
 
 

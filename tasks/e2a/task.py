@@ -85,6 +85,8 @@ class E2ATask(Task):
     name = "e2a"
     columns = (Column("action", "string"), Column("confidence", "float64"))
     baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})
+    references = MappingProxyType({"anchor_oracle": "acts on the very anchor facts the judge checks against: "
+                                                    "UCR, RCI and ECI 0 by construction, a ceiling"})
     methods = ("verify",)
 
     def validate(self, cfg: DictConfig) -> None:

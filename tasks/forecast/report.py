@@ -19,8 +19,13 @@ import pandas as pd  # noqa: E402
 from tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 
 
-HEADLINE = (Headline("ic_mean", "IC", digits=4), Headline("rank_ic_mean", "Rank IC", digits=4), Headline("icir", "ICIR"),
-            Headline("accuracy", "Accuracy"), Headline("f1", "F1"), Headline("parse_failure_rate", "No answer", False))
+# Why a date-level metric is missing: said under each table that shows one as "–".
+NO_DATE = (f"no cutoff date had {MIN_STOCKS_PER_DATE} stocks or more with a prediction and a realised return, "
+           "which a date's IC needs (metrics.json's n_dates_skipped counts the dates left out)")
+HEADLINE = (Headline("ic_mean", "IC", digits=4, missing=NO_DATE), Headline("rank_ic_mean", "Rank IC", digits=4, missing=NO_DATE),
+            Headline("icir", "ICIR", missing="it needs an IC on two dates or more (" + NO_DATE + ")"),
+            Headline("accuracy", "Accuracy", missing="no scored sample"), Headline("f1", "F1", missing="no predicted or true up"),
+            Headline("parse_failure_rate", "No answer", False))
 
 
 def table4(runs: list[ScoredRun]) -> Table:
@@ -103,8 +108,9 @@ def table5(runs: list[ScoredRun]) -> Table:
         f"[{fmt(c['ic_mean'][0])}, {fmt(c['ic_mean'][1])}]" if c.get("ic_mean") else "–" for c in ci
     ]
     out["Dates"] = [r.metrics.get("n_dates") for r in runs]
+    dash = f" '–': {NO_DATE}." if any(not r.metrics.get("n_dates") for r in runs) else ""
     return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
-                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05.")
+                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05." + dash)
 
 
 def groups_table(runs: list[ScoredRun]) -> Table:
@@ -126,7 +132,9 @@ def groups_table(runs: list[ScoredRun]) -> Table:
             s = m.get(split)
             row[split.replace("_", " ")] = "–" if not s else f"IC {fmt(s.get('ic_mean'))}, acc {fmt(s.get('accuracy'), 3)}"
         rows.append(row)
-    return Table("Regimes, extreme stocks, horizons and the release-date split", pd.DataFrame(rows))
+    return Table("Regimes, extreme stocks, horizons and the release-date split", pd.DataFrame(rows),
+                 "Accuracy per group with its samples (n); '–' with n=0: no sample in the group. IC / ICIR per horizon "
+                 f"'–': {NO_DATE}. Release split '–': the run has no release date (model.release_date).")
 
 
 def table1(datasets: Sequence[Dataset]) -> Table:
