@@ -198,7 +198,7 @@ def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, .
 
     runs = [r for r in runs if not r.reference] + [r for r in runs if r.reference]
     rows = [{"Model": r.label, "n": _block(r, metrics[0]).get("n")} for r in runs]
-    dashes = []
+    dashes: dict[str, list[str]] = {}  # why -> the columns it empties
     for h in metrics:
         cells = [value(r, h) for r in runs]
         defined = [v for (v, _), r in zip(cells, runs) if v is not None and not r.reference]
@@ -207,12 +207,12 @@ def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, .
             row[h.title] = (fmt(v, h.digits) + (f" [{fmt(ci[0], h.digits)}, {fmt(ci[1], h.digits)}]" if ci else "")
                             + (f" {BEST}" if v is not None and v == best and not r.reference else ""))
         if h.missing and any(v is None for v, _ in cells):
-            dashes.append(f"'–' under {h.title}: {h.missing}.")
+            dashes.setdefault(h.missing, []).append(h.title)
     better = ", ".join(f"{h.title} {'higher' if h.higher_is_better else 'lower'}" for h in metrics)
     references = [f"{r.name}: {r.reference}" for r in runs if r.reference]
     return Table(title, pd.DataFrame(rows), " ".join(filter(None, [
         f"{BEST}: best in its column ({better} is better), among the models and naive baselines.",
-        "Brackets: 95% bootstrap intervals.", note, *dashes,
+        "Brackets: 95% bootstrap intervals.", note, *(f"'–' under {', '.join(t)}: {why}." for why, t in dashes.items()),
         f"Last, marked {REFERENCE}: ceilings, not results, never starred ({'; '.join(references)})." if references else ""])))
 
 
@@ -229,16 +229,32 @@ def _markdown_table(frame: pd.DataFrame) -> str:
 # A number, a number with its interval, a percentage, or the "not applicable" dash: right-aligned.
 _NUMERIC = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|nan|inf)(?: \[[^\]]*\])?(?: †)?(?: ★)?|–|None", re.I)
 # One small stylesheet: the page never scrolls sideways (a wide table scrolls inside its box, its
-# header row stays in view), numbers right-aligned and text left-aligned, plots as wide as the column.
+# header row and its first column, the run, stay in view), numbers right-aligned and text
+# left-aligned, an interval folded under its value, plots as wide as the column.
 STYLE = (
     "body{font-family:system-ui,-apple-system,sans-serif;max-width:1400px;margin:0 auto;padding:0 16px;line-height:1.4;"
     "color:#222}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:32px}nav ul{columns:2;padding-left:20px}"
+    "p{overflow-wrap:anywhere}"
     ".box{overflow:auto;max-width:100%;max-height:70vh;margin:6px 0 4px;border:1px solid #eee}"
-    "table{border-collapse:collapse;font-size:13px}th{position:sticky;top:0;background:#f4f5f7;text-align:left;"
-    "font-weight:600;z-index:1}td,th{padding:3px 8px;border-bottom:1px solid #e4e4e4;white-space:nowrap;text-align:left}"
-    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}p.note{font-size:13px;color:#555;margin-top:2px}"
+    "table{border-collapse:separate;border-spacing:0;font-size:13px}th{position:sticky;top:0;background:#f4f5f7;"
+    "text-align:left;font-weight:600;z-index:1;white-space:normal;min-width:3em}"
+    "td,th{padding:3px 8px;border-bottom:1px solid #e4e4e4;white-space:nowrap;text-align:left;vertical-align:top}"
+    "td:first-child,th:first-child{position:sticky;left:0;background:#fff;white-space:normal;min-width:9em;"
+    "max-width:16em;overflow-wrap:anywhere;border-right:1px solid #e4e4e4}th:first-child{z-index:2;background:#f4f5f7}"
+    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td small{display:block;color:#666;font-size:11px}"
+    "p.note{font-size:13px;color:#555;margin-top:2px}"
     "img{max-width:100%;height:auto}details>summary{cursor:pointer}details>summary h2{display:inline}"
 )
+# A value and its bracketed interval ("0.800 [0.650, 0.950] ★"): the interval goes under the value.
+_INTERVAL = re.compile(r"^(.*?) (\[[^\]]*\])(.*)$")
+
+
+def _cell(value: str) -> str:
+    found = _INTERVAL.match(value)
+    if not found:
+        return html.escape(value)
+    number, interval, rest = found.groups()
+    return f"{html.escape(number + rest)}<small>{html.escape(interval)}</small>"
 
 
 def _slug(title: str) -> str:
@@ -250,7 +266,7 @@ def _html_table(frame: pd.DataFrame) -> str:
     cells = frame.astype(object).where(frame.notna(), "–").astype(str)
     numeric = [bool(len(cells)) and all(_NUMERIC.fullmatch(v) for v in cells[c]) for c in cells.columns]
     head = "".join(f"<th{' class=n' if n else ''}>{html.escape(str(c))}</th>" for c, n in zip(cells.columns, numeric))
-    body = "".join("<tr>" + "".join(f"<td{' class=n' if n else ''}>{html.escape(v)}</td>" for v, n in zip(row, numeric))
+    body = "".join("<tr>" + "".join(f"<td{' class=n' if n else ''}>{_cell(v)}</td>" for v, n in zip(row, numeric))
                    + "</tr>" for row in cells.to_numpy())
     return f"<div class=box><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 

@@ -102,6 +102,6 @@ def test_references_sit_last_unstarred_and_every_dash_says_why():
     forecast = [scored_run(n, {"n": 2, "ic_mean": None, "rank_ic_mean": None, "icir": None, "accuracy": a, "f1": 0.5,
                                "n_dates": 0}, False) for n, a in (("a", 0.5), ("b", 0.6))]
     tables = get_task("forecast").report(forecast, {}, [])[0].tables
-    assert "'–' under IC: no cutoff date had 3 stocks or more" in tables[0].note
+    assert "'–' under IC, Rank IC: no cutoff date had 3 stocks or more" in tables[0].note
     assert "'–' under Accuracy" not in tables[0].note
     assert "no cutoff date had 3 stocks or more" in next(t for t in tables if t.title.startswith("Table 5")).note

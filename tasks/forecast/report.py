@@ -23,7 +23,7 @@ from tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 NO_DATE = (f"no cutoff date had {MIN_STOCKS_PER_DATE} stocks or more with a prediction and a realised return, "
            "which a date's IC needs (metrics.json's n_dates_skipped counts the dates left out)")
 HEADLINE = (Headline("ic_mean", "IC", digits=4, missing=NO_DATE), Headline("rank_ic_mean", "Rank IC", digits=4, missing=NO_DATE),
-            Headline("icir", "ICIR", missing="it needs an IC on two dates or more (" + NO_DATE + ")"),
+            Headline("icir", "ICIR", missing="it needs an IC on two dates or more"),
             Headline("accuracy", "Accuracy", missing="no scored sample"), Headline("f1", "F1", missing="no predicted or true up"),
             Headline("parse_failure_rate", "No answer", False))
 
