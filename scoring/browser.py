@@ -23,8 +23,9 @@ Images are the exact ones the model received: the run's :class:`ImagePolicy` (ru
 the sample's chart files. Under the identity policy (the default) those are the chart files
 themselves, referenced relative to the report; any other policy writes each preprocessed image
 once under ``report/inputs/<policy>/<chart sha256>.png`` (content-addressed, so a rebuilt report
-reuses them). ``report.embed=true`` embeds a WebP thumbnail of each instead, for a single file
-that travels alone (larger; the bench prints both sizes).
+reuses them). Where the page must travel (:data:`CHARTS`): the images themselves inside it
+(``report.embed=auto``, a small study), WebP thumbnails inside it (``report.embed=true``), or
+copies inside the report folder (``report.bundle=true``, any size).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
+import PIL.Image
 
 from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.layout import TaskPaths
@@ -59,17 +61,26 @@ PROMPTS_PER_FILE = 2_000  # a detail view fetches one such file (~0.3 MB gzip'd 
 FILE_LEVEL = 6
 
 
+# Where the browser's images live, each a way for the report to travel or not:
+#   thumbnails: WebP thumbnails inside the page (report.embed=true): one file, smaller images;
+#   inline: the images themselves inside the page (report.embed=auto under report.embed_max_mb);
+#   bundle: copies inside the report folder (report.bundle=true): the folder travels whole;
+#   files: the chart files where the study keeps them, referenced from the page: nothing travels.
+CHARTS = ("thumbnails", "inline", "bundle", "files")
+
+
 @dataclass(frozen=True)
 class BrowserSettings:
-    embed: bool = False  # thumbnails inside the page instead of files next to it
+    charts: str = "files"
     thumb_px: int = 360  # longest side of an embedded thumbnail
     page_size: int = 50
     split_above: int = 250_000  # more answers than this: one data file per run instead of one page
 
     def __post_init__(self) -> None:
-        if self.thumb_px < 16 or self.page_size < 1 or self.split_above < 0:
+        if self.thumb_px < 16 or self.page_size < 1 or self.split_above < 0 or self.charts not in CHARTS:
             raise ValueError(f"report.thumb_px must be >= 16, report.page_size >= 1 and report.split_above >= 0, "
-                             f"got {self.thumb_px}, {self.page_size}, {self.split_above}")
+                             f"charts one of {CHARTS}; got {self.thumb_px}, {self.page_size}, {self.split_above}, "
+                             f"{self.charts!r}")
 
 
 class Browsable(Protocol):
@@ -124,27 +135,39 @@ class _Images:
         return get
 
     def _source(self, policy: ImagePolicy, policy_key: str, chart: Path, sha256: str | None) -> list[Any]:
-        identity = policy == ImagePolicy()
-        if not self.settings.embed and identity:
+        identity, charts = policy == ImagePolicy(), self.settings.charts
+        if charts == "files" and identity:
             return [Path(os.path.relpath(chart, self.out)).as_posix(), None, None]
+        if charts in ("inline", "bundle") and identity and chart.is_file():  # the chart file itself, byte for byte
+            with PIL.Image.open(chart) as image:
+                width, height = image.size
+            if charts == "inline":
+                return [f"data:image/png;base64,{base64.b64encode(chart.read_bytes()).decode()}", width, height]
+            return [self._write(policy_key, chart, sha256, lambda p: shutil.copyfile(chart, p)), width, height]
         try:
             image = policy.apply(chart)
         except ValueError as err:  # a chart gone since the run: say so in its place, keep the rest
             return [None, None, None, str(err)]
         width, height = image.size
-        if self.settings.embed:
-            image.thumbnail((self.settings.thumb_px, self.settings.thumb_px))
+        if charts in ("thumbnails", "inline"):
+            if charts == "thumbnails":
+                image.thumbnail((self.settings.thumb_px, self.settings.thumb_px))
             buf = io.BytesIO()
-            image.save(buf, format="WEBP", quality=60, method=4)
-            return [f"data:image/webp;base64,{base64.b64encode(buf.getvalue()).decode()}", width, height]
+            image.save(buf, format="WEBP", quality=60, method=4) if charts == "thumbnails" else image.save(buf, format="PNG")
+            kind = "webp" if charts == "thumbnails" else "png"
+            return [f"data:image/{kind};base64,{base64.b64encode(buf.getvalue()).decode()}", width, height]
+        return [self._write(policy_key, chart, sha256, lambda p: image.save(p, format="PNG")), width, height]
+
+    def _write(self, policy_key: str, chart: Path, sha256: str | None, save: Callable[[Path], Any]) -> str:
+        """The image's file inside the report folder (content-addressed: written once), relative to it."""
         name = Path("inputs") / policy_key / f"{sha256 or fingerprint(str(chart))}.png"
         target = self.out / name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_suffix(".part")
-            image.save(partial, format="PNG")
+            save(partial)
             partial.replace(target)
-        return [name.as_posix(), width, height]
+        return name.as_posix()
 
 
 def _text(value: Any) -> str | None:

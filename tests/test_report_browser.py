@@ -59,6 +59,8 @@ def study(tmp_path_factory, env) -> Path:
     cli("score", *args, "score.run=other", env=env)
     cli("report", *args, env=env)
     cli("report", *args, "report.embed=true", f"report.dir={out / 'mailed'}", env=env)
+    cli("report", *args, "report.embed=false", f"report.dir={out / 'files'}", env=env)
+    cli("report", *args, "report.embed=false", "report.bundle=true", f"report.dir={out / 'bundled'}", env=env)
     return out
 
 
@@ -237,7 +239,30 @@ def test_embedded_thumbnails_travel_in_one_file(browser, study):
         width = browser.execute_script("const i = arguments[0]; return i.decode().then(() => i.naturalWidth)", img)
         assert 0 < width <= 360
     assert errors(browser) == []
-    assert page.stat().st_size > (study / "report" / "report.html").stat().st_size
+    assert page.stat().st_size > (study / "files" / "report.html").stat().st_size  # than charts beside it
+
+
+@pytest.mark.parametrize("made, moved", [("report", "page"), ("bundled", "folder")])
+def test_a_small_studys_page_and_a_bundled_folder_travel_with_their_charts(browser, study, made, moved, tmp_path):
+    """report.html of a small study, copied alone, shows every chart at its own size (the charts are
+    inside it, report.embed=auto); a bundled report's folder, copied anywhere, does too."""
+    from selenium.webdriver.common.by import By
+
+    where = tmp_path / "elsewhere"
+    if moved == "page":
+        where.mkdir()
+        shutil.copy(study / made / "report.html", where / "report.html")
+    else:
+        shutil.copytree(study / made, where)
+    open_report(browser, where / "report.html")
+    sample = parsed(study, MODEL).iloc[0]
+    click_row(browser, MODEL, sample["sample_id"])
+    images = browser.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run").find_elements(By.CSS_SELECTOR, "img.cb-img")
+    assert len(images) == 2
+    for img, chart in zip(images, sample["charts"].split(",")):
+        size = browser.execute_script("const i = arguments[0]; return i.decode().then(() => [i.naturalWidth, i.naturalHeight])", img)
+        assert tuple(size) == Image.open(study / "forecast" / sample[f"image_{chart}"]).size
+    assert errors(browser) == []
 
 
 def test_the_report_opens_on_results_and_never_scrolls_sideways(study, browser):
@@ -258,6 +283,12 @@ def test_the_report_opens_on_results_and_never_scrolls_sideways(study, browser):
         page, window = browser.execute_script(
             "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert page <= window, (width, page, window)
+        # the headline table fits without scrolling; a wider one scrolls with its run column in view
+        inner, outer = browser.execute_script("const b = arguments[0]; return [b.scrollWidth, b.clientWidth]",
+                                              browser.find_element(By.CSS_SELECTOR, ".box"))
+        assert inner <= outer, (width, inner, outer)
+    assert browser.find_element(By.CSS_SELECTOR, ".box td").value_of_css_property("position") == "sticky"
+    assert errors(browser) == []
     browser.set_window_size(1400, 1600)
 
 

@@ -98,3 +98,25 @@ def test_a_small_study_keeps_its_rows_in_the_page_and_a_large_one_beside_it(tmp_
     assert len(list((out / FILES / "runs").iterdir())) == 3
     browser_block(_runs(tmp_path, 1), out, BrowserSettings(split_above=10))
     assert not (out / FILES).exists()  # no stale files of the larger study beside the small page
+
+
+@pytest.mark.parametrize("charts", ["inline", "bundle", "files"])
+def test_where_the_browsers_charts_go(tmp_path, charts):
+    """inline: the chart's own bytes inside the page; bundle: a copy inside the report folder;
+    files: the study's file, referenced from beside the report (it does not travel)."""
+    from PIL import Image
+
+    from rendering.model_input import ImagePolicy
+
+    chart = tmp_path / "forecast" / "images" / "2024-01-02" / "AC" / "daily.png"
+    chart.parent.mkdir(parents=True)
+    Image.new("RGB", (40, 30), "white").save(chart)
+    out = tmp_path / "report"
+    images = browser._Images(out, BrowserSettings(charts=charts))
+    src = images.table[images.of_run(ImagePolicy(), tmp_path / "forecast")("images/2024-01-02/AC/daily.png", "ab12")][0]
+    if charts == "inline":
+        assert base64.b64decode(src.split(",", 1)[1]) == chart.read_bytes()
+    elif charts == "bundle":
+        assert (out / src).read_bytes() == chart.read_bytes() and not src.startswith("..")
+    else:
+        assert src == "../forecast/images/2024-01-02/AC/daily.png"

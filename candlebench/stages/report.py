@@ -168,8 +168,41 @@ def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Sec
         "`candlebench score score.run=<run>` again once the cause is fixed."),), {})
 
 
-def browser_settings(cfg: DictConfig) -> BrowserSettings:
-    return BrowserSettings(embed=bool(cfg.report.embed), thumb_px=int(cfg.report.thumb_px),
+# What the report's console line says of each place of the charts: whether the page travels.
+TRAVELS = {
+    "inline": "its charts are inside it: the page travels alone",
+    "thumbnails": "chart thumbnails inside it: the page travels alone",
+    "bundle": "its charts are copied into its folder: the folder travels whole",
+    "files": "its charts are the study's files, over report.embed_max_mb: to move it, "
+             "`candlebench report report.bundle=true` copies them into its folder",
+}
+
+
+def charts_within(browsed: list[BrowsedRun], limit: float) -> bool:
+    """Whether the chart files of the report's task folders weigh at most ``limit`` bytes on disk
+    (each folder once; the count stops at the limit)."""
+    total = 0
+    for paths in {b.paths.root: b.paths for b in browsed}.values():
+        if not paths.manifest.exists():
+            continue
+        for name in pd.read_parquet(paths.manifest, columns=["path"])["path"]:
+            chart = paths.root / name
+            total += chart.stat().st_size if chart.is_file() else 0
+            if total > limit:
+                return False
+    return True
+
+
+def browser_settings(cfg: DictConfig, browsed: list[BrowsedRun]) -> BrowserSettings:
+    """Where the browser's charts go (scoring.browser.CHARTS), from report.embed / bundle and the study's size."""
+    embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
+    if embed is True:
+        charts = "thumbnails"
+    elif embed == "auto" and answers <= int(cfg.report.split_above) and charts_within(browsed, cfg.report.embed_max_mb * 1e6):
+        charts = "inline"
+    else:
+        charts = "bundle" if cfg.report.bundle else "files"
+    return BrowserSettings(charts=charts, thumb_px=int(cfg.report.thumb_px),
                            page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
 
 
@@ -214,12 +247,12 @@ def report(cfg: DictConfig) -> None:
     write_json(found, out / "provenance.json")
     sections = [*sections, provenance_section(found)]  # results first; provenance last, folded
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
-    settings = browser_settings(cfg)
+    settings = browser_settings(cfg, browsed)
     samples = browser_block(browsed, out, settings)
     md, page = write_report(sections, out, cfg.report.title, random, samples, study_line(here))
     answers = sum(b.answers for b in browsed)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
-          f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser)")
+          f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser; {TRAVELS[settings.charts]})")
     if answers > settings.split_above:
         print(f"its sample browser reads one file per run from {out / FILES} (over report.split_above="
               f"{settings.split_above} answers): open it with `candlebench view {out}`")
