@@ -189,7 +189,7 @@ def main() -> None:
         one = [BrowsedRun(first.task, first.paths, "one", INFO, len(distinct),
                           lambda: load(work / "parsed" / "model0.parquet", distinct))]
         lean = build(one, work / "lean", BrowserSettings())
-        fat = build(one, work / "fat", BrowserSettings(embed=True))
+        fat = build(one, work / "fat", BrowserSettings(charts="thumbnails"))
         per_image = (fat["mb"] - lean["mb"]) / charts
         print(f"embed: {charts} distinct charts, {(fat['write_s'] - lean['write_s']) / charts * 1e3:.1f} ms and "
               f"{per_image * 1e3:.1f} kB per thumbnail; {args.samples} samples with 2 charts of their own would add "

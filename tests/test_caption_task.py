@@ -80,7 +80,7 @@ def test_reference_captioners_and_the_tiny_model_are_scored_offline(run):
     assert {"score_bleu4", "score_cos", "score_iou_time", "score_sa_candidate"} <= set(parsed.columns)
     assert parsed["reason"].str.contains("outside 100-400").all()  # 48 tokens: flagged, still scored
     md = (run / "report" / "report.md").read_text()
-    assert "Table 2 layout: caption metrics" in md and "| Reference |" in md and "| describer |" in md
+    assert "Table 2 layout: caption metrics" in md and "| Reference |" in md and "| describer (reference) |" in md
 
 
 def test_imported_captions_score_like_the_run_that_wrote_them(run, tmp_path, env):

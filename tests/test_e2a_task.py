@@ -68,7 +68,7 @@ def test_reference_responders_and_the_report(run):
     assert m["always_hold"]["coverage"] == 0 and m["always_hold"]["ndr"] == 0
     assert m["contrarian"]["rci"] == 1
     md = (run / "report" / "report.md").read_text()
-    assert "E2A-style leaderboard" in md and "| anchor_oracle | chart |" in md
+    assert "E2A-style leaderboard" in md and "| anchor_oracle (reference) | chart |" in md
     assert (run / "report" / "plots" / "e2a_frontier.png").stat().st_size > 10_000
 
 
