@@ -173,7 +173,7 @@ TRAVELS = {
     "inline": "its charts are inside it: the page travels alone",
     "thumbnails": "chart thumbnails inside it: the page travels alone",
     "bundle": "its charts are copied into its folder: the folder travels whole",
-    "files": "its charts are the study's files, over report.embed_max_mb: to move it, "
+    "files": "its charts are the study's files (report.embed=false, or more than report.embed_max_mb): to move it, "
              "`candlebench report report.bundle=true` copies them into its folder",
 }
 
