@@ -91,17 +91,19 @@ def test_references_sit_last_unstarred_and_every_dash_says_why():
     """The caption describer scores 1.0 everywhere by construction: a ceiling, shown apart and never
     the best; a forecast IC that no date could give ("–") is explained under the table."""
     from tasks import get_task
+    from tasks.caption import report as caption
+    from tasks.forecast import report as forecast_report
 
     describer = get_task("caption").references["describer"]
     runs = [scored_run("describer", _caption_metrics(1.0), False, reference=describer),
             scored_run("template", _caption_metrics(0.1), False), scored_run("tiny", _caption_metrics(0.2), True)]
-    table = get_task("caption").report(runs, {}, [])[0].tables[0]
+    table = headline_table("Captioning results", runs, caption.HEADLINE)  # the tables alone: no plot drawn
     assert list(table.frame["Model"]) == ["template", "tiny (random weights)", "describer (reference)"]
     assert table.frame.iloc[1]["BLEU-4"].endswith(BEST) and BEST not in "".join(table.frame.iloc[2].astype(str))
     assert f"describer: {describer}" in table.note
     forecast = [scored_run(n, {"n": 2, "ic_mean": None, "rank_ic_mean": None, "icir": None, "accuracy": a, "f1": 0.5,
                                "n_dates": 0}, False) for n, a in (("a", 0.5), ("b", 0.6))]
-    tables = get_task("forecast").report(forecast, {}, [])[0].tables
-    assert "'–' under IC, Rank IC: no cutoff date had 3 stocks or more" in tables[0].note
-    assert "'–' under Accuracy" not in tables[0].note
-    assert "no cutoff date had 3 stocks or more" in next(t for t in tables if t.title.startswith("Table 5")).note
+    headline = headline_table("Forecast results", forecast, forecast_report.HEADLINE)
+    assert "'–' under IC, Rank IC: no cutoff date had 3 stocks or more" in headline.note
+    assert "'–' under Accuracy" not in headline.note
+    assert "no cutoff date had 3 stocks or more" in forecast_report.table5(forecast).note
