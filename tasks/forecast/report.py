@@ -20,8 +20,9 @@ from tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 
 
 # Why a date-level metric is missing: said under each table that shows one as "–".
-NO_DATE = (f"no cutoff date had {MIN_STOCKS_PER_DATE} stocks or more with a prediction and a realised return, "
-           "which a date's IC needs (metrics.json's n_dates_skipped counts the dates left out)")
+NO_DATE = (f"no cutoff date had {MIN_STOCKS_PER_DATE} stocks or more with a prediction and a realised return and "
+           "predictions that differ across them, which a date's IC needs (one or two stocks a date, or a constant "
+           "predictor such as the constant baseline; metrics.json's n_dates_skipped counts the dates left out)")
 HEADLINE = (Headline("ic_mean", "IC", digits=4, missing=NO_DATE), Headline("rank_ic_mean", "Rank IC", digits=4, missing=NO_DATE),
             Headline("icir", "ICIR", missing="it needs an IC on two dates or more"),
             Headline("accuracy", "Accuracy", missing="no scored sample"), Headline("f1", "F1", missing="no predicted or true up"),
@@ -214,7 +215,7 @@ def _split(c: dict) -> str:
 # --- plots -----------------------------------------------------------------------------------
 
 NO_IC = (f"No IC on any date: a date's IC needs at least {MIN_STOCKS_PER_DATE} stocks with a prediction "
-         "and a realised return, and no date of this study has that many.")
+         "and a realised return, and predictions that differ across them; no date of these runs has both.")
 
 
 def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
