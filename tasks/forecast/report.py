@@ -246,14 +246,14 @@ def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
         if nothing_to_draw(means):
             return say_why(ax, NO_IC if all(m is None for m in means) else f"{title} is 0 for every run.")
         x = np.arange(len(runs))
-        means = [m or 0.0 for m in means]
-        medians = [r.metrics.get(f"{kind}_median") or 0.0 for r in runs]
         cis = [(r.metrics.get("ci") or {}).get(f"{kind}_mean") for r in runs]
-        err = np.array([[max(m - c[0], 0), max(c[1] - m, 0)] if c else [0, 0] for m, c in zip(means, cis)]).T
-        ax.bar(x - 0.2, means, 0.4, yerr=err, capsize=3, label="mean (95% CI)")
-        ax.bar(x + 0.2, medians, 0.4, label="median")
+        err = np.array([[max(m - c[0], 0), max(c[1] - m, 0)] if c and m is not None else [0, 0]
+                        for m, c in zip(means, cis)]).T
+        ax.bar(x - 0.2, [np.nan if m is None else m for m in means], 0.4, yerr=err, capsize=3, label="mean (95% CI)")
+        ax.bar(x + 0.2, [np.nan if (v := r.metrics.get(f"{kind}_median")) is None else v for r in runs], 0.4, label="median")
         reference_line(ax)
-        ax.set_xticks(x, run_labels(runs), fontsize=7)
+        ax.set_xticks(x, [label + ("" if m is not None else f"\n(no {title})") for label, m in zip(run_labels(runs), means)],
+                      fontsize=7)
         legend(ax)
 
     return figure(draw)
@@ -339,9 +339,11 @@ def plot_horizons(runs: list[ScoredRun]) -> bytes:
         x = np.arange(len(runs))
         width = 0.8 / max(len(horizons), 1)
         for i, h in enumerate(horizons):
-            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, [ic(r, h) or 0.0 for r in runs], width, label=f"{h[2:]}-day")
+            ax.bar(x + (i - (len(horizons) - 1) / 2) * width, [np.nan if ic(r, h) is None else ic(r, h) for r in runs],
+                   width, label=f"{h[2:]}-day")
         reference_line(ax)
-        ax.set_xticks(x, run_labels(runs), fontsize=7)
+        none = [all(ic(r, h) is None for h in horizons) for r in runs]
+        ax.set_xticks(x, [label + ("\n(no IC)" if n else "") for label, n in zip(run_labels(runs), none)], fontsize=7)
         legend(ax)
 
     return figure(draw)
