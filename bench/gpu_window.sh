@@ -20,4 +20,4 @@ if [ -d .gpu-wheels ]; then
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 # Unbuffered: a run the timeout ends keeps every line it printed.
-PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-480}" python3 bench/infer_gpu.py "$@" 2>&1 | grep -v -e "it/s\]" -e "sample/s\]" -e "file/s\]" -e "Warning"
+PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-480}" python3 bench/infer_gpu.py "$@" 2>&1 | grep -v -e "it/s\]" -e "sample/s\]" -e "file/s\]"

@@ -11,16 +11,24 @@ two real 800x600 charts of the committed slice, through the real backend (proces
 ``generate``, as in a run), a fixed answer length (min = max new tokens).
 
 Rows, each against the same requests, each in its own guard (a row that fails prints one line and
-the others still run):
+the others still run); ``--rows`` picks some (a window spends its minutes on what changed):
 
 * (a) calibration: the bf16 matmul peak this GPU reaches (fp32 on CPU), and the datasheet's;
 * (b) one request at a time, the VLMEvalKit way;
 * (c) the batched backend at each batch size, the vision tower on transformers' own path;
-* (d) the same with ``model.vision_attention=varlen`` and every vision speed-up
-  (``inference/vision_speedups.py``: flash kernel, grid caches, patch matmul), pixels prepared ahead;
+* (d) the same with ``model.vision_attention=varlen`` and the default vision speed-ups
+  (``inference/vision_speedups.py``: flash kernel, grid caches, patch matmul, padded MLP), pixels
+  prepared ahead;
 * the levers: the vision tower over ``--lever-batch`` requests' charts with all speed-ups, each one
   off in turn, and none; the image processor's CPU time per request (now in the runner's loader
   threads) and the batch encode with and without the pixels prepared ahead;
+* compile: the vision tower over the split batch's charts with ``compile_blocks`` too, its first
+  call (the compile of that batch's bucket) timed apart from the steady state; then (d) again with
+  it, and the split after it runs with it;
+* decode: ``generate`` at ``--runner-batch`` with ``--decode-tokens`` new tokens, each step
+  stamped (a synchronising logits processor): the time to the first token and the steady time per
+  step, with the dynamic cache and (``--static-cache``) the static one, whose first call (the
+  compile) is timed apart;
 * (e) (d) through the real runner at ``--runner-batch`` (chart files decoded and the image processor
   run in the loader threads, records written and fsynced per batch), and again with the pixels in
   the batch encode (``backend.pixels_ahead=false``);
@@ -58,6 +66,9 @@ from inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E40
 from inference.backends.hf import TransformersBackend  # noqa: E402
 from inference.chat import chat_text  # noqa: E402
 from inference.vision_attention import VARLEN, use_varlen  # noqa: E402
+from inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
+
+ROWS = ("b", "c", "d", "levers", "compile", "e", "split", "decode", "f")
 
 # Published configs (config.json of Qwen/Qwen2.5-VL-{7B,3B}-Instruct), the parts that size compute.
 VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, fullatt_block_indexes=[7, 15, 23, 31],
@@ -70,7 +81,8 @@ CONFIGS = {
     # CPU run of this script only: real-size images and prompt, a two-layer model.
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                  num_key_value_heads=1, vocab_size=152064,
-                 vision=dict(VISION, depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=64,
+                 # an MLP width off the multiple of 128, as the real towers' 3,420: mlp_pad runs
+                 vision=dict(VISION, depth=2, hidden_size=64, intermediate_size=120, num_heads=2, out_hidden_size=64,
                              fullatt_block_indexes=[1]), tie=False),
 }
 MROPE = {"type": "mrope", "mrope_section": [16, 24, 24]}
@@ -262,6 +274,10 @@ def main() -> None:
     parser.add_argument("--long-models", nargs="+", choices=sorted(CONFIGS), help="the models of row (f) (default: all)")
     parser.add_argument("--static-cache", action="store_true",
                         help="row (f) again with backend.static_cache (compiled decode step on CUDA), compile timed apart")
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=ROWS, help="the rows to run (default: all)")
+    parser.add_argument("--compile-backend", default="inductor",
+                        help="torch.compile's backend for the compile row (the CPU test traces with 'eager')")
+    parser.add_argument("--decode-tokens", type=int, default=32, help="new tokens of the decode row")
     parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
@@ -319,9 +335,8 @@ class Bench:
         return min(timed(fn, self.device)[1] for _ in range(times))
 
     def model(self, name: str) -> None:
-        from inference.vision_speedups import SPEEDUPS, apply_speedups
-
         args, device = self.args, self.device
+        rows = set(args.rows)
         self.name = name
         generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
         model = build_model(name, device, self.processor)
@@ -332,26 +347,40 @@ class Bench:
               f"prefill {self.flops.prefill / self.flops.total:.0%}, decode {self.flops.decode / self.flops.total:.0%})")
         print(HEADER)
         reqs = self.reqs
-        serial = guarded(name, "(b)", lambda: self.serial(backend)) or float("nan")
-        rates: dict[str, dict[int, float]] = {"c": {}, "d": {}}
-        guarded(name, "(c)", lambda: self.batched(backend, "(c) batched, transformers' vision", reqs, rates["c"], serial))
+        serial = guarded(name, "(b)", lambda: self.serial(backend)) if "b" in rows else None
+        serial = serial or float("nan")
+        rates: dict[str, dict[int, float]] = {"c": {}, "d": {}, "d+": {}}
+        if "c" in rows:
+            guarded(name, "(c)", lambda: self.batched(backend, "(c) batched, transformers' vision", reqs, rates["c"], serial))
         use_varlen(model)
-        apply_speedups(model, tuple(SPEEDUPS))
+        apply_speedups(model, DEFAULT_SPEEDUPS)
         self.attention_line(model, backend, reqs)
         prepared = guarded(name, "processor", lambda: self.processor_timing(backend)) or reqs
-        guarded(name, "(d)", lambda: self.batched(backend, "(d) batched, varlen + levers", prepared, rates["d"], serial))
-        guarded(name, "levers", lambda: self.levers(model, backend))
-        apply_speedups(model, tuple(SPEEDUPS))
+        if "d" in rows:
+            guarded(name, "(d)", lambda: self.batched(backend, "(d) batched, varlen + levers", prepared, rates["d"], serial))
+        if "levers" in rows:
+            guarded(name, "levers", lambda: self.levers(model, backend))
+        apply_speedups(model, DEFAULT_SPEEDUPS)
+        split_batch = max(rates["d"], default=max(args.batch_sizes))
+        settings = "varlen vision + levers"
+        if "compile" in rows and guarded(name, "compile", lambda: self.compiled(model, backend, prepared, split_batch)):
+            settings += " + compiled blocks"
+            # at the compiled batch alone: another size would time its own compile
+            guarded(name, "(d) compiled", lambda: self.batched(backend, "(d) + compiled vision blocks", prepared,
+                                                               rates["d+"], serial, sizes=(split_batch,)))
         best_c = max(rates["c"].values(), default=float("nan"))
-        best_d = max(rates["d"].values(), default=float("nan"))
+        best_d = max([*rates["d"].values(), *rates["d+"].values()], default=float("nan"))
         direct = rates["d"].get(args.runner_batch, best_d)
-        runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
-        guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
-        print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
-              f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
-        split_batch = max(rates["d"], default=args.batch_sizes[0])
-        guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch))
-        if args.long_new_tokens and name in (args.long_models or args.models):  # last: its compile may be long
+        if "e" in rows:
+            runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
+            guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
+            print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
+                  f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
+        if "decode" in rows:
+            guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
+        if "split" in rows:
+            guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch, settings))
+        if "f" in rows and args.long_new_tokens and name in (args.long_models or args.models):  # last: a long compile
             guarded(name, "(f)", lambda: self.long_answers(backend, prepared))
         del backend, model
 
@@ -361,9 +390,12 @@ class Bench:
         self.row("(b) one request at a time", 1, self.args.serial / t)
         return self.args.serial / t
 
-    def batched(self, backend, label: str, reqs, rates: dict[int, float], serial: float) -> None:
-        backend.generate(reqs[: self.args.batch_sizes[0]])  # warm-up
-        for batch in self.args.batch_sizes:
+    def batched(self, backend, label: str, reqs, rates: dict[int, float], serial: float,
+                sizes: tuple[int, ...] | None = None) -> None:
+        """``sizes``: batches already run (no warm-up); default ``--batch-sizes`` after one."""
+        if sizes is None:
+            backend.generate(reqs[: self.args.batch_sizes[0]])  # warm-up
+        for batch in sizes or self.args.batch_sizes:
             try:
                 _, t = timed(lambda: backend.generate(reqs[:batch]), self.device)
             except torch.OutOfMemoryError:
@@ -403,8 +435,6 @@ class Bench:
     def levers(self, model, backend) -> None:
         """The vision tower over ``--lever-batch`` requests' charts with every speed-up, each one
         off, and none (varlen attention throughout)."""
-        from inference.vision_speedups import SPEEDUPS, apply_speedups
-
         n = self.args.lever_batch
         inputs = backend.encode(self.reqs[:n]).to(model.device)
 
@@ -412,8 +442,8 @@ class Bench:
             with torch.inference_mode():
                 model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
 
-        settings = [("all levers", tuple(SPEEDUPS))]
-        settings += [(f"all but {off}", tuple(k for k in SPEEDUPS if k != off)) for off in SPEEDUPS]
+        settings = [("all levers", DEFAULT_SPEEDUPS)]
+        settings += [(f"all but {off}", tuple(k for k in DEFAULT_SPEEDUPS if k != off)) for off in DEFAULT_SPEEDUPS]
         settings += [("none (varlen, padded SDPA)", ())]
         times = {}
         for label, names in settings:
@@ -465,7 +495,70 @@ class Bench:
         finally:
             backend.generation, backend.static_cache = saved, False
 
-    def split(self, model, backend, prepared, split_batch: int) -> None:
+    def compiled(self, model, backend, prepared, batch: int) -> bool:
+        """The vision tower over ``batch`` requests' charts with the default speed-ups, then with
+        ``compile_blocks`` too: its first call (the compile of this patch count's bucket) apart
+        from the steady state. The compile stays on for the rows after it."""
+        inputs = backend.encode(prepared[:batch]).to(model.device)
+
+        def tower():
+            with torch.inference_mode():
+                model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
+
+        eager = self.fastest(tower, 1)
+        compile_blocks(model.model.visual, backend=self.args.compile_backend)
+        _, first = timed(tower, self.device)
+        steady = min(timed(tower, self.device)[1] for _ in range(2))
+        tflops = self.flops.vision * batch / steady / 1e12
+        print(f"{self.name:<6}vision tower, {2 * batch} charts, compiled blocks: compile + first call {first:.1f} s; "
+              f"steady {steady:.3f} s against {eager:.3f} s eager ({eager / steady:.2f}x), {tflops:.1f} TFLOPS "
+              f"({tflops / self.peak:.1%} of (a))")
+        return True
+
+    def decode_steps(self, backend, prepared) -> None:
+        """``generate`` at ``--runner-batch`` with ``--decode-tokens`` new tokens, a stamp after each
+        step's logits (synchronised: the GPU's time, not the launches'): the time to the first token
+        (position ids, vision, prefill) and the steady time per decode step; with ``--static-cache``
+        again with the static cache, its first call (the compile) apart."""
+        from transformers import LogitsProcessor
+
+        batch, n = self.args.runner_batch, self.args.decode_tokens
+        inputs = backend.encode(prepared[:batch]).to(backend.model.device)
+        device = self.device
+
+        class Stamp(LogitsProcessor):
+            def __init__(self):
+                self.times: list[float] = []
+
+            def __call__(self, input_ids, scores):
+                sync(device)
+                self.times.append(time.perf_counter())
+                return scores
+
+        def run(cache: dict) -> tuple[float, float]:
+            stamp = Stamp()
+            sync(device)
+            start = time.perf_counter()
+            with torch.inference_mode():
+                backend.model.generate(**inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False, temperature=None,
+                                       top_p=None, top_k=None, pad_token_id=backend.pad_id, logits_processor=[stamp],
+                                       **cache)
+            steps = sorted(b - a for a, b in zip(stamp.times, stamp.times[1:]))
+            return stamp.times[0] - start, steps[len(steps) // 2]
+
+        parts = []
+        for label, cache in (("dynamic cache", {}), ("static cache", {"cache_implementation": "static"})):
+            if cache and not self.args.static_cache:
+                continue
+            first = ""
+            if cache:
+                _, t = timed(lambda: run(cache), device)
+                first = f" (compile + first call {t:.1f} s)"
+            to_first, step = run(cache)
+            parts.append(f"{label}{first}: first token after {to_first:.3f} s, then {step * 1000:.1f} ms a step")
+        print(f"{self.name:<6}decode at batch {batch}, {n} new tokens: " + "; ".join(parts))
+
+    def split(self, model, backend, prepared, split_batch: int, settings: str) -> None:
         inputs = backend.encode(prepared[:split_batch]).to(model.device)
         with torch.inference_mode():
             t_vision = self.fastest(lambda: model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]), 1)
@@ -474,7 +567,7 @@ class Bench:
         f = self.flops
         parts = (("vision", f.vision, t_vision), ("prefill", f.prefill, t_prefill - t_vision),
                  ("decode + processor", f.decode, t_all - t_prefill))
-        print(f"{self.name:<6}split of one batch of {split_batch} (varlen vision + levers, pixels ahead): " + "; ".join(
+        print(f"{self.name:<6}split of one batch of {split_batch} ({settings}, pixels ahead): " + "; ".join(
             f"{label} {t:.3f} s, {fl * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
             f"({fl * split_batch / max(t, 1e-9) / 1e12 / self.peak:.1%} of (a))" for label, fl, t in parts))
 

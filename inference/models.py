@@ -15,6 +15,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from inference.vision_speedups import DEFAULT_SPEEDUPS
+
 
 class CheckpointNotFound(FileNotFoundError):
     pass
@@ -47,8 +49,8 @@ class ModelSpec:
     # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
     vision_attention: str = "varlen"
     # With vision_attention=varlen: the vision tower's speed-ups that keep its outputs
-    # (inference.vision_speedups.SPEEDUPS); not in the run key.
-    vision_speedups: tuple[str, ...] = ("flash_kernel", "grid_cache", "patch_matmul")
+    # (inference.vision_speedups.SPEEDUPS, by default DEFAULT_SPEEDUPS); not in the run key.
+    vision_speedups: tuple[str, ...] = DEFAULT_SPEEDUPS
     # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
     constrain_answers: bool = False
     # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the

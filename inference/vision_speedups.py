@@ -14,6 +14,17 @@ answers do not change:
   length back from the GPU twice, and copies the window index from the CPU.
 * ``patch_matmul``: the Conv3d patch embedding, whose stride equals its kernel, as the one matmul
   it is (a conv call pays im2col and layout changes for nothing).
+* ``mlp_pad``: the blocks' gated MLP widened with zero rows and columns to a multiple of 128
+  (Qwen2.5-VL's 3,420 is not one of 8: its bf16 rows are not 16-byte aligned, which keeps cuBLAS
+  off its fastest tensor-core kernels, and 3,420 leaves a ragged last tile). The added units are
+  silu(0) * 0 = 0, so the outputs are the same sums in another blocking order.
+* ``compile_blocks`` (not in :data:`DEFAULT_SPEEDUPS`: its first batch pays the compile): each
+  vision block through ``torch.compile`` (inductor fuses the RMSNorms, the rotary and the gated
+  MLP's elementwise work, which at hidden 1,280 weigh on the tower as much as its matmuls). One
+  compiled function serves every block (the block is an argument, its weights graph inputs), a
+  graph per bucket: a total patch count of the batch (every chart of a run has one grid, so a run
+  sees its batch size and a smaller last batch) and the attention kind (windows or whole images).
+  Past :data:`COMPILE_BUCKETS` buckets a new patch count runs eagerly instead of compiling again.
 """
 
 from __future__ import annotations
@@ -24,6 +35,10 @@ from typing import Any, Callable
 
 # Batches of distinct grids kept per tower: a run has one chart size, and a smaller last batch.
 GRID_CACHE_SIZE = 8
+# Patch counts compiled per tower (compile_blocks); any further one runs eagerly.
+COMPILE_BUCKETS = 4
+# The MLP width is padded to a multiple of this (mlp_pad).
+MLP_MULTIPLE = 128
 
 
 class GridCache:
@@ -118,6 +133,70 @@ def patch_matmul(visual: Any) -> bool:
     return True
 
 
+def mlp_pad(visual: Any, multiple: int = MLP_MULTIPLE) -> bool:
+    """Every block's gated MLP widened with zeros to a multiple of ``multiple`` (False where it
+    already is one)."""
+    width = visual.blocks[0].mlp.gate_proj.out_features
+    wide = -(-width // multiple) * multiple
+    if wide == width:
+        return False
+    for block in visual.blocks:
+        _resize_mlp(block.mlp, wide)
+    visual.mlp_width = width
+    return True
+
+
+def _resize_mlp(mlp: Any, width: int) -> None:
+    """gate/up rows and down columns cut or zero-padded to ``width`` (the units past the original
+    width are zero: silu(0) * 0 adds nothing)."""
+    import torch
+
+    def rows(t: Any) -> Any:
+        kept = t[:width]
+        return torch.cat([kept, kept.new_zeros(width - kept.shape[0], *kept.shape[1:])]) if width > t.shape[0] else kept
+
+    with torch.no_grad():
+        for linear in (mlp.gate_proj, mlp.up_proj):
+            linear.weight = torch.nn.Parameter(rows(linear.weight).contiguous(), requires_grad=False)
+            if linear.bias is not None:
+                linear.bias = torch.nn.Parameter(rows(linear.bias).contiguous(), requires_grad=False)
+            linear.out_features = width
+        down = mlp.down_proj
+        down.weight = torch.nn.Parameter(rows(down.weight.t()).t().contiguous(), requires_grad=False)
+        down.in_features = width
+
+
+def _block_step(block: Any, hidden_states: Any, cu_seqlens: Any, position_embeddings: Any, max_seqlen: Any) -> Any:
+    return type(block).forward(block, hidden_states, cu_seqlens=cu_seqlens, position_embeddings=position_embeddings,
+                               max_seqlen=max_seqlen)
+
+
+def compile_blocks(visual: Any, backend: str = "inductor") -> bool:
+    """Each vision block through one compiled step, bucketed by patch count (see the
+    module docstring). ``backend``: torch.compile's (the CPU test traces with "eager"). The
+    precomputed grid inputs the tower passes its blocks (grid_cache) are not the blocks' to use
+    and stay out of the graph."""
+    import torch
+
+    step = torch.compile(_block_step, dynamic=False, backend=backend)
+    buckets: set[int] = set()
+    for block in visual.blocks:
+        eager = block.forward
+
+        def forward(hidden_states: Any, cu_seqlens: Any, position_embeddings: Any = None, max_seqlen: Any = None,
+                    _block: Any = block, _eager: Any = eager, **kwargs: Any) -> Any:
+            patches = int(hidden_states.shape[0])
+            if patches not in buckets and len(buckets) >= COMPILE_BUCKETS:
+                return _eager(hidden_states, cu_seqlens=cu_seqlens, position_embeddings=position_embeddings,
+                              max_seqlen=max_seqlen, **kwargs)
+            buckets.add(patches)
+            return step(_block, hidden_states, cu_seqlens, position_embeddings, max_seqlen)
+
+        block.forward = forward
+    visual.compiled_buckets = buckets
+    return True
+
+
 def flash_kernel(visual: Any) -> bool:
     """Let the varlen vision attention use torch's flash kernel (CUDA, where it checks out)."""
     from inference.vision_attention import FLASH_KERNEL
@@ -130,7 +209,11 @@ SPEEDUPS: dict[str, Callable[[Any], bool]] = {
     "flash_kernel": flash_kernel,
     "grid_cache": grid_cache,
     "patch_matmul": patch_matmul,
+    "mlp_pad": mlp_pad,
+    "compile_blocks": compile_blocks,
 }
+# model.vision_speedups' default: all but the compile, whose first batch is slow (on CPU, minutes).
+DEFAULT_SPEEDUPS = ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad")
 
 
 def apply_speedups(model: Any, names: tuple[str, ...]) -> dict[str, bool]:
@@ -144,6 +227,11 @@ def apply_speedups(model: Any, names: tuple[str, ...]) -> dict[str, bool]:
     visual = model.model.visual
     # what the speed-ups install are instance attributes over the classes' own methods
     for module, attribute in ((visual, "forward"), (visual, "grid_cache"), (visual.rotary_pos_emb, "forward"),
-                              (visual.patch_embed, "forward")):
+                              (visual.patch_embed, "forward"), (visual, "compiled_buckets"),
+                              *((block, "forward") for block in visual.blocks)):
         vars(module).pop(attribute, None)
+    if "mlp_width" in vars(visual):
+        for block in visual.blocks:
+            _resize_mlp(block.mlp, visual.mlp_width)
+        del visual.mlp_width
     return {name: SPEEDUPS[name](visual) for name in names}

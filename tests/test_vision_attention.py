@@ -10,13 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from torch._dynamo.utils import counters
 
 import inference.tiny.builders as tm
 from inference.backends.base import GenerationSpec, PreparedRequest
 from inference.backends.hf import TransformersBackend, load_model
 from inference.models import ModelSpec
 from inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
-from inference.vision_speedups import SPEEDUPS, apply_speedups
+import inference.vision_speedups as vs
+from inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
 from rendering.model_input import prepare_image
 
 
@@ -38,7 +40,7 @@ def charts(workspace) -> list:
 SIZE = {"shortest_edge": 56 * 56, "longest_edge": 448 * 448}
 
 
-def spec(path: Path, vision_attention: str, speedups: tuple[str, ...] = tuple(SPEEDUPS)) -> ModelSpec:
+def spec(path: Path, vision_attention: str, speedups: tuple[str, ...] = DEFAULT_SPEEDUPS) -> ModelSpec:
     return ModelSpec(name="tiny", path=str(path), dtype="float32", vision_attention=vision_attention,
                      processor_kwargs={"size": SIZE}, vision_speedups=speedups)
 
@@ -96,7 +98,7 @@ def test_greedy_tokens_equal_through_the_backend(qwen_dir, charts):
              PreparedRequest("b", "Score the trend.", (charts[2], charts[3]))]
     generation = GenerationSpec(max_new_tokens=24)
     got = {}
-    for choice, speedups in (("default", ()), ("varlen", ()), ("varlen+speedups", tuple(SPEEDUPS))):
+    for choice, speedups in (("default", ()), ("varlen", ()), ("varlen+speedups", DEFAULT_SPEEDUPS)):
         backend = TransformersBackend(spec(qwen_dir, choice.split("+")[0], speedups), generation, device_map=None)
         got[choice] = [g.token_ids for g in backend.generate(batch)]
         backend.close()
@@ -116,7 +118,7 @@ def test_each_vision_speedup_keeps_the_towers_outputs_and_is_a_switch(qwen_dir, 
         return out.last_hidden_state, out.pooler_output
 
     want, want_small = tower(reference, inputs), tower(reference, smaller)
-    for name in SPEEDUPS:
+    for name in DEFAULT_SPEEDUPS:
         model, _ = load_model(spec(qwen_dir, "varlen", (name,)))
         for _ in range(2):  # the second time from whatever the speed-up keeps
             for got, expected in ((tower(model, inputs), want), (tower(model, smaller), want_small)):
@@ -137,6 +139,41 @@ def test_each_vision_speedup_keeps_the_towers_outputs_and_is_a_switch(qwen_dir, 
     assert "forward" not in vars(model.model.visual) and "forward" in vars(model.model.visual.patch_embed)
     apply_speedups(model, ())
     assert all(torch.equal(g, e) for g, e in zip(tower(model, inputs), want))
+
+
+def test_the_padded_mlp_and_the_compiled_blocks_keep_the_towers_outputs(monkeypatch, qwen_dir, charts):
+    """mlp_pad (the tiny's width 128 is already a multiple of 128: padded here to one of 96) and
+    compile_blocks (dynamo's graph run by its "eager" backend on CPU, where inductor would take
+    minutes; the GPU bench times inductor's compile), each to float tolerance of the tower without
+    them; past its buckets a new patch count runs eagerly; both come off again."""
+    reference, processor = load_model(spec(qwen_dir, "varlen", ()))
+    model, _ = load_model(spec(qwen_dir, "varlen"))
+    visual = model.model.visual
+    inputs = processor.image_processor(images=charts, return_tensors="pt")
+    smaller = processor.image_processor(images=charts[3:], return_tensors="pt")
+
+    def tower(m, x):
+        with torch.inference_mode():
+            return m.model.visual(x["pixel_values"], grid_thw=x["image_grid_thw"]).pooler_output
+
+    want, want_small = tower(reference, inputs), tower(reference, smaller)
+
+    def close(got, expected):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5 * float(expected.abs().max()))
+
+    assert vs.mlp_pad(visual, multiple=96) and visual.blocks[0].mlp.down_proj.weight.shape[1] == 192
+    close(tower(model, inputs), want)
+    monkeypatch.setattr(vs, "COMPILE_BUCKETS", 1)
+    assert vs.compile_blocks(visual, backend="eager")
+    graphs = counters["stats"]["unique_graphs"]
+    for _ in range(2):
+        close(tower(model, inputs), want)
+        close(tower(model, smaller), want_small)  # the second patch count: past the one bucket, eager
+    assert visual.compiled_buckets == {int(inputs["pixel_values"].shape[0])}
+    assert counters["stats"]["unique_graphs"] - graphs == 2  # windowed and full-attention blocks, one bucket
+    apply_speedups(model, ())
+    assert visual.blocks[0].mlp.down_proj.weight.shape[1] == 128 and "forward" not in vars(visual.blocks[0])
+    assert torch.equal(tower(model, inputs), want)
 
 
 def test_the_flash_kernel_layout_and_its_fallback_off_cuda(capsys):

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -39,7 +40,8 @@ def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
         return target
     # merge_adapter: plain layers with the LoRA folded in. On the CPU: on a GPU the merge would hold
     # the model's memory in this process just before vLLM's start-up check wants it free.
-    model, processor = load_model(spec, device_map="cpu")
+    # Without the vision speed-ups: mlp_pad widens weights the saved config does not describe.
+    model, processor = load_model(replace(spec, vision_speedups=()), device_map="cpu")
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
