@@ -52,3 +52,17 @@ def test_pixels_ahead_and_the_static_cache_give_the_same_batch_and_tokens(monkey
     assert all(off.prepare(r).pixels is None for r in batch)
     backend.static_cache = True
     assert backend.static_cache and [g.token_ids for g in backend.generate(prepared)] == tokens
+
+
+def test_pixels_ahead_cast_for_a_half_precision_tower_keep_its_input_and_tokens(tiny_root, batch):
+    """A bf16 Qwen2.5-VL: the loader threads cast the pixel values as its tower's first step would;
+    the batch holds the very bf16 values the tower computed from, and greedy tokens are equal."""
+    path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
+    spec = ModelSpec(name="tiny", path=str(path), dtype="bfloat16")
+    backend = TransformersBackend(spec, GenerationSpec(max_new_tokens=6), device_map=None)
+    prepared = [backend.prepare(r) for r in batch]
+    assert prepared[0].pixels["pixel_values"].dtype == torch.bfloat16
+    whole, ahead = backend.encode(batch), backend.encode(prepared)
+    assert whole["pixel_values"].dtype == torch.float32  # the whole processor's, cast by the tower
+    assert torch.equal(ahead["pixel_values"], whole["pixel_values"].to(torch.bfloat16))
+    assert [g.token_ids for g in backend.generate(prepared)] == [g.token_ids for g in backend.generate(batch)]

@@ -14,7 +14,7 @@ from typing import Any
 
 from candlebench.core.errors import UserError
 from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
-from inference.backends.hf_pixels import PixelsAhead
+from inference.backends.hf_pixels import PixelsAhead, pixel_dtype
 from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from inference.models import ModelSpec, resolve_checkpoint
 
@@ -175,7 +175,7 @@ class TransformersBackend(Batched):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
         self.stop_ids = eos_ids | {self.pad_id}
         self.grammar = compile_answer_regex(tokenizer, self.model, sorted(eos_ids), generation.regex)
-        self.pixels = PixelsAhead(processor)
+        self.pixels = PixelsAhead(processor, pixel_dtype(model))
 
     def prepare(self, request: PreparedRequest) -> PreparedRequest:
         """The request's pixel values and grids, computed in the runner's loader thread."""
@@ -201,7 +201,7 @@ class TransformersBackend(Batched):
             )
         if torch.cuda.is_available():
             for key, value in inputs.items():
-                if isinstance(value, torch.Tensor):
+                if isinstance(value, torch.Tensor) and not value.is_pinned():
                     inputs[key] = value.pin_memory()
         return inputs
 
