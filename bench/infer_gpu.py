@@ -31,7 +31,8 @@ the others still run); ``--rows`` picks some (a window spends its minutes on wha
   compile) is timed apart;
 * (e) (d) through the real runner at ``--runner-batch`` (chart files decoded and the image processor
   run in the loader threads, records written and fsynced per batch), and again with the pixels in
-  the batch encode (``backend.pixels_ahead=false``);
+  the batch encode (``backend.pixels_ahead=false``), and pixels ahead with a 0.5 ms GIL switch interval (are the
+  loader threads starving the thread that launches the kernels?);
 * (f) with ``--long-new-tokens N``: the runner at N new tokens; with ``--static-cache`` again with
   ``backend.static_cache`` (compiled decode step on CUDA), its compile timed apart.
 
@@ -371,13 +372,17 @@ class Bench:
         best_c = max(rates["c"].values(), default=float("nan"))
         best_d = max([*rates["d"].values(), *rates["d+"].values()], default=float("nan"))
         direct = rates["d"].get(args.runner_batch, best_d)
+        if "decode" in rows:
+            guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
         if "e" in rows:
             runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
             guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
+            # is the loader threads' processor slowing the launching thread through the GIL? A
+            # thread waiting for the GIL gets it after the switch interval (5 ms by default).
+            guarded(name, "(e) switch", lambda: self.runner(backend, "(e) + GIL switch interval 0.5 ms", direct,
+                                                            switch=0.0005))
             print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
                   f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
-        if "decode" in rows:
-            guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
         if "split" in rows:
             guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch, settings))
         if "f" in rows and args.long_new_tokens and name in (args.long_models or args.models):  # last: a long compile
@@ -454,7 +459,7 @@ class Bench:
             f"{label} {t:.3f} s ({t / base:.2f}x)" for label, t in times.items())
             + f"; {self.flops.vision * n / base / 1e12:.1f} TFLOPS with all ({self.flops.vision * n / base / 1e12 / self.peak:.1%} of (a))")
 
-    def runner(self, backend, label: str, direct: float | None, ahead: bool = True) -> float:
+    def runner(self, backend, label: str, direct: float | None, ahead: bool = True, switch: float | None = None) -> float:
         from inference.records import RecordStore
         from inference.runner import Request, RunSettings, Shard, run_requests
         from rendering.model_input import ImagePolicy
@@ -465,12 +470,15 @@ class Bench:
         requests = [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly")) for i in range(2 * batch)]
         settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
         backend.pixels_ahead = ahead
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(switch or interval)
         try:
             stats, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
                                                   lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings,
                                                   TASK.parser(None)), self.device)
         finally:
             backend.pixels_ahead = True
+            sys.setswitchinterval(interval)
         if stats.generated != len(requests) or stats.errors:
             raise RuntimeError(f"the runner generated {stats.generated} of {len(requests)} ({stats.errors} errors)")
         rate = len(requests) / t
@@ -498,21 +506,24 @@ class Bench:
     def compiled(self, model, backend, prepared, batch: int) -> bool:
         """The vision tower over ``batch`` requests' charts with the default speed-ups, then with
         ``compile_blocks`` too: its first call (the compile of this patch count's bucket) apart
-        from the steady state. The compile stays on for the rows after it."""
+        from the steady state, and its output against the eager tower's (inductor's kernels sum
+        in their own order). The compile stays on for the rows after it."""
         inputs = backend.encode(prepared[:batch]).to(model.device)
 
         def tower():
             with torch.inference_mode():
-                model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
+                return model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]).pooler_output
 
         eager = self.fastest(tower, 1)
+        want = tower()
         compile_blocks(model.model.visual, backend=self.args.compile_backend)
-        _, first = timed(tower, self.device)
+        got, first = timed(tower, self.device)
+        drift = float((got.float() - want.float()).abs().max() / want.float().abs().max())
         steady = min(timed(tower, self.device)[1] for _ in range(2))
         tflops = self.flops.vision * batch / steady / 1e12
         print(f"{self.name:<6}vision tower, {2 * batch} charts, compiled blocks: compile + first call {first:.1f} s; "
               f"steady {steady:.3f} s against {eager:.3f} s eager ({eager / steady:.2f}x), {tflops:.1f} TFLOPS "
-              f"({tflops / self.peak:.1%} of (a))")
+              f"({tflops / self.peak:.1%} of (a)); largest difference from eager {drift:.1e} of its scale")
         return True
 
     def decode_steps(self, backend, prepared) -> None:
@@ -551,8 +562,12 @@ class Bench:
             if cache and not self.args.static_cache:
                 continue
             first = ""
-            if cache:
-                _, t = timed(lambda: run(cache), device)
+            if cache:  # the compile's recompiles and skipped CUDA graphs said aloud (the last window's 1.00x)
+                torch._logging.set_logs(recompiles=True, perf_hints=True)
+                try:
+                    _, t = timed(lambda: run(cache), device)
+                finally:
+                    torch._logging.set_logs()
                 first = f" (compile + first call {t:.1f} s)"
             to_first, step = run(cache)
             parts.append(f"{label}{first}: first token after {to_first:.3f} s, then {step * 1000:.1f} ms a step")
