@@ -6,13 +6,17 @@
 #
 #   here:   .venv/bin/pip download --no-deps -d .gpu-wheels hydra-core==1.3.8 omegaconf==2.3.1
 #           .venv/bin/pip wheel --no-deps -w .gpu-wheels 'antlr4-python3-runtime==4.9.3'
-#   run:    carry=[".gpu-wheels"], command (~6 minutes on an H200; rows of 7B first, BENCH_TIMEOUT the hard stop):
+#   run:    carry=[".gpu-wheels"], command (all rows: ~6 minutes on an H200, 7B first, BENCH_TIMEOUT the hard stop):
 #           BENCH_TIMEOUT=400 bench/gpu_window.sh --models 7b 3b --batch-sizes 32 128 --serial 4 --runner-batch 64
 #             --lever-batch 32 --long-new-tokens 128 --long-models 7b --static-cache
+#           the second window of 2026-12-04, the rows whose levers changed (~5.5 minutes):
+#           BENCH_TIMEOUT=330 bench/gpu_window.sh --models 7b --batch-sizes 128 --runner-batch 64 --lever-batch 8
+#             --rows d levers compile decode e split --static-cache --decode-tokens 32
 #
 # On CPU (the whole script, tiny model): bench/gpu_window.sh --models tiny --device cpu --batch-sizes 2
 # --serial 2 --runner-batch 2 --lever-batch 1 --new-tokens 4 --long-new-tokens 5, with a python3 on
-# PATH into whose environment the wheels may install.
+# PATH (a wrapper script exec'ing the venv's python, not a symlink: a symlinked venv python is the
+# base interpreter, and the wheels would install there) into whose environment the wheels may install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -d .gpu-wheels ]; then
