@@ -133,9 +133,10 @@ def patch_matmul(visual: Any) -> bool:
     return True
 
 
-def mlp_pad(visual: Any, multiple: int = MLP_MULTIPLE) -> bool:
-    """Every block's gated MLP widened with zeros to a multiple of ``multiple`` (False where it
-    already is one)."""
+def mlp_pad(visual: Any, multiple: int | None = None) -> bool:
+    """Every block's gated MLP widened with zeros to a multiple of ``multiple`` (default
+    :data:`MLP_MULTIPLE`; False where it already is one)."""
+    multiple = multiple or MLP_MULTIPLE
     width = visual.blocks[0].mlp.gate_proj.out_features
     wide = -(-width // multiple) * multiple
     if wide == width:

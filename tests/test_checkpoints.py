@@ -225,18 +225,23 @@ def test_unmerged_lora_is_padded_only_to_the_rank_vllm_needs():
         lora_rank(513)
 
 
-def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp_path):
+def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp_path, monkeypatch):
     from safetensors import safe_open
 
+    import inference.vision_speedups as vs
     from inference.backends.vllm import merged_checkpoint
 
+    # the vision speed-ups stay out of the saved copy: the tiny's MLP width 128 padded as 3,420 would be
+    monkeypatch.setattr(vs, "MLP_MULTIPLE", 96)
     base, built = adapters
     spec = ModelSpec(name="m", path=str(base), adapter=str(built["lora"]), merge_adapter=True, dtype="float32")
     merged = merged_checkpoint(spec, tmp_path)
     with safe_open(str(merged / "model.safetensors"), "pt") as fh:
         merged_keys = set(fh.keys())
+        shapes = {k: fh.get_slice(k).get_shape() for k in merged_keys}
     with safe_open(str(Path(base) / "model.safetensors"), "pt") as fh:
         assert merged_keys == set(fh.keys())
+        assert shapes == {k: fh.get_slice(k).get_shape() for k in merged_keys}
     # A broken copy cached by an earlier version (adapter-wrapped keys) is rebuilt, not served.
     from safetensors.torch import load_file, save_file
 
