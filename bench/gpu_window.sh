@@ -6,7 +6,8 @@
 #
 #   here:   .venv/bin/pip download --no-deps -d .gpu-wheels hydra-core==1.3.8 omegaconf==2.3.1
 #           .venv/bin/pip wheel --no-deps -w .gpu-wheels 'antlr4-python3-runtime==4.9.3'
-#   run:    carry=[".gpu-wheels"], command (all rows: ~6 minutes on an H200, 7B first, BENCH_TIMEOUT the hard stop):
+#   run:    carry=[".gpu-wheels"], command (all rows: ~6 minutes on an H200 before the compile and decode rows, more
+#           now; 7B first, BENCH_TIMEOUT the hard stop):
 #           BENCH_TIMEOUT=400 bench/gpu_window.sh --models 7b 3b --batch-sizes 32 128 --serial 4 --runner-batch 64
 #             --lever-batch 32 --long-new-tokens 128 --long-models 7b --static-cache
 #           the second window of 2026-12-04, the rows whose levers changed (~5.5 minutes):
