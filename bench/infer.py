@@ -31,7 +31,6 @@ from rendering.chart import ChartSpec  # noqa: E402
 from rendering.model_input import ImagePolicy  # noqa: E402
 from rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
 from tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
-from tasks.forecast.task import TASK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Predict the 30-day return from the daily and the weekly chart. Output ONLY <score>NUM</score>."
@@ -93,7 +92,7 @@ def main() -> None:
             store = RecordStore(out / "runs" / f"b{size}")
             start = time.perf_counter()
             run_requests(requests, store, "bench", spec.name, args.backend, lambda: UnclosedBackend(backend),
-                         policy, Shard(), RunSettings(batch_size=size), TASK.parser(None))
+                         policy, Shard(), RunSettings(batch_size=size))
             rates[size] = len(requests) / (time.perf_counter() - start)
         backend.close()
 

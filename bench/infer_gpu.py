@@ -463,7 +463,6 @@ class Bench:
         from inference.records import RecordStore
         from inference.runner import Request, RunSettings, Shard, run_requests
         from rendering.model_input import ImagePolicy
-        from tasks.forecast.task import TASK
 
         batch = self.args.runner_batch
         store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time
@@ -474,8 +473,8 @@ class Bench:
         sys.setswitchinterval(switch or interval)
         try:
             stats, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
-                                                  lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings,
-                                                  TASK.parser(None)), self.device)
+                                                  lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings),
+                                    self.device)
         finally:
             backend.pixels_ahead = True
             sys.setswitchinterval(interval)

@@ -42,7 +42,6 @@ def main() -> None:
     from inference.records import RecordStore
     from inference.runner import Request, RunSettings, Shard, run_requests
     from rendering.model_input import ImagePolicy
-    from tasks.forecast.task import TASK
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(g.CONFIGS))
@@ -110,8 +109,8 @@ def main() -> None:
                                for i in range(args.requests)]
             settings = RunSettings(batch_size=max(args.batch_sizes), prefetch_batches=2, loader_threads=4)
             _, t = g.timed(lambda: run_requests(runner_requests, RecordStore(work / f"run-{name}"), "bench", name, "vllm",
-                                                lambda: g.KeepOpen(backend), ImagePolicy(), Shard(), settings,
-                                                TASK.parser(None)), device)
+                                                lambda: g.KeepOpen(backend), ImagePolicy(), Shard(), settings),
+                                                device)
             runner = args.requests / t
             row("(e) (d) through the runner", backend.in_flight, runner, f"{runner / fed:.2f}x (d)")
             backend.close()

@@ -11,11 +11,15 @@ from pathlib import Path
 
 
 from candlebench.core.errors import UserError
-from candlebench.core.layout import Layout, TaskPaths
+from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
+from candlebench.stages.score import stale
+from candlebench.stages.study import samples_fingerprint
 from inference.runner import Shard
 from rendering.inputs import read_samples
+from tasks import get_task
+from tasks.base import Task
 
 
 def _shards_of(layout: Layout) -> int:
@@ -28,7 +32,9 @@ def _shards_of(layout: Layout) -> int:
 def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     samples = read_samples(paths)
     ids = set(samples["sample_id"])
+    now = samples_fingerprint(samples, paths)
     name = paths.task
+    task = get_task(name)
     lines = [f"{name:<9} samples  {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, "
              f"{samples['code'].nunique()} stocks"]
     drawn = render_progress(paths, samples)
@@ -44,11 +50,19 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
                 shard = Shard(index, shards)
                 mine = {i for i in ids if shard.owns(i)}
                 parts.append(f"{len(done & mine)}/{len(mine)}")
-        scored = "scored" if run.metrics.exists() else "not scored"
+        scored = _scored(task, run, now, len(samples))
         shard_text = f" (shards: {' '.join(parts)})" if parts else ""
         failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
         lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{failed_text}{shard_text}, {scored}")
     return lines
+
+
+def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
+    """"scored" only for the scores of the run's records now, by the task's judge of now; else why not."""
+    why = stale(task, run, samples_now, n_samples)
+    if why is None:
+        return f"scored (judge v{task.judge_version})"
+    return "not scored" if why == "not scored yet" else f"scores out of date: {why} (`candlebench score` redoes it)"
 
 
 def report_lines(out_dir: Path) -> list[str]:

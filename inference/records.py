@@ -12,9 +12,12 @@ same ``inputs`` — the fingerprint of the input files the model received (chart
 from the render manifest). A re-rendered chart or a changed market thus redoes its samples, and
 a sample that fails every time keeps its latest error record, visible as failed.
 
-A record carries the task's parsed answer generically: ``answer`` (any JSON value, None when
-nothing parsed) and ``columns`` (the task's flat columns), so a score, an action tuple and a
-caption all fit.
+A record keeps what the model said and how it was asked, never a verdict on it: the raw text,
+tokens, latency, device, input fingerprint, prompt and charts. ``candlebench score`` judges the
+text with the task's current judge (:mod:`candlebench.stages.parsed`), so a judge fixed after the
+answers were made reaches them without answering again. Each line carries its schema version
+(:mod:`candlebench.core.schema`); version 1 (before it) also held the parse made at generation,
+which the reader drops.
 """
 
 from __future__ import annotations
@@ -22,13 +25,17 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from candlebench.core.io import atomic_write
 from candlebench.core.jsonl import JsonlAppender, jsonl_text, read_jsonl
-from candlebench.core.results import Parsed
+from candlebench.core.schema import KEY, stamped, version_of
+
+
+# Version 1 records' verdicts, made when the answer was generated: a reader drops them (score judges).
+_V1_VERDICT = ("answer", "tier", "columns")
 
 
 @dataclass(frozen=True)
@@ -37,12 +44,9 @@ class ResponseRecord:
     sample_id: str
     model: str
     backend: str
-    text: str | None  # raw model output; None only when generation failed
-    answer: Any  # the task's parsed answer (JSON), None when nothing parsed
-    tier: str  # the task parser's tier, or "none"
-    reason: str | None  # parse failure / flag, or the generation error
+    text: str | None  # raw model output; None when there is none (a failed generation, a baseline's no-answer)
+    reason: str | None  # why there is no text: the generation error, or why a baseline has no answer
     error: str | None  # exception of a failed generation, recorded instead of stopping the run
-    columns: dict[str, Any] = field(default_factory=dict)  # the task's flat columns
     prompt_tokens: int = 0
     completion_tokens: int = 0
     token_ids: tuple[int, ...] = ()
@@ -58,37 +62,49 @@ class ResponseRecord:
 
     @classmethod
     def answered(cls, run_key: str, sample_id: str, model: str, backend: str, text: str | None,
-                 parsed: Parsed, **usage: Any) -> "ResponseRecord":
+                 **usage: Any) -> "ResponseRecord":
         return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=text,
-                   answer=parsed.answer, tier=parsed.tier, reason=parsed.reason, error=None,
-                   columns=dict(parsed.columns), **usage)
+                   reason=None, error=None, **usage)
 
     @classmethod
     def failed(cls, run_key: str, sample_id: str, model: str, backend: str, error: Exception,
-               parsed: Parsed, **context: Any) -> "ResponseRecord":
+               **context: Any) -> "ResponseRecord":
         message = f"{type(error).__name__}: {error}"
         return cls(run_key=run_key, sample_id=sample_id, model=model, backend=backend, text=None,
-                   answer=None, tier="none", reason=f"generation failed: {message}", error=message,
-                   columns=dict(parsed.columns), **context)
+                   reason=f"generation failed: {message}", error=message, **context)
 
     def as_row(self) -> dict:
-        return asdict(self)
+        return stamped("records", asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResponseRecord":
-        known = {f.name for f in fields(cls)}
-        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name not in data]
+        """A record of any schema version this candlebench knows (a newer one is
+        :class:`~candlebench.core.schema.NewerSchema`); a row that is no record is a ValueError,
+        which :func:`read_records` reports with its file and line."""
+        version = version_of("records", data)
+        values = {k: v for k, v in data.items() if k != KEY}
+        if version == 1:  # the verdict made at generation goes; a reason stays only where there is no text
+            values = {k: v for k, v in values.items() if k not in _V1_VERDICT}
+            if values.get("text") is not None:
+                values["reason"] = None
+        missing = [f for f in _REQUIRED if f not in values]
         if missing:
-            raise ValueError(f"a response record without {missing}")
-        values = {k: v for k, v in data.items() if k in known}
+            raise ValueError(f"a response record without {missing} (schema version {version})")
+        unknown = sorted(set(values) - _FIELDS)
+        if unknown:
+            raise ValueError(f"a response record with fields no schema version {version} has: {unknown}")
         values["token_ids"] = tuple(values.get("token_ids", ()))
         values["charts"] = tuple(values.get("charts", ()))
         return cls(**values)
 
 
+_FIELDS = frozenset(f.name for f in fields(ResponseRecord))
+_REQUIRED = tuple(f.name for f in fields(ResponseRecord) if f.default is MISSING and f.default_factory is MISSING)
+
+
 def read_records(path: Path) -> Iterator[ResponseRecord]:
-    """The records of a part or responses.jsonl; a row that is no record (a field missing) is an
-    error naming the file and line, as a line that is not JSON is."""
+    """The records of a part or responses.jsonl; a row that is no record (a field missing or
+    unknown) is an error naming the file and line, as a line that is not JSON is."""
     yield from read_jsonl(path, "`candlebench infer` (or baseline / import) for this run", ResponseRecord.from_dict)
 
 
@@ -108,6 +124,12 @@ class RecordStore:
 
     def answered(self, run_key: str) -> set[str]:
         return {sid for sid, _ in self.done(run_key)}
+
+    def stamp(self) -> str:
+        """What the parts hold so far, in a word: their count and bytes. Parts only grow (append-only)
+        and each writer adds its own, so any answer written after a score read them changes it."""
+        parts = sorted(self.parts_dir.glob("*.jsonl")) if self.parts_dir.exists() else []
+        return f"{len(parts)} parts, {sum(p.stat().st_size for p in parts)} bytes"
 
     def writer(self, label: str) -> "PartWriter":
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{socket.gethostname()}-{os.getpid()}"

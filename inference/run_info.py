@@ -11,6 +11,7 @@ from typing import Any
 
 from candlebench.core.errors import CorruptFile
 from candlebench.core.io import fingerprint, write_json
+from candlebench.core.schema import KEY, stamped, version_of
 
 KINDS = ("model", "baseline", "import")
 
@@ -32,14 +33,21 @@ class RunInfo:
             object.__setattr__(self, "run_key", fingerprint({"task": self.task, **self.identity}))
 
     def write(self, path: Path) -> Path:
-        return write_json(asdict(self), path)
+        return write_json(stamped("run", asdict(self)), path)
 
     @classmethod
     def read(cls, path: Path) -> "RunInfo":
+        """run.json of any schema version this candlebench knows; a newer one is refused (:class:`NewerSchema`)."""
         try:
             data = json.loads(path.read_text())
-            return cls(**data)
         except FileNotFoundError:
             raise FileNotFoundError(f"{path}: no run.json; run `candlebench infer` (or baseline / import) first") from None
-        except (json.JSONDecodeError, TypeError, ValueError) as err:
+        except json.JSONDecodeError as err:
+            raise CorruptFile(f"{path}: not a run.json of this candlebench ({err}); re-run the stage that made the run") from None
+        if isinstance(data, dict):
+            version_of("run", data, path)
+            data.pop(KEY, None)
+        try:
+            return cls(**data)
+        except (TypeError, ValueError) as err:
             raise CorruptFile(f"{path}: not a run.json of this candlebench ({err}); re-run the stage that made the run") from None

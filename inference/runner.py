@@ -1,4 +1,4 @@
-"""The inference loop: shard, skip what is done, prefetch images, generate, parse, flush.
+"""The inference loop: shard, skip what is done, prefetch images, generate, record, flush (scoring judges the text).
 
 Guarantees (each has a test): records do not depend on batch size or shard count; every batch is
 on disk (fsynced) before the next one starts; a re-run with any shard count or batch size does
@@ -23,7 +23,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 
 from candlebench.core.progress import progress
-from candlebench.core.results import Parsed
 from candlebench.core.split import in_part
 from inference.backends.base import Backend, Generation, PreparedRequest
 from inference.records import RecordStore, ResponseRecord
@@ -143,7 +142,6 @@ def run_requests(
     policy: ImagePolicy,
     shard: Shard,
     settings: RunSettings,
-    parse: Callable[[str | None], Parsed],
 ) -> RunStats:
     mine = sorted((r for r in requests if shard.owns(r.sample_id)), key=lambda r: r.sample_id)
     done = store.done(run_key)
@@ -170,7 +168,7 @@ def run_requests(
             def write(done: list[tuple[Request, Generation | Exception, float]]) -> None:
                 """Records of (request, result, latency) on disk (fsynced), then the error-rate check."""
                 records = [
-                    _record(run_key, request, model, backend_name, result, parse, latency_s=latency,
+                    _record(run_key, request, model, backend_name, result, latency_s=latency,
                             inputs=request.inputs, prompt=request.prompt, charts=request.charts, device=device)
                     for request, result, latency in done
                 ]
@@ -289,13 +287,12 @@ def _record(
     model: str,
     backend: str,
     result: Generation | Exception,
-    parse: Callable[[str | None], Parsed],
     **context,
 ) -> ResponseRecord:
     if isinstance(result, Exception):
-        return ResponseRecord.failed(run_key, request.sample_id, model, backend, result, parse(None), **context)
+        return ResponseRecord.failed(run_key, request.sample_id, model, backend, result, **context)
     return ResponseRecord.answered(
-        run_key, request.sample_id, model, backend, result.text, parse(result.text),
+        run_key, request.sample_id, model, backend, result.text,
         prompt_tokens=result.prompt_tokens,
         completion_tokens=len(result.token_ids) if result.completion_tokens is None else result.completion_tokens,
         token_ids=result.token_ids, **context,

@@ -34,6 +34,7 @@ from omegaconf import DictConfig
 from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.jsonl import JsonlAppender, read_jsonl
 from candlebench.core.progress import progress
+from candlebench.core.schema import KEY, stamped, version_of
 from candlebench.core.split import in_part
 from candlebench.market.bars import chart_bars, history_before
 from rendering.chart import ChartSpec, render_chart
@@ -177,8 +178,15 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
 
 
 def read_manifest(path: Path) -> list[dict]:
-    """Rows of the progress manifest; a last line cut short by a kill is ignored."""
-    return list(read_jsonl(path, "`candlebench render`"))
+    """Rows of the progress manifest, of any schema version this candlebench knows (a newer one is
+    refused naming the line); a last line cut short by a kill is ignored."""
+    return list(read_jsonl(path, "`candlebench render`", _manifest_row))
+
+
+def _manifest_row(row: dict) -> dict:
+    version_of("render manifest", row)  # version 1 (before versions) has the same fields
+    row.pop(KEY, None)
+    return row
 
 
 def _run_jobs(
@@ -302,7 +310,7 @@ def render_samples(
     total = len(pairs) * len(settings.inputs)
     with JsonlAppender(manifest_path) as manifest, progress(total, "file", "render") as bar:
         for job, rows in _run_jobs(jobs, settings, out_dir, workers):
-            manifest.write(rows)
+            manifest.write(stamped("render manifest", r) for r in rows)
             bar.update(len(job.cutoffs) * len(settings.inputs))
 
 
@@ -327,9 +335,9 @@ def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: R
             if recorded.get(rel) == (digest, digest) and _sha256(target) == digest:
                 continue
             atomic_write(target, lambda p: p.write_bytes(data))
-            manifest.write([{"code": s.code, "cutoff": f"{s.cutoff:%Y-%m-%d}", "freq": freq, "path": rel, "sha256": digest,
+            manifest.write([stamped("render manifest", {"code": s.code, "cutoff": f"{s.cutoff:%Y-%m-%d}", "freq": freq, "path": rel, "sha256": digest,
                              "width": settings.spec.width, "height": settings.spec.height, "settings": settings.key(),
-                             "data": digest, "source": str(source)}])
+                             "data": digest, "source": str(source)})])
 
 
 def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:

@@ -186,11 +186,44 @@ def _block(r: ScoredRun, h: Headline) -> Mapping[str, Any]:
     return (r.metrics.get(h.block) or {}) if h.block else r.metrics
 
 
+def complete(r: ScoredRun) -> bool:
+    """Whether the run answered every sample (scores from before answered counts were kept: taken as complete)."""
+    answered, total = r.metrics.get("answered"), r.metrics.get("n_samples")
+    return answered is None or total is None or answered >= total
+
+
+def answered_cell(r: ScoredRun) -> str:
+    answered, total = r.metrics.get("answered"), r.metrics.get("n_samples")
+    if answered is None or total is None:
+        return "–"
+    return f"{answered}/{total}" + ("" if answered >= total else " (partial)")
+
+
+ANSWERED = "Answered"
+
+
+def with_answered(section: Section, runs: list[ScoredRun]) -> Section:
+    """Every table of ``section`` with a row per run (a "Model" column) shows each run's
+    answered/total beside it, a run missing samples marked "(partial)": its numbers are over fewer
+    samples than its neighbours'."""
+    # A pooled report labels a run with its market too (forecast: "name · market").
+    cells = {**{f"{r.label} · {r.market}": answered_cell(r) for r in runs}, **{r.label: answered_cell(r) for r in runs}}
+    tables = []
+    for table in section.tables:
+        frame = table.frame
+        if "Model" in frame and ANSWERED not in frame:  # last: the task's own columns keep their places
+            frame = frame.assign(**{ANSWERED: [cells.get(m, "–") for m in frame["Model"]]})
+        tables.append(Table(table.title, frame, table.note))
+    return Section(section.title, tuple(tables), section.plots, section.collapsed)
+
+
 def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, ...], note: str = "") -> Table:
     """Models x the task's main metrics, each "value [low, high]", the best of each column marked
-    with a star (every run that ties it; only where two runs or more have the metric). Runs keep
-    their labels, so a random-weight pipeline check says so in its own row. References (ceilings)
-    come last and are never starred; each "–" is explained under the table."""
+    with a star (every run that ties it; only where two runs or more have the metric). Stars rank
+    the runs over the same samples, those that answered every one: a partial run (marked so in its
+    Answered cell) is never starred, its numbers rest on other samples. Runs keep their labels, so a
+    random-weight pipeline check says so in its own row. References (ceilings) come last and are
+    never starred; each "–" is explained under the table."""
     def value(r: ScoredRun, h: Headline) -> tuple[float | None, list | None]:
         block = _block(r, h)
         v = block.get(h.key)
@@ -201,7 +234,7 @@ def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, .
     dashes: dict[str, list[str]] = {}  # why -> the columns it empties
     for h in metrics:
         cells = [value(r, h) for r in runs]
-        defined = [v for (v, _), r in zip(cells, runs) if v is not None and not r.reference]
+        defined = [v for (v, _), r in zip(cells, runs) if v is not None and not r.reference and complete(r)]
         best = (max if h.higher_is_better else min)(defined) if len(defined) > 1 else None
         for row, r, (v, ci) in zip(rows, runs, cells):
             row[h.title] = (fmt(v, h.digits) + (f" [{fmt(ci[0], h.digits)}, {fmt(ci[1], h.digits)}]" if ci else "")
@@ -210,8 +243,10 @@ def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, .
             dashes.setdefault(h.missing, []).append(h.title)
     better = ", ".join(f"{h.title} {'higher' if h.higher_is_better else 'lower'}" for h in metrics)
     references = [f"{r.name}: {r.reference}" for r in runs if r.reference]
+    partial = "Partial runs are not starred: they answered fewer samples." if not all(map(complete, runs)) else ""
     return Table(title, pd.DataFrame(rows), " ".join(filter(None, [
-        f"{BEST}: best in its column ({better} is better), among the models and naive baselines.",
+        f"{BEST}: best in its column ({better} is better), among the models and naive baselines that answered "
+        "every sample.", partial,
         "Brackets: 95% bootstrap intervals.", note, *(f"'–' under {', '.join(t)}: {why}." for why, t in dashes.items()),
         f"Last, marked {REFERENCE}: ceilings, not results, never starred ({'; '.join(references)})." if references else ""])))
 

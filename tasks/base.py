@@ -14,7 +14,8 @@ Contracts:
   whatever labels and groups the task scores with.
 * ``parser(cfg)`` maps raw text (None when generation failed) to a
   :class:`~candlebench.core.results.Parsed`; it never raises: a failure is ``answer=None`` with a
-  reason.
+  reason. It runs when a run is scored, on the stored text (records keep no verdict), so with
+  ``score`` it is the task's judge, versioned by ``judge_version``.
 * ``columns`` are the flat columns the task adds to ``parsed.parquet`` beside the generic ones
   (``answer`` as JSON text, ``tier``, ``reason``, ``error``, ``text``).
 * ``score`` returns JSON-safe metrics, optionally with ``per_sample``: a frame of ``sample_id`` and
@@ -128,6 +129,11 @@ class Task(ABC):
     # name -> what they are. Their scores are ceilings, not results: the report shows them apart
     # and never marks one best.
     references: ClassVar[Mapping[str, str]] = {}
+    # The version of the task's judge: its parser, claim matching and metrics, everything `score`
+    # computes from the stored text. Raise it with every change that can alter a verdict or a metric
+    # of answers already made: `candlebench score` then re-judges each run scored under another
+    # version (no answer is generated again), and status and the report say which version judged it.
+    judge_version: ClassVar[int] = 1
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
 

@@ -60,8 +60,28 @@ def run_dir(out: Path, run: str, task: str = "forecast") -> Path:
     return out / task / "runs" / run
 
 
+NOT_VERDICT = {"sample_id", "run_key", "error", "text", "prompt", "charts"}
+
+
+def verdicts(out: Path, run: str, task: str = "forecast") -> dict[tuple[str, str], dict]:
+    """(sample_id, run_key) -> the judge's verdict on that record (parsed.parquet: records keep only
+    the text): ``answer`` as its JSON value, ``tier``, ``reason`` and the task's own columns."""
+    parsed = pd.read_parquet(run_dir(out, run, task) / "parsed.parquet")
+    samples = set(pd.read_parquet(out / task / "samples.parquet").columns)
+    own = [c for c in parsed if c not in samples | NOT_VERDICT and not c.startswith("score_")]
+    rows = parsed[["sample_id", "run_key", *own]].astype(object).where(parsed[["sample_id", "run_key", *own]].notna(), None)
+    return {
+        (row["sample_id"], row["run_key"]): {**row, "answer": None if row["answer"] is None else json.loads(row["answer"])}
+        for row in rows.to_dict("records")
+    }
+
+
 def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
-    rows = list(read_jsonl(run_dir(out, run, task) / "responses.jsonl"))
+    """A run's records with the judge's verdict on each (answer, tier, reason, the task's columns)
+    where it is one of the run's current key and inputs."""
+    judged = verdicts(out, run, task)
+    rows = [{**row, **judged.get((row["sample_id"], row["run_key"]), {})}
+            for row in read_jsonl(run_dir(out, run, task) / "responses.jsonl")]
     return pd.DataFrame(rows).set_index("sample_id").sort_index()
 
 
@@ -69,10 +89,16 @@ def infer(workspace: Path, env: dict, run: str, *overrides: str, check: bool = T
     return cli("infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides, env=env, check=check)
 
 
+# What metrics.json says of its own scoring, which the golden files predate: the schema version,
+# the judge version, the answered count and the records it was scored from.
+SCORING_BOOKKEEPING = ("schema", "judge_version", "answered", "records")
+
+
 def forecast_snapshot(out: Path) -> dict:
     """What the forecast benchmark produced, independent of where the files live: each chart's
-    sha256, the samples, every run's records (text, tokens, parsed value) and metrics (minus the
-    run key, which hashes the run's identity and so changes with its layout)."""
+    sha256, the samples, every run's records (text, tokens) with their judged value and metrics
+    (minus the run key, which hashes the run's identity and so changes with its layout, and the
+    scoring's bookkeeping)."""
     task = out / "forecast"
     samples = pd.read_parquet(task / "samples.parquet")
     charts = pd.read_parquet(task / "images" / "manifest.parquet")
@@ -87,13 +113,15 @@ def forecast_snapshot(out: Path) -> dict:
     }
     for run in sorted(p.name for p in (task / "runs").iterdir()):
         rows = list(read_jsonl(task / "runs" / run / "responses.jsonl"))
+        judged = verdicts(out, run)
         snapshot["records"][run] = {
-            r["sample_id"]: {"text": r["text"], "token_ids": r["token_ids"], "value": r["answer"], "tier": r["tier"],
-                             "reason": r["reason"]}
-            for r in rows
+            r["sample_id"]: {"text": r["text"], "token_ids": r["token_ids"], "value": v["answer"], "tier": v["tier"],
+                             "reason": v["reason"]}
+            for r in rows for v in [judged[(r["sample_id"], r["run_key"])]]
         }
         metrics = json.loads((task / "runs" / run / "metrics.json").read_text())
-        for key in ("run_key", "task", "samples_fingerprint"):  # bookkeeping: the samples are compared above
+        # bookkeeping: the samples are compared above
+        for key in ("run_key", "task", "samples_fingerprint", *SCORING_BOOKKEEPING):
             metrics.pop(key)
         snapshot["metrics"][run] = metrics
     return snapshot

@@ -27,8 +27,8 @@ TEXTS = st.lists(st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampl
 
 
 def _record(text: str | None, sample_id: str = "s1") -> ResponseRecord:
-    return ResponseRecord(run_key="k", sample_id=sample_id, model="m", backend="import", text=text, answer=None,
-                          tier="none", reason=None, error=None)
+    return ResponseRecord(run_key="k", sample_id=sample_id, model="m", backend="import", text=text, reason=None,
+                          error=None)
 
 
 @settings(max_examples=300, deadline=None)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import warnings
 
+import pandas as pd
 import pytest
 
-from scoring.report import BEST, Headline, ScoredRun, headline_table, scored_run, write_report
+from scoring.report import BEST, Headline, ScoredRun, Section, Table, headline_table, scored_run, with_answered, write_report
 
 pytestmark = pytest.mark.unit
 
@@ -26,6 +27,22 @@ def test_headline_marks_the_best_of_each_column_and_keeps_intervals_and_labels()
     # a tie for the best (lower is better here) marks both
     assert list(frame["Fail"]) == [f"0.100 {BEST}", f"0.100 {BEST}", "0.300"]
     assert "Fail lower" in table.note
+
+
+def test_a_partial_run_is_marked_beside_its_name_in_every_table_and_never_starred():
+    """A run missing samples is shown so (answered/total, "partial") in each table with a row per
+    run, and the stars rank only the runs over the same samples: those that answered every one."""
+    runs = [ScoredRun("full", "full", {"n": 40, "ic_mean": 0.05, "answered": 40, "n_samples": 40}),
+            ScoredRun("half", "half", {"n": 20, "ic_mean": 0.30, "answered": 20, "n_samples": 40}),
+            ScoredRun("other", "other", {"n": 40, "ic_mean": 0.01, "answered": 40, "n_samples": 40})]
+    table = headline_table("t", runs, (Headline("ic_mean", "IC"),))
+    assert list(table.frame["IC"]) == [f"0.050 {BEST}", "0.300", "0.010"]
+    assert "Partial runs are not starred" in table.note
+    other = Table("paper layout", pd.DataFrame({"Model": ["half", "full"], "x": [1, 2]}))
+    section = with_answered(Section("s", (table, other)), runs)
+    assert [list(t.frame["Answered"]) for t in section.tables] == [["40/40", "20/40 (partial)", "40/40"],
+                                                                   ["20/40 (partial)", "40/40"]]
+    assert list(section.tables[1].frame.columns) == ["Model", "x", "Answered"]
 
 
 def test_headline_reads_a_tasks_nested_block_and_marks_nothing_alone():

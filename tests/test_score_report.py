@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from candlebench.core.jsonl import read_jsonl
 from tasks.forecast.metrics import compute_metrics
 
 import helpers
@@ -43,8 +44,9 @@ def test_metrics_on_disk_equal_the_library_on_the_parsed_table(scored):
 def test_baselines_share_the_record_contract(scored):
     samples = pd.read_parquet(scored / "forecast" / "samples.parquet")
     for name in ("xgboost", "momentum", "constant", "random"):
-        lines = (scored / "forecast" / "runs" / name / "responses.jsonl").read_text().splitlines()
-        records = [json.loads(line) for line in lines]
+        judged = helpers.verdicts(scored, name)
+        records = [{**r, **judged[(r["sample_id"], r["run_key"])]}  # each with its verdict
+                   for r in read_jsonl(scored / "forecast" / "runs" / name / "responses.jsonl")]
         assert sorted(r["sample_id"] for r in records) == sorted(samples["sample_id"])
         for r in records:
             assert (r["answer"] is None) == (r["text"] is None)

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 import tasks
+from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
+from helpers import verdicts
 
 
 @pytest.fixture()
@@ -33,7 +35,9 @@ def test_a_task_defined_in_a_test_runs_every_stage(toy, env, monkeypatch):
     assert text.startswith(f"{samples['code'].iloc[0]} daily bars before") and "date,open,high,low,close" in text
 
     run = toy / "toy" / "runs" / "tiny_qwen2_5_vl-transformers"
-    records = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+    judged = verdicts(toy, "tiny_qwen2_5_vl-transformers", task="toy")
+    records = [{**r, **judged[(r["sample_id"], r["run_key"])]}
+               for r in read_jsonl(run / "responses.jsonl")]
     assert len(records) == len(samples) and {r["answer"] for r in records} <= {"UP", "DOWN"}
     info = json.loads((run / "run.json").read_text())
     assert info["task"] == "toy" and info["identity"]["generation"]["regex"] == "(UP|DOWN)"

@@ -9,7 +9,8 @@ whitespace).
 Files a stage appends to (:class:`JsonlAppender`, flushed and fsynced after each batch) may end in
 a torn last line when the writer was killed: :func:`read_jsonl` skips it (its work is redone), the
 one row any reader passes over. Every other line that is not UTF-8, not a JSON object, or not a
-row its reader can build is an error naming the file and line. A user's file
+row its reader can build is an error naming the file and line, and so is a row of a newer schema
+version than this candlebench reads (:mod:`candlebench.core.schema`), wherever it is. A user's file
 (:func:`json_objects`) has no torn tail: every line counts.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from candlebench.core.errors import CorruptFile
+from candlebench.core.schema import NewerSchema
 
 T = TypeVar("T")
 
@@ -66,6 +68,8 @@ def read_jsonl(path: Path, writer: str = "the stage that wrote it",
             continue
         try:
             yield _built(raw.decode("utf-8"), build)
+        except NewerSchema as err:  # a newer candlebench's row, never taken for a torn one
+            raise NewerSchema(f"{path}, line {number}: {err}") from None
         except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as err:
             if number == len(lines):  # no newline follows: the torn write of a killed writer
                 continue

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.errors import UserError
+from candlebench.core.schema import read_versioned
 
 from candlebench.market.demo import prepare_demo
 from candlebench.market.market import Market, MarketDataError, load_market
@@ -94,7 +95,7 @@ def same_market(data: DictConfig, summary: Path, codes: Iterable[str], market: M
     the samples in ``summary``'s folder were built from. Loads the market only when its files or
     reading settings changed (or ``market`` is given: a stage that loads it anyway); returns it
     when it was loaded."""
-    recorded = (json.loads(summary.read_text()) if summary.exists() else {}).get("data") or {}
+    recorded = (read_versioned("samples summary", summary) if summary.exists() else {}).get("data") or {}
     if "stocks_fingerprint" not in recorded:
         return market  # samples written before this check: nothing to check against
     if market is None:

@@ -52,8 +52,8 @@ def baseline(cfg: DictConfig) -> None:
         if todo:
             answers = task.baselines[name](samples, market, cfg, **params)
             with store.writer(name) as writer:
-                writer.write(_record(info.run_key, name, sid, answers.get(sid), parse) for sid in todo)
-        table = finalize_run(run, samples, task)
+                writer.write(_record(info.run_key, name, sid, answers.get(sid)) for sid in todo)
+        table = finalize_run(run, samples, task, parse)
         answered = int(table["answer"].notna().sum())
         # Said where the run is made, not only in the report: the fix (history, min_train) is a config change.
         why = table.loc[table["answer"].isna(), "reason"].fillna(NO_ANSWER).value_counts()
@@ -61,11 +61,10 @@ def baseline(cfg: DictConfig) -> None:
         print(f"baseline {name}: {answered} of {len(samples)} samples answered{unanswered} -> {run.root}")
 
 
-def _record(key: str, name: str, sample_id: str, text: str | NoAnswer | None, parse) -> ResponseRecord:
-    """A sample the baseline cannot predict is a row with no answer and the baseline's reason, never a zero."""
+def _record(key: str, name: str, sample_id: str, text: str | NoAnswer | None) -> ResponseRecord:
+    """A sample the baseline cannot predict is a row with no text and the baseline's reason, never a zero."""
     if text is None or isinstance(text, NoAnswer):
-        empty = parse(None)
         reason = NO_ANSWER if text is None else f"{NO_ANSWER}: {text.reason}"
         return ResponseRecord(run_key=key, sample_id=sample_id, model=name, backend="baseline", text=None,
-                              answer=None, tier="none", reason=reason, error=None, columns=dict(empty.columns))
-    return ResponseRecord.answered(key, sample_id, name, "baseline", text, parse(text))
+                              reason=reason, error=None)
+    return ResponseRecord.answered(key, sample_id, name, "baseline", text)

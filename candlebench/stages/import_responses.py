@@ -1,5 +1,5 @@
 """``candlebench import FILE``: responses produced elsewhere (an API model, another harness, a
-paper's released outputs) become a run like any other, parsed by the task's parser.
+paper's released outputs) become a run like any other, judged by the task's judge when scored.
 
 The file is JSONL (one object per line) or CSV with columns ``sample_id`` and ``text``, optionally
 ``model``, ``reasoning`` (reasoning a server returned apart) and ``reasoning_opened`` (true: the
@@ -98,11 +98,9 @@ def import_responses(cfg: DictConfig) -> None:
         task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
         identity={"import": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
-    parse = task.parser(cfg)
-    texts = [_recorded(r) for _, r in rows]
     records = [ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
-                                       "import", text, parse(text))
-               for (_, r), text in zip(rows, texts)]  # every answer parsed before anything is written
+                                       "import", _recorded(r))
+               for _, r in rows]  # every record built before anything is written
     info.write(run.info)
     store = RecordStore(run.root)
     done = store.answered(info.run_key)
@@ -110,7 +108,7 @@ def import_responses(cfg: DictConfig) -> None:
     if todo:
         with store.writer("import") as writer:
             writer.write(todo)
-    table = finalize_run(run, samples, task)
+    table = finalize_run(run, samples, task, task.parser(cfg))
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
           f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "

@@ -207,7 +207,7 @@ def infer(cfg: DictConfig) -> None:
     try:
         stats = run_requests(
             requests, RecordStore(run.root), info.run_key, model.name, cfg.backend.name, make_backend,
-            image_policy(cfg), part, run_settings(cfg), task.parser(cfg),
+            image_policy(cfg), part, run_settings(cfg),
         )
     except UserError:
         refused = fresh and next(RecordStore(run.root).records(), None) is None
@@ -216,7 +216,7 @@ def infer(cfg: DictConfig) -> None:
         if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
             shutil.rmtree(run.root)
         else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-            table = finalize_run(run, samples, task, dict(zip(sent["sample_id"], sent["inputs"])))
+            table = finalize_run(run, samples, task, task.parser(cfg), dict(zip(sent["sample_id"], sent["inputs"])))
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "

@@ -1,4 +1,6 @@
-"""``parsed.parquet``: a run's samples with their parsed answers, for the run key in run.json.
+"""``parsed.parquet``: a run's samples with their answers judged by the task's current judge, for
+the run key in run.json. Records keep only what the model said; every verdict (answer, tier,
+reason, the task's columns) is made here from the text, so a judge fixed since reaches every run.
 
 Generic columns: ``run_key`` (which run the answers belong to: report checks it), ``answer`` (the
 task's parsed answer as JSON text; null = nothing parsed), ``tier``, ``reason``, ``error``, ``text``,
@@ -10,12 +12,13 @@ task's parsed answer as JSON text; null = nothing parsed), ``tier``, ``reason``,
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths
+from candlebench.core.results import Parsed
 from inference.records import RecordStore, ResponseRecord
 from inference.run_info import RunInfo
 from tasks.base import Task
@@ -35,28 +38,53 @@ def current_records(
     ]
 
 
+Parser = Callable[[str | None], Parsed]
+
+
+def judged(records: list[ResponseRecord], parse: Parser, own: tuple[str, ...] = ()) -> list[tuple]:
+    """Each record's verdict by ``parse`` (the task's parser) as the row parsed.parquet holds:
+    (answer as JSON text, tier, reason, then the task's ``own`` columns). A record without text keeps
+    why (a failed generation, a baseline's no-answer) as its reason. The parser is a pure function
+    of the text, so a text said again (a baseline's "<score>0.050</score>", a model's set phrase) is
+    judged once."""
+
+    def row(p: Parsed) -> tuple:
+        answer = None if p.answer is None else json.dumps(p.answer, ensure_ascii=False)
+        return (answer, p.tier, p.reason, *(p.columns.get(c) for c in own))
+
+    seen: dict[str, tuple] = {}
+    rows = []
+    for r in records:
+        if r.text is None:
+            empty = parse(None)
+            rows.append(row(Parsed(None, "none", r.reason or empty.reason, empty.columns)))
+            continue
+        verdict = seen.get(r.text)
+        if verdict is None:
+            verdict = seen[r.text] = row(parse(r.text))
+        rows.append(verdict)
+    return rows
+
+
 def parsed_table(
-    samples: pd.DataFrame, merged: list[ResponseRecord], key: str, task: Task,
+    samples: pd.DataFrame, merged: list[ResponseRecord], key: str, task: Task, parse: Parser,
     inputs: Mapping[str, str | None] | None = None,
 ) -> pd.DataFrame:
-    own = [c.name for c in task.columns]
+    own = tuple(c.name for c in task.columns)
+    current = current_records(merged, key, inputs)
+    verdicts = list(zip(*judged(current, parse, own))) or [()] * (3 + len(own))
     rows = pd.DataFrame(
-        [
-            {
-                "sample_id": r.sample_id,
-                "run_key": r.run_key,
-                **{c: r.columns.get(c) for c in own},
-                "answer": None if r.answer is None else json.dumps(r.answer, ensure_ascii=False),
-                "tier": r.tier,
-                "reason": r.reason,
-                "error": r.error,
-                "text": r.text,
-                "prompt": r.prompt,
-                # The time frames of the charts sent, comma-joined; None: not recorded (baselines, imports).
-                "charts": ",".join(r.charts) if r.prompt is not None else None,
-            }
-            for r in current_records(merged, key, inputs)
-        ],
+        {
+            "sample_id": [r.sample_id for r in current],
+            "run_key": [r.run_key for r in current],
+            **dict(zip(own, verdicts[3:])),
+            **dict(zip(("answer", "tier", "reason"), verdicts[:3])),
+            "error": [r.error for r in current],
+            "text": [r.text for r in current],
+            "prompt": [r.prompt for r in current],
+            # The time frames of the charts sent, comma-joined; None: not recorded (baselines, imports).
+            "charts": [",".join(r.charts) if r.prompt is not None else None for r in current],
+        },
         columns=["sample_id", "run_key", *own, *GENERIC],
     )
     table = samples.merge(rows, on="sample_id", how="inner")
@@ -65,13 +93,13 @@ def parsed_table(
 
 
 def finalize_run(
-    run: RunPaths, samples: pd.DataFrame, task: Task, inputs: Mapping[str, str | None] | None = None
+    run: RunPaths, samples: pd.DataFrame, task: Task, parse: Parser, inputs: Mapping[str, str | None] | None = None
 ) -> pd.DataFrame:
-    """Merge every part into responses.jsonl and write parsed.parquet for the key in run.json and
-    the samples' current input files."""
+    """Merge every part into responses.jsonl and write parsed.parquet, judged by ``parse``, for the
+    key in run.json and the samples' current input files."""
     info = RunInfo.read(run.info)
     if info.task != task.name:
         raise ValueError(f"{run.info}: a run of task {info.task!r}, not {task.name!r}")
-    table = parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task, inputs)
+    table = parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task, parse, inputs)
     write_parquet(table, run.parsed)
     return table

