@@ -1,11 +1,16 @@
-"""Scoring speed: the full ``compute_metrics`` on a paper-sized run, on one core.
+"""Scoring speed: judging and scoring a paper-sized run, on one core.
 
     .venv/bin/python bench/score.py [--rows N] [--dates D] [--n-boot B]
 
 Input: N synthetic predictions over D cutoff dates (seeded), with both horizons, regimes,
 continuous-trend flags, parse failures, missing labels, "unclear" zeros and out-of-range values, so
-every branch of the scorer runs. The figure is the wall time of one ``compute_metrics`` call with
-the bootstrap and a release-date split; the first (cold) call is reported separately.
+every branch of the scorer runs; each written as the text a model gives (mostly the score tag,
+some prose around it, some refusals), as records: three decimals as asked, so a run repeats texts,
+and a second set where every text is its own. The figures: the wall time of ``score``'s
+judging — the forecast parser over every record's text, into the parsed table
+(:func:`candlebench.stages.parsed.parsed_table`) — plus ``compute_metrics`` with the bootstrap and a
+release-date split, against the floor: ``compute_metrics`` alone on the table already parsed (what
+scoring cost before it judged). The first (cold) call is reported separately.
 """
 
 from __future__ import annotations
@@ -27,10 +32,21 @@ import pandas as pd  # noqa: E402
 # Run as a script from anywhere: make the repository's packages importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from candlebench.stages.parsed import parsed_table  # noqa: E402
+from inference.records import ResponseRecord  # noqa: E402
 from tasks.forecast.metrics import compute_metrics  # noqa: E402
+from tasks.forecast.task import TASK  # noqa: E402
 
 SEED = 20260414
-TARGET_S = 2.0
+TARGET_S = 3.0  # judging and scoring 200k answers
+# What models write around the score, in the shares they do (seeded), the prediction at {v}.
+PHRASES = (
+    (0.80, "<score>{v}</score>"),
+    (0.10, "The daily chart shows a rising channel with higher lows. <score>{v}</score>"),
+    (0.05, "<think>Volume fades on the last candles.</think>\nScore: {v}"),
+    (0.05, "Expected 30-day return between {v} and {w}."),
+)
+REFUSAL = "I cannot predict future stock prices."
 
 
 def synthetic_run(rows: int, dates: int, seed: int = SEED) -> pd.DataFrame:
@@ -64,6 +80,23 @@ def synthetic_run(rows: int, dates: int, seed: int = SEED) -> pd.DataFrame:
     )
 
 
+def answer_texts(frame: pd.DataFrame, distinct: bool = False, seed: int = SEED) -> list[str]:
+    """Each prediction as a model writes it (three decimals, as asked: a run repeats many texts); a
+    missing one as a refusal (a parse failure). ``distinct``: nine decimals, every text its own."""
+    rng = np.random.default_rng(seed + 1)
+    shares = np.array([share for share, _ in PHRASES])
+    picks = rng.choice(len(PHRASES), len(frame), p=shares / shares.sum())
+    values = frame["pred"] + (np.arange(len(frame)) * 1e-9 if distinct else 0.0)
+    digits = 9 if distinct else 3
+    return [REFUSAL if np.isnan(v) else PHRASES[k][1].format(v=f"{v:.{digits}f}", w=f"{v + 0.05:.{digits}f}")
+            for v, k in zip(values, picks)]
+
+
+def records(frame: pd.DataFrame, distinct: bool = False) -> list[ResponseRecord]:
+    return [ResponseRecord.answered("bench", sid, "bench", "import", text)
+            for sid, text in zip(frame["sample_id"], answer_texts(frame, distinct))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
@@ -72,18 +105,46 @@ def main() -> None:
     args = parser.parse_args()
 
     frame = synthetic_run(args.rows, args.dates)
+    frame.insert(0, "sample_id", [f"s{i:07d}" for i in range(len(frame))])
+    samples = frame.drop(columns=["pred", "pred_in_range"])
+    stored = records(frame)
     release = str(frame["cutoff"].sort_values().iloc[len(frame) // 2].date())
-    timings = []
-    for _ in range(3):
+    parse = TASK.parser(None)
+
+    def judge_and_score() -> tuple[float, float, dict]:
         start = time.perf_counter()
-        metrics = compute_metrics(frame, horizon=30, release_date=release, n_boot=args.n_boot, seed=0)
-        timings.append(time.perf_counter() - start)
-    print(f"rows={args.rows} dates={args.dates} n_boot={args.n_boot} release_date={release} threads=1")
-    print(f"compute_metrics cold: {timings[0]:.3f} s   warm (best of {len(timings) - 1}): "
-          f"{min(timings[1:]):.3f} s   target < {TARGET_S:.1f} s")
+        table = parsed_table(samples, stored, "bench", TASK, parse)
+        judged = time.perf_counter()
+        metrics = compute_metrics(table, horizon=30, release_date=release, n_boot=args.n_boot, seed=0)
+        return judged - start, time.perf_counter() - start, metrics
+
+    def judge_distinct() -> float:
+        start = time.perf_counter()
+        parsed_table(samples, every_own, "bench", TASK, parse)
+        return time.perf_counter() - start
+
+    def floor() -> float:
+        start = time.perf_counter()
+        compute_metrics(frame, horizon=30, release_date=release, n_boot=args.n_boot, seed=0)
+        return time.perf_counter() - start
+
+    runs = [judge_and_score() for _ in range(3)]
+    floors = [floor() for _ in range(3)]
+    every_own = records(frame, distinct=True)
+    distinct_s = min(judge_distinct() for _ in range(2))
+    judge_s, total_s, metrics = min(runs[1:], key=lambda r: r[1])
+    print(f"rows={args.rows} dates={args.dates} n_boot={args.n_boot} release_date={release} threads=1 "
+          f"distinct texts={len({r.text for r in stored})}")
+    print(f"judge + score cold: {runs[0][1]:.3f} s   warm (best of {len(runs) - 1}): {total_s:.3f} s "
+          f"(judging {judge_s:.3f} s)   target <= {TARGET_S:.1f} s")
+    print(f"floor, compute_metrics alone on the parsed table: {min(floors[1:]):.3f} s   "
+          f"judge + score / floor: {total_s / min(floors[1:]):.2f}x")
+    print(f"judging when every text is its own ({len({r.text for r in every_own})} distinct, nine decimals): "
+          f"{distinct_s:.3f} s")
     print(f"ic_mean={metrics['ic_mean']:.4f} CI={metrics['ci']['ic_mean']}  "
           f"accuracy={metrics['accuracy']:.4f} CI={metrics['ci']['accuracy']}  "
-          f"r_5 ic_mean={metrics['by_horizon']['r_5']['ic_mean']:.4f}")
+          f"r_5 ic_mean={metrics['by_horizon']['r_5']['ic_mean']:.4f}  "
+          f"parse failures={metrics['parse_failure_rate']:.4f}")
 
 
 if __name__ == "__main__":

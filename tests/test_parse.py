@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.forecast.parse import TIERS, ParsedScore, parse_score
+from tasks.forecast.parse import TIERS, ParsedScore, parse_by_rules, parse_score
 
 pytestmark = pytest.mark.unit
 
@@ -268,16 +268,34 @@ def _check_consistent(got: ParsedScore, lo: float = -0.5, hi: float = 1.0) -> No
         assert not math.isnan(got.value)
 
 
+ASCII_BLANKS = st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f", max_size=3)
+DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=4)
+# A sign, then 12.34, 12 or .34
+PLAIN_NUMBER = st.builds(lambda sign, whole, frac, form: sign + (f"{whole}.{frac}", whole, f".{frac}")[form],
+                         st.sampled_from(["", "+", "-"]), DIGITS, DIGITS, st.integers(0, 2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ASCII_BLANKS, ASCII_BLANKS, PLAIN_NUMBER, ASCII_BLANKS, ASCII_BLANKS,
+       st.floats(min_value=-3.0, max_value=3.0, allow_nan=False), st.floats(min_value=0.0, max_value=3.0, allow_nan=False))
+def test_the_answer_as_asked_reads_as_the_rules_read_it(before, inside, number, after_number, after, lo, width):
+    """The fast path of the answer exactly as the prompt asks for it gives what rules 1-22 give."""
+    text = f"{before}<score>{inside}{number}{after_number}</score>{after}"
+    assert parse_score(text, lo, lo + width) == parse_by_rules(text, lo, lo + width)
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.text())
 def test_any_text_gives_consistent_result(text: str) -> None:
     _check_consistent(parse_score(text))
+    assert parse_score(text) == parse_by_rules(text)
 
 
 @settings(max_examples=500, deadline=None)
 @given(FRAGMENT_TEXT)
 def test_adversarial_fragments_give_consistent_result(text: str) -> None:
     _check_consistent(parse_score(text))
+    assert parse_score(text) == parse_by_rules(text)
 
 
 @settings(max_examples=200, deadline=None)

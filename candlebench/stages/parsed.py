@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from candlebench.core.bulk import collector_paused
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths
 from candlebench.core.results import Parsed
@@ -72,8 +73,18 @@ def parsed_table(
 ) -> pd.DataFrame:
     own = tuple(c.name for c in task.columns)
     current = current_records(merged, key, inputs)
-    verdicts = list(zip(*judged(current, parse, own))) or [()] * (3 + len(own))
-    rows = pd.DataFrame(
+    with collector_paused():
+        rows = _rows(current, list(zip(*judged(current, parse, own))), own)
+    table = samples.merge(rows, on="sample_id", how="inner")
+    table = table.astype({c.name: c.dtype for c in task.columns})
+    return table.sort_values("sample_id").reset_index(drop=True)
+
+
+def _rows(current: list[ResponseRecord], verdicts: list[tuple], own: tuple[str, ...]) -> pd.DataFrame:
+    columns = ["sample_id", "run_key", *own, *GENERIC]
+    if not current:  # no answer yet (a run stopped before its first): text columns, not float ones
+        return pd.DataFrame(columns=columns, dtype=object)
+    return pd.DataFrame(
         {
             "sample_id": [r.sample_id for r in current],
             "run_key": [r.run_key for r in current],
@@ -85,11 +96,8 @@ def parsed_table(
             # The time frames of the charts sent, comma-joined; None: not recorded (baselines, imports).
             "charts": [",".join(r.charts) if r.prompt is not None else None for r in current],
         },
-        columns=["sample_id", "run_key", *own, *GENERIC],
+        columns=columns,
     )
-    table = samples.merge(rows, on="sample_id", how="inner")
-    table = table.astype({c.name: c.dtype for c in task.columns})
-    return table.sort_values("sample_id").reset_index(drop=True)
 
 
 def finalize_run(
