@@ -69,9 +69,13 @@ def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "",
     return ScoredRun(name, label, metrics, market, reference)
 
 
-def ranked(values: pd.Series, higher_is_better: bool = True) -> pd.Series:
+def ranked(values: pd.Series, higher_is_better: bool = True, runs: list[ScoredRun] | None = None) -> pd.Series:
     """Ranks with ties sharing their average rank, as the paper's Table 5 prints them (three IC Sig.
-    of 0.750 after a 0.813 are all ranked 3); a missing value gets no rank."""
+    of 0.750 after a 0.813 are all ranked 3); a missing value gets no rank. With ``runs`` (one per
+    value), only the runs over the same samples are ranked, those that answered every one: a partial
+    run gets no rank (:func:`complete`)."""
+    if runs is not None:
+        values = values.where(pd.Series([complete(r) for r in runs], index=values.index))
     return values.rank(ascending=not higher_is_better, method="average")
 
 

@@ -8,7 +8,8 @@ import warnings
 import pandas as pd
 import pytest
 
-from scoring.report import BEST, Headline, ScoredRun, Section, Table, headline_table, scored_run, with_answered, write_report
+from scoring.report import (BEST, Headline, ScoredRun, Section, Table, fmt_rank, headline_table, ranked, scored_run,
+                            with_answered, write_report)
 
 pytestmark = pytest.mark.unit
 
@@ -43,6 +44,7 @@ def test_a_partial_run_is_marked_beside_its_name_in_every_table_and_never_starre
     assert [list(t.frame["Answered"]) for t in section.tables] == [["40/40", "20/40 (partial)", "40/40"],
                                                                    ["20/40 (partial)", "40/40"]]
     assert list(section.tables[1].frame.columns) == ["Model", "x", "Answered"]
+    assert [fmt_rank(k) for k in ranked(pd.Series([0.05, 0.30, 0.01]), runs=runs)] == ["1", "–", "2"]
 
 
 def test_headline_reads_a_tasks_nested_block_and_marks_nothing_alone():

@@ -55,7 +55,7 @@ def table4(runs: list[ScoredRun]) -> Table:
         ("fn_share", "FN rate %", False),
     ):
         values = pd.to_numeric(rows[key], errors="coerce")
-        ranks = ranked(values, better)
+        ranks = ranked(values, better, runs)
         scale = 1 if key == "f1" else 100
         out[title] = [f"{fmt(v * scale, 2 if scale == 100 else 4)} ({fmt_rank(k)})" for v, k in zip(values, ranks)]
     out["Bias"] = [f"{fmt(r.metrics.get('bias'), 3)} {r.metrics.get('bias_grade') or ''}".strip() for r in runs]
@@ -65,6 +65,7 @@ def table4(runs: list[ScoredRun]) -> Table:
     return Table(
         "Table 4 layout: direction at 0 (rank in parentheses)",
         out,
+        "Ranks are among the runs that answered every sample (a partial run has none). "
         "FP rate / FN rate are shares of all scored samples, as in the paper (not FP/(FP+TN)). "
         "No answer: unparseable output, failed generation, or a sample a baseline could not predict "
         "(e.g. too few realised training samples); such samples are left out of every other column, "
@@ -101,7 +102,7 @@ def table5(runs: list[ScoredRun]) -> Table:
         ("rank_ic_sig_ratio", "RankIC Sig."),
     ):
         values = pd.to_numeric(pd.Series([r.metrics.get(key) for r in runs]), errors="coerce")
-        ranks = ranked(values)
+        ranks = ranked(values, runs=runs)
         digits = 3 if key.endswith("sig_ratio") else 5
         out[title] = [f"{fmt(v, digits)} ({fmt_rank(k)})" for v, k in zip(values, ranks)]
     ci = [r.metrics.get("ci") or {} for r in runs]
@@ -111,7 +112,8 @@ def table5(runs: list[ScoredRun]) -> Table:
     out["Dates"] = [r.metrics.get("n_dates") for r in runs]
     dash = f" '–': {NO_DATE}." if any(not r.metrics.get("n_dates") for r in runs) else ""
     return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
-                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05." + dash)
+                 "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05. "
+                 "Ranks are among the runs that answered every sample (a partial run has none)." + dash)
 
 
 def groups_table(runs: list[ScoredRun]) -> Table:
