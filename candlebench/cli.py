@@ -28,6 +28,7 @@ from candlebench.core.extras import require
 from candlebench.core.overrides import key_of, open_key, shared_out_dir
 from candlebench.core.progress import library_bars_off_terminal
 from candlebench.core.paths import CONF_DIR, register_resolvers
+from candlebench.core.rules import ConfigError, check_early
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
 from candlebench.stages.graph import BY_NAME, STAGES, check_added_keys, composition_error
@@ -215,6 +216,10 @@ def main(argv: list[str] | None = None) -> None:
     overrides = [open_key(o) for o in overrides]
     if {"--multirun", "-m"} & set(flags) or "hydra.mode=MULTIRUN" in overrides:
         check_multirun(overrides)
+    try:
+        check_early(overrides)  # before Hydra writes its folder and config dumps
+    except ConfigError as err:
+        fail(f"error: {err}")
     register_resolvers()
     store_configs()
     try:

@@ -209,6 +209,7 @@ def test_score_after_an_interrupted_infer_scores_the_new_run_and_report_refuses_
         ("render.renderer=nosuch", "render.renderer='nosuch': must be one of ['mplfinance', 'pil']"),
         ("data.on_defect=ignore", "data.on_defect='ignore': must be one of ['drop', 'fail']"),
         ("task.render.ma_windows=[5,20]", "task.render.ma_windows=[5, 20] and task.render.ma_colors=['black', 'blue', 'purple']: must be"),
+        ("task.baseline.names=[nosuch]", "task.baseline.names=['nosuch']: ['nosuch'] are not baselines of task forecast; known:"),
     ],
 )
 def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, override, message):
@@ -218,6 +219,28 @@ def test_bad_config_values_are_one_line_errors_before_any_work(tmp_path, env, ov
         assert done.returncode != 0 and message in done.stderr, done.stderr[-800:]
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
+
+
+def test_an_empty_out_dir_and_a_pasted_key_are_refused_before_anything_is_written(ws, env, tmp_path):
+    """out_dir='' would put the study in the working folder (and Hydra's logs at /logs); a key given
+    where its variable's name belongs is refused without being repeated, and no file of the study
+    (configs/, Hydra's logs and .hydra/ dumps) holds it."""
+    pasted, here = "sk-PASTED-secret-999", tmp_path / "here"
+    here.mkdir()
+    for empty in ("out_dir=''", "out_dir="):
+        done = cli("samples", *BASE, empty, env=env, check=False, cwd_out=here)
+        assert done.returncode != 0 and done.stderr.strip().startswith("error: out_dir: must be a folder path, not empty")
+        assert len(done.stderr.strip().splitlines()) == 1 and not list(here.iterdir())
+    for command in ("infer", "run"):
+        done = cli(command, *BASE, f"out_dir={ws}", "backend=server", f"backend.api_key_env={pasted}", env=env, check=False)
+        assert done.returncode != 0 and "backend.api_key_env: must be the NAME of an environment variable" in done.stderr
+        assert pasted not in done.stderr + done.stdout and len(done.stderr.strip().splitlines()) == 1
+    leaked = [p for p in ws.rglob("*") if p.is_file() and pasted.encode() in p.read_bytes()]
+    assert leaked == [] and not (ws / "logs" / "infer").exists()
+    with pytest.raises(Exception, match="backend.api_key_env: must be the NAME"):  # from a config file too
+        from candlebench.stages.graph import compose_config
+        from candlebench.stages.validate import validate
+        validate(compose_config(["backend=server", "backend.api_key_env=hf_abcdefghijklmnop"]))
 
 
 def test_a_window_after_the_data_says_so(tmp_path, env):

@@ -4,7 +4,8 @@ each task its own (``Task.validate``). A key absent from the config is not check
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import re
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -76,3 +77,45 @@ def check(cfg: DictConfig, rules: Sequence[Rule]) -> None:
         present, found = value(cfg, key)
         if present and not test(found):
             raise ConfigError(f"{key}={found!r}: must be {allowed}")
+
+
+# A variable's name as a shell exports it. A value that is not one, or that starts as API keys do,
+# is a key pasted where its variable's name belongs.
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_PREFIXES = ("sk-", "sk_", "hf_", "ghp_", "gsk_", "xai-", "pk-", "api-", "key-")
+
+
+def variable_name(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and _VARIABLE.fullmatch(v) is not None
+                         and not v.lower().startswith(_KEY_PREFIXES))
+
+
+def folder(v: Any) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+# Keys whose bad values must be refused before Hydra writes anything (its log folder under
+# out_dir, its .hydra/ config dumps, which would keep a pasted key), so read from the command line
+# itself, and said without the value: a key printed into a SLURM log is on disk too.
+EARLY: tuple[Rule, ...] = (
+    ("out_dir", folder, "a folder path, not empty (the study's files would land in the working folder, "
+                        "Hydra's logs at /logs)"),
+    ("backend.api_key_env", variable_name,
+     "the NAME of an environment variable holding the key, not the key (the value given looks like a key "
+     "and was written nowhere): `export MY_KEY=...` and set backend.api_key_env=MY_KEY"),
+)
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+def check_early(overrides: Iterable[str], found: Callable[[str], tuple[bool, Any]] | None = None) -> None:
+    """Raise :class:`ConfigError` for an :data:`EARLY` key set to a value it refuses: on the command
+    line (``overrides``) or, given ``found`` (``value`` over a config), in the composed config."""
+    given = {o.split("=", 1)[0].lstrip("+~"): _unquoted(o.split("=", 1)[1]) for o in overrides if "=" in o}
+    for key, test, allowed in EARLY:
+        present, v = found(key) if found is not None else (key in given, given.get(key))
+        if present and not test(v):
+            raise ConfigError(f"{key}: must be {allowed}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 from omegaconf import DictConfig
 
-from candlebench.core.rules import (ConfigError, Rule, check, date_or_null, integer, number, one_of,
+from candlebench.core.rules import (ConfigError, Rule, check, check_early, date_or_null, integer, number, one_of,
                                     optional_integer, share, value)
 from candlebench.market.market import OnDefect
 from rendering.render import COLOR_CONVENTIONS, RENDERERS
@@ -69,6 +69,7 @@ RULES: tuple[Rule, ...] = (
 def validate(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first value a job cannot run with."""
     check(cfg, RULES)
+    check_early((), lambda key: value(cfg, key))  # set in a config file rather than on the command line
     for block in ("infer.shard", "render.chunk"):
         present, part = value(cfg, block)
         if present and part["index"] >= part["count"]:
@@ -82,4 +83,10 @@ def validate(cfg: DictConfig) -> None:
     _, end = value(cfg, "task.samples.end")
     if start is not None and end is not None and pd.Timestamp(str(start)) >= pd.Timestamp(str(end)):
         raise ConfigError(f"task.samples.start={start} is not before task.samples.end={end}: the window holds no cutoff")
-    get_task(str(cfg.task.name)).validate(cfg)
+    task = get_task(str(cfg.task.name))
+    present, names = value(cfg, "task.baseline.names")
+    unknown = [n for n in names or () if n not in task.baselines] if present else []
+    if unknown:
+        raise ConfigError(f"task.baseline.names={names}: {unknown} are not baselines of task {task.name}; "
+                          f"known: {sorted(task.baselines)}")
+    task.validate(cfg)
