@@ -25,6 +25,7 @@ from candlebench import sweep as sweep_module
 from candlebench.core.errors import UserError
 from candlebench.core.rules import ConfigError
 from candlebench.core.extras import require
+from candlebench.core.interrupts import second_interrupt_exits
 from candlebench.core.overrides import key_of, open_key, shared_out_dir
 from candlebench.core.progress import library_bars_off_terminal
 from candlebench.core.paths import CONF_DIR, register_resolvers
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         check_added_keys(overrides)
     except ConfigError as err:
         fail(f"error: {err}")
+    second_interrupt_exits()
     job_name = name.replace(" ", "_")
     # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
     sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]

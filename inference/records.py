@@ -59,6 +59,7 @@ class ResponseRecord:
     prompt: str | None = None
     charts: tuple[str, ...] = ()
     device: str | None = None  # the accelerator it ran on ("NVIDIA H200", "cpu"): provenance, not the run key
+    served_model: str | None = None  # the model a server's reply named (backend=server); None: any other source
 
     @classmethod
     def answered(cls, run_key: str, sample_id: str, model: str, backend: str, text: str | None,

@@ -295,5 +295,5 @@ def _record(
         run_key, request.sample_id, model, backend, result.text,
         prompt_tokens=result.prompt_tokens,
         completion_tokens=len(result.token_ids) if result.completion_tokens is None else result.completion_tokens,
-        token_ids=result.token_ids, **context,
+        token_ids=result.token_ids, served_model=result.model, **context,
     )

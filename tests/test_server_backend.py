@@ -99,6 +99,8 @@ def test_a_server_backend_needs_no_checkpoint_here():
     ("backend.timeout_s=0", "backend.timeout_s=0: must be a number > 0"),
     ("backend.dialect=ollama", "backend.dialect='ollama': must be one of"),
     ("backend.opens_reasoning=maybe", "backend.opens_reasoning='maybe': must be one of"),
+    ("backend.base_url=notaurl", "backend.base_url='notaurl': must be an http:// or https:// URL"),
+    ("backend.base_url=http://127.0.0.1:port/v1", "backend.base_url='http://127.0.0.1:port/v1': must be an http://"),
 ])
 def test_server_settings_are_checked_up_front(override, message):
     from candlebench.stages.graph import compose_config
@@ -130,3 +132,95 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
     assert parse(generation_of(inside).text).answer is not None  # the same text read as an answer without the flag
     done = {"choices": [{"message": {"content": "<score>0.3</score>", "reasoning": "up"}, "finish_reason": "stop"}]}
     assert generation_of(done).text == "<think>\nup</think>\n<score>0.3</score>"
+
+
+# Against a fake OpenAI-compatible server (tests/fixtures/fake_openai.py): 127.0.0.1, bounded lifetime.
+
+def backend_for(url: str, **settings):
+    from inference.backends.base import GenerationSpec, Media
+    from inference.backends.server import ServerBackend
+
+    config = OmegaConf.create({"name": "server", "base_url": url, "timeout_s": 5, "retries": 0, **settings})
+    return ServerBackend(ModelSpec(name="m", path="/nowhere"), GenerationSpec(), config, Media(1))
+
+
+def one_request():
+    from PIL import Image
+
+    from inference.backends.base import PreparedRequest
+
+    return PreparedRequest("s1", "What next?", (Image.new("RGB", (8, 8), "white"),))
+
+
+def in_thread(call, limit_s: float):
+    """``call()`` in a thread, given ``limit_s`` to end: (result or exception, seconds, ended)."""
+    box: list = []
+    started = time.monotonic()
+
+    def run():
+        try:
+            box.append(call())
+        except BaseException as err:  # noqa: BLE001 (the test looks at it)
+            box.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    return (box[0] if box else None), time.monotonic() - started, not thread.is_alive()
+
+
+def test_a_trickled_reply_is_bounded_by_the_whole_request_deadline():
+    """One body byte every 0.3 s renews a per-read socket timeout forever; the deadline counts from
+    the start of the request to its last byte."""
+    from fixtures.fake_openai import FakeServer
+    from inference.backends.server_http import Endpoint
+
+    with FakeServer(script=("trickle",), trickle_s=0.3, lifetime_s=8) as fake:
+        got, took, ended = in_thread(lambda: Endpoint(fake.base_url, timeout_s=1).call("/chat/completions", {}), 6)
+    assert ended and isinstance(got, TimeoutError) and "no whole answer within 1 s" in str(got), got
+    assert took < 2, f"{took:.1f} s"
+
+
+def test_cancel_cuts_a_hung_request_at_once():
+    from fixtures.fake_openai import FakeServer
+    from inference.backends.server_http import Cancel, Cancelled, Endpoint
+
+    cancel = Cancel()
+    with FakeServer(script=("hang",), lifetime_s=8) as fake:
+        threading.Timer(0.3, cancel.set).start()
+        got, took, ended = in_thread(lambda: Endpoint(fake.base_url, timeout_s=600).call("/chat/completions", {},
+                                                                                         cancel=cancel), 5)
+    assert ended and isinstance(got, Cancelled) and took < 1.5, (got, took)
+
+
+def test_retry_after_is_capped_by_max_backoff_s_and_a_long_wait_is_said(capsys):
+    """A 429 asking for a day waits max_backoff_s; a wait over 5 s says what it waits for."""
+    from fixtures.fake_openai import FakeServer
+    from inference.backends.server_http import Endpoint
+
+    with FakeServer(script=("429", "answer", "429"), lifetime_s=10) as fake:
+        endpoint = Endpoint(fake.base_url, timeout_s=5)
+        attempt = lambda: endpoint.call("/chat/completions", {})  # noqa: E731
+        got, took, ended = in_thread(lambda: with_retries(attempt, RetryPolicy(2, 0.01, 0.2), threading.Event()), 5)
+        assert ended and isinstance(got, dict) and took < 2, (got, took)
+        assert capsys.readouterr().err == ""  # 0.2 s: not worth a line
+        stop = threading.Event()
+        threading.Timer(0.3, stop.set).start()  # the run ends during the long pause
+        got, took, ended = in_thread(lambda: with_retries(attempt, RetryPolicy(2, 1, 60), stop, what="s1 at the fake"), 5)
+    assert ended and isinstance(got, HTTPFailure) and got.status == 429 and took < 2
+    said = capsys.readouterr().err
+    assert "waiting 60 s to retry s1 at the fake (HTTP 429: slow down; retry 1 of 2; it asked for 86400 s " \
+           "(Retry-After), capped by backend.max_backoff_s)" in said, said
+
+
+def test_each_reply_names_the_served_model_or_the_run_stops_naming_both():
+    from fixtures.fake_openai import FakeServer
+    from inference.backends.server_http import ServerChanged
+
+    with FakeServer(lifetime_s=10) as fake:
+        [[(sample, generation)]] = list(backend_for(fake.base_url).stream([one_request()]))
+    assert sample == "s1" and generation.model == "tiny" and generation.text == "<score>0.5</score>"
+    with FakeServer(reply_model="totally-different-model", lifetime_s=10) as fake:
+        with pytest.raises(ServerChanged, match="answered as model 'totally-different-model', not 'tiny' that its "
+                                                "/v1/models serves"):
+            list(backend_for(fake.base_url).stream([one_request()]))

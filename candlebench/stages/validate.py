@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from candlebench.core.rules import (ConfigError, Rule, check, check_early, date_or_null, integer, number, one_of,
                                     optional_integer, share, value)
 from candlebench.market.market import OnDefect
+from inference.backends.server_http import http_url
 from rendering.render import COLOR_CONVENTIONS, RENDERERS
 from tasks import get_task
 
@@ -30,6 +31,7 @@ RULES: tuple[Rule, ...] = (
     ("backend.startup_wait_s", *number(0)),
     ("backend.dialect", *one_of(("auto", "vllm", "openai"))),
     ("backend.opens_reasoning", *one_of((True, False))),
+    ("backend.base_url", http_url, "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"),
     ("report.embed", lambda v: v is True or v is False or v == "auto", "true, false or auto"),
     ("report.embed_max_mb", *number(0)),
     ("report.bundle", *one_of((True, False))),

@@ -49,6 +49,7 @@ class Generation:
     prompt_tokens: int
     # None: len(token_ids). A server that returns no token ids (not vLLM) says how many it generated.
     completion_tokens: int | None = None
+    model: str | None = None  # the model the reply names (a server's); None: an engine in this process
 
 
 class Backend(Protocol):

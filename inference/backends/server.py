@@ -15,7 +15,10 @@ Requests run ``backend.concurrency`` at a time (threads: each waits on its socke
 to the runner as they finish, so every answer is fsynced on arrival. Connection failures, 429 and
 5xx are retried with a growing pause; after a lost connection the server must still serve the
 model the run started with (:class:`ServerChanged` otherwise), and a server that stays away ends
-the run in one line, keeping every answer written.
+the run in one line, keeping every answer written. Each reply must name the model the run asked
+for (a proxy or a misrouted server answering with another is :class:`ServerChanged`); the name is
+in each record. Every request has a deadline for the whole request (``timeout_s``); a run that
+stops (Ctrl-C, a fatal error) cuts the requests in flight at once (:class:`Cancel`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import base64
 import io
 import sys
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -33,8 +35,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.errors import UserError
 from inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
-from inference.backends.server_http import (ConnectionLost, Endpoint, HTTPFailure, RetryPolicy, ServedModel,
-                                            ServerChanged, ServerUnreachable, list_models, pick_model, with_retries)
+from inference.backends.server_http import (LOUD_WAIT_S, Cancel, ConnectionLost, Endpoint, HTTPFailure, RetryPolicy,
+                                            ServedModel, ServerChanged, ServerUnreachable, list_models, pick_model,
+                                            with_retries)
 from inference.chat import LAYOUTS, reasoning_in_text
 from inference.models import ModelSpec
 from rendering.model_input import ENCODED_PNG
@@ -120,6 +123,7 @@ def connect(settings: ServerSettings) -> Served:
     one-line error when none answers, the key is refused or the model is not there."""
     endpoint = settings.endpoint()
     deadline = time.monotonic() + float(settings.startup_wait_s)
+    said = float(settings.startup_wait_s) <= LOUD_WAIT_S
     while True:
         try:
             models = list_models(endpoint)
@@ -131,6 +135,10 @@ def connect(settings: ServerSettings) -> Served:
                     f"backend=server: no server answers at {endpoint.base_url}{waited} ({err}); start one "
                     "(e.g. `vllm serve MODEL`), or set backend.base_url (backend.startup_wait_s waits for one starting)"
                 ) from None
+            if not said:
+                print(f"waiting up to {deadline - time.monotonic():.0f} s for a server at {endpoint.base_url} "
+                      f"(backend.startup_wait_s; {err})", file=sys.stderr, flush=True)
+                said = True
             time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
     model = pick_model(endpoint, models, settings.model)
     dialect = settings.dialect if settings.dialect != "auto" else OWNERS.get(str(model.owned_by), "openai")
@@ -158,14 +166,14 @@ def generation_of(reply: dict, opens_reasoning: bool = False) -> Generation:
         raise HTTPFailure(200, f"not a chat completion: {str(reply)[:200]}") from None
     closed = bool(content) or choice.get("finish_reason") != "length"
     text = reasoning_in_text(content, reasoning, opens_reasoning, closed) or ""
-    usage = reply.get("usage") or {}
+    usage, named = reply.get("usage") or {}, reply.get("model")
     ids = tuple(choice.get("token_ids") or ())
     if ids and choice.get("finish_reason") == "stop":
         ids = ids[:-1]  # the end-of-sequence token that ended it: the in-process backends drop it too
     # Without token ids (not vLLM), the server's count stands in (it may count the end token).
     completion = len(ids) if ids or usage.get("completion_tokens") is None else int(usage["completion_tokens"])
     return Generation(text=text, token_ids=ids, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                      completion_tokens=completion)
+                      completion_tokens=completion, model=None if named is None else str(named))
 
 
 def data_url(image: Any) -> str:
@@ -201,7 +209,7 @@ class ServerBackend:
         if generation.regex and self.dialect.constraint is None:
             print(f"note: the server at {self.endpoint.base_url} ({self.dialect.name} dialect) takes no answer regex: "
                   "answers are unconstrained (the run key says so)", file=sys.stderr)
-        self.stop = threading.Event()
+        self.stop = Cancel()
 
     def body(self, request: PreparedRequest) -> dict[str, Any]:
         images = [{"type": "image_url", "image_url": {"url": data_url(im)}} for im in request.images]
@@ -230,8 +238,8 @@ class ServerBackend:
         """One request, retried on connection failures, 429 and 5xx."""
         body = self.body(request)
         try:
-            reply = with_retries(lambda: self.endpoint.call("/chat/completions", body), self.policy, self.stop,
-                                 self.still_same)
+            reply = with_retries(lambda: self.endpoint.call("/chat/completions", body, cancel=self.stop), self.policy,
+                                 self.stop, self.still_same, what=f"{request.sample_id} at {self.endpoint.base_url}")
         except ConnectionLost as err:
             raise ServerUnreachable(
                 f"the server at {self.endpoint.base_url} stopped answering ({err}) and is still away after "
@@ -242,7 +250,12 @@ class ServerBackend:
             if err.status == 404:
                 self.still_same()  # a restart with another model: the run's, not this sample's failure
             raise
-        return generation_of(reply, bool(self.settings.opens_reasoning))
+        generation = generation_of(reply, bool(self.settings.opens_reasoning))
+        if generation.model is not None and generation.model != self.target.model.id:
+            raise ServerChanged(f"the server at {self.endpoint.base_url} answered as model {generation.model!r}, not "
+                                f"{self.target.model.id!r} that its /v1/models serves and this run asks for; no answer "
+                                "of it is kept: fix the server (or the proxy in front of it) and run the same command again")
+        return generation
 
     def still_same(self) -> None:
         """After a lost connection: the server back up must serve the model this run started with."""
@@ -296,7 +309,7 @@ class ServerBackend:
                 if fatal is not None:
                     raise fatal
         finally:
-            self.stop.set()  # pauses between retries end now
+            self.stop.set()  # pauses between retries and requests in flight end now (Ctrl-C: exit within 2 s)
             pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:

@@ -1,11 +1,16 @@
 """HTTP to an OpenAI-compatible server (``vllm serve``, llama.cpp's server, Ollama): one JSON call,
 its failures sorted into what a retry can fix and what it cannot, and the models the server serves.
 
-The standard library only (``urllib``): the project declares no HTTP client, and the one call
-shape here (a JSON POST or GET with a timeout) needs none. One connection per request: on a
-loopback or cluster network a TCP connect costs well under a millisecond, against tens of
-milliseconds for a VLM answer (bench/infer_vllm.py measures the whole HTTP path), and nothing
-keep-alive can go stale between a server's restart and our next request.
+The standard library only (``http.client``): the project declares no HTTP client, and the one call
+shape here (a JSON POST or GET) needs none. One connection per request: on a loopback or cluster
+network a TCP connect costs well under a millisecond, against tens of milliseconds for a VLM
+answer (bench/infer_vllm.py measures the whole HTTP path), and nothing keep-alive can go stale
+between a server's restart and our next request.
+
+Every call has a deadline for the whole request, connect to last byte: a socket timeout bounds
+each read only, and a reply trickled a byte at a time would renew it forever. At the deadline, or
+when the run stops (:class:`Cancel`: Ctrl-C), the call's socket is shut, which ends whatever read
+or write its thread is blocked in at once.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import http.client
 import json
 import os
 import socket
+import sys
 import threading
-import urllib.error
-import urllib.request
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
+from urllib.parse import urlsplit
 
 from candlebench.core.errors import UserError
 
@@ -58,11 +64,74 @@ class ConnectionLost(Exception):
     """The connection could not be made or broke before an answer: the server is down or restarting."""
 
 
+class Cancelled(Exception):
+    """The run is stopping (Ctrl-C): the request was cut off, not failed."""
+
+
+class Cancel:
+    """Ends every wait of a run that is stopping: the pauses between retries (``wait``) and the
+    requests in flight, whose sockets are shut so their threads return at once instead of after
+    ``timeout_s`` (600 s by default)."""
+
+    def __init__(self) -> None:
+        self._event, self._lock = threading.Event(), threading.Lock()
+        self._open: set[socket.socket] = set()
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            for sock in self._open:
+                _shut(sock)
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(seconds)
+
+    @contextmanager
+    def holding(self, sock: socket.socket) -> Iterator[None]:
+        with self._lock:
+            if self._event.is_set():
+                raise Cancelled("the run is stopping")
+            self._open.add(sock)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open.discard(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut a socket from another thread: a read or write blocked on it returns now. (Not the
+    connection's ``sock``: http.client lets go of it once a reply that closes the connection
+    starts, while the reply still reads from it.)"""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+def http_url(value: object) -> bool:
+    """An http:// or https:// URL with a host: what ``backend.base_url`` must be."""
+    if not isinstance(value, str):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises for a port that is not a number)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 @dataclass(frozen=True)
 class Endpoint:
     base_url: str  # ".../v1"
     api_key_env: str | None = None  # the environment variable holding the key, never the key
-    timeout_s: float = 600.0  # per request: a generation that takes longer fails its sample
+    timeout_s: float = 600.0  # per request, connect to last byte: a generation that takes longer fails its sample
 
     def key(self) -> str | None:
         """Read at each call, never kept on an object that could be printed or pickled into a record."""
@@ -74,52 +143,76 @@ class Endpoint:
                             "export it, or set backend.api_key_env=null for a server without a key")
         return value
 
-    def call(self, path: str, body: dict | None = None, timeout_s: float | None = None) -> Any:
-        """One GET (``body`` None) or JSON POST; the decoded JSON answer. Raises
-        :class:`ConnectionLost`, :class:`HTTPFailure` or ``TimeoutError``."""
+    def call(self, path: str, body: dict | None = None, timeout_s: float | None = None,
+             cancel: Cancel | None = None) -> Any:
+        """One GET (``body`` None) or JSON POST; the decoded JSON answer, whole within ``timeout_s``
+        (default: the endpoint's) of the start. Raises :class:`ConnectionLost`, :class:`HTTPFailure`,
+        ``TimeoutError``, or :class:`Cancelled` once ``cancel`` is set."""
+        limit = float(timeout_s or self.timeout_s)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self.key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url.rstrip("/") + path, data=data, headers=headers,
-                                         method="GET" if body is None else "POST")
+        url = urlsplit(self.base_url.rstrip("/") + path)
+        kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        connection = kind(url.hostname, url.port, timeout=limit)  # the connect alone is bounded by its socket timeout
+        expired, opened = threading.Event(), []
+
+        def expire() -> None:
+            expired.set()
+            for sock in opened:
+                _shut(sock)
+
+        timer = threading.Timer(limit, expire)
+        timer.daemon = True
+        timer.start()
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s or self.timeout_s) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError as err:
-            raise HTTPFailure(err.code, _error_text(err), _retry_after(err)) from None
-        except urllib.error.URLError as err:
-            if isinstance(err.reason, (TimeoutError, socket.timeout)):
-                raise TimeoutError(f"no answer within {timeout_s or self.timeout_s:g} s") from None
-            raise ConnectionLost(str(err.reason)) from None
-        except (TimeoutError, socket.timeout):
-            raise TimeoutError(f"no answer within {timeout_s or self.timeout_s:g} s") from None
-        except (ConnectionError, http.client.HTTPException) as err:  # reset, or closed before the answer
+            connection.connect()
+            opened.append(connection.sock)
+            if expired.is_set():
+                raise TimeoutError
+            with cancel.holding(connection.sock) if cancel is not None else nullcontext():
+                connection.request("GET" if body is None else "POST", url.path + (f"?{url.query}" if url.query else ""),
+                                   None if body is None else json.dumps(body).encode(), headers)
+                response = connection.getresponse()
+                raw = response.read()
+            if expired.is_set():  # a reply without a length, cut at the deadline
+                raise TimeoutError
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run is stopping")
+            if response.status >= 400:
+                raise HTTPFailure(response.status, _error_text(raw, response.reason),
+                                  _retry_after(response.getheader("Retry-After")))
+            return json.loads(raw)
+        except (OSError, http.client.HTTPException) as err:
+            if expired.is_set() or isinstance(err, (TimeoutError, socket.timeout)):
+                raise TimeoutError(f"no whole answer within {limit:g} s (backend.timeout_s)") from None
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run is stopping") from None
             raise ConnectionLost(f"{type(err).__name__}: {err}") from None
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise HTTPFailure(200, f"not JSON ({err})") from None
+        finally:
+            timer.cancel()
+            connection.close()
 
 
-def _error_text(err: urllib.error.HTTPError) -> str:
+def _error_text(raw_bytes: bytes, reason: str) -> str:
     """The server's own message (OpenAI's {"error": {"message": ...}}), on one line and short."""
-    try:
-        raw = err.read().decode("utf-8", "replace")
-    except Exception:  # noqa: BLE001 (a body that cannot be read leaves the status)
-        raw = ""
+    raw = raw_bytes.decode("utf-8", "replace")
     try:
         payload = json.loads(raw)
         detail = payload.get("error", payload)
         raw = detail.get("message", raw) if isinstance(detail, dict) else str(detail)
     except (ValueError, AttributeError):
         pass
-    return " ".join(str(raw or err.reason).split())[:300]
+    return " ".join(str(raw or reason).split())[:300]
 
 
-def _retry_after(err: urllib.error.HTTPError) -> float | None:
+def _retry_after(header: str | None) -> float | None:
     try:
-        return float(err.headers.get("Retry-After", ""))
-    except (TypeError, ValueError):
+        return max(0.0, float(header or ""))
+    except ValueError:
         return None
 
 
@@ -133,13 +226,19 @@ class RetryPolicy:
         return [min(self.backoff_s * 2 ** i, self.max_backoff_s) for i in range(self.retries)]
 
 
-def with_retries(attempt: Callable[[], T], policy: RetryPolicy, stop: threading.Event,
-                 reconnected: Callable[[], None] = lambda: None) -> T:
+# A pause longer than this is said on stderr, with what it waits for: a silent wait looks like a hang.
+LOUD_WAIT_S = 5.0
+
+
+def with_retries(attempt: Callable[[], T], policy: RetryPolicy, stop: threading.Event | Cancel,
+                 reconnected: Callable[[], None] = lambda: None, what: str = "the server") -> T:
     """``attempt()`` until it succeeds, retrying connection failures, 429 and 5xx after a growing
-    pause (a 429's Retry-After when it gives one). Before resending after a lost connection,
-    ``reconnected()`` runs (the caller checks the server still serves the same model). A 4xx other
-    than 429 and a timeout are raised at once: resending gives the same answer. ``stop`` cuts the
-    pauses short (the run is ending). The last failure is raised when the retries are spent."""
+    pause (a 429's or 503's Retry-After when it gives one, capped by ``max_backoff_s``: a server
+    asking for a day would otherwise hold the run a day). Before resending after a lost
+    connection, ``reconnected()`` runs (the caller checks the server still serves the same model).
+    A 4xx other than 429 and a timeout are raised at once: resending gives the same answer.
+    ``stop`` cuts the pauses short (the run is ending). The last failure is raised when the
+    retries are spent. A pause over :data:`LOUD_WAIT_S` is said on stderr, naming ``what``."""
     delays = policy.delays()
     for retry in range(len(delays) + 1):
         try:
@@ -147,7 +246,13 @@ def with_retries(attempt: Callable[[], T], policy: RetryPolicy, stop: threading.
         except (ConnectionLost, HTTPFailure) as err:
             if (isinstance(err, HTTPFailure) and not err.retryable) or retry == len(delays):
                 raise
-            pause = err.retry_after if isinstance(err, HTTPFailure) and err.retry_after is not None else delays[retry]
+            asked = err.retry_after if isinstance(err, HTTPFailure) else None
+            pause = delays[retry] if asked is None else min(asked, policy.max_backoff_s)
+            if pause > LOUD_WAIT_S:
+                because = "" if asked is None else f"; it asked for {asked:g} s (Retry-After)" + (
+                    ", capped by backend.max_backoff_s" if asked > pause else "")
+                print(f"waiting {pause:g} s to retry {what} ({err}; retry {retry + 1} of {len(delays)}{because})",
+                      file=sys.stderr, flush=True)
             if stop.wait(pause):
                 raise
             if isinstance(err, ConnectionLost):
