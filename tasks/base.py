@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from candlebench.core.errors import UserError
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunData, bounded
 
 if TYPE_CHECKING:  # kept light
     from pathlib import Path
@@ -189,6 +189,11 @@ class Task(ABC):
 
     @abstractmethod
     def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]: ...
+
+    def judge(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+        """The parser every stage uses: :meth:`parser` behind the input bounds of
+        ``candlebench.core.results.bounded``, so no one answer can stall a run's scoring."""
+        return bounded(self.parser(cfg))
 
     @abstractmethod
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict: ...

@@ -84,16 +84,39 @@ def test_reference_captioners_and_the_tiny_model_are_scored_offline(run):
 
 
 def test_imported_captions_score_like_the_run_that_wrote_them(run, tmp_path, env):
+    """The shuffled captions imported score as the run that wrote them. Scored in the same command,
+    the same captions with one of them 10 MB long (it once kept METEOR busy for over 7 minutes): that
+    one is no answer, with its reason, every other one scores as before, and the whole import and
+    scoring take seconds (METEOR's start included)."""
+    import shutil
+    import time
+
     shuffled = records(run, "shuffled", task="caption")
     path = tmp_path / "captions.jsonl"
     path.write_text("".join(json.dumps({"sample_id": s, "text": t}) + "\n" for s, t in shuffled["text"].items()))
+    giant = shuffled.index[0]
+    texts = {s: ("rally " * 1_750_000 if s == giant else t) for s, t in shuffled["text"].items()}
+    giant_path = tmp_path / "giant.jsonl"
+    giant_path.write_text("".join(json.dumps({"sample_id": s, "text": t}) + "\n" for s, t in texts.items()))
     common = [*COMMON[1:], "task=caption", f"out_dir={run}"]
+    started = time.monotonic()
     cli("import", *common, f"import_file={path}", "infer.run_name=imported", env=env)
-    cli("score", *common, "score.run=imported", env={**env, "HF_HUB_OFFLINE": "1"})
+    cli("import", *common, f"import_file={giant_path}", "infer.run_name=giant", env=env)
+    cli("score", *common, "score.run=[imported,giant]", env={**env, "HF_HUB_OFFLINE": "1"})
+    assert time.monotonic() - started < 120  # a hang guard, not a speed test: it ran past 7 minutes
     a = json.loads((run / "caption" / "runs" / "shuffled" / "metrics.json").read_text())
     b = json.loads((run / "caption" / "runs" / "imported" / "metrics.json").read_text())
     for k in ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou"):
         assert b[k] == pytest.approx(a[k], rel=1e-6), k
+
+    parsed = pd.read_parquet(run / "caption" / "runs" / "giant" / "parsed.parquet").set_index("sample_id")
+    before = pd.read_parquet(run / "caption" / "runs" / "imported" / "parsed.parquet").set_index("sample_id")
+    shutil.rmtree(run / "caption" / "runs" / "giant")  # the module's other tests report this study
+    assert pd.isna(parsed.loc[giant, "answer"]) and parsed.loc[giant, "score_meteor"] == 0
+    assert parsed.loc[giant, "reason"] == "answer of 10,500,000 characters, over the 100,000 a parser reads: scored as no answer"
+    others = parsed.index.drop(giant)
+    for metric in ("score_bleu4", "score_meteor", "score_rouge_l", "score_cos"):
+        assert parsed.loc[others, metric].tolist() == pytest.approx(before.loc[others, metric].tolist(), rel=1e-6), metric
 
 
 def test_a_run_that_cannot_be_scored_is_named_and_listed_in_the_report(run, tmp_path, env):

@@ -4,6 +4,8 @@ response sets, and the reference responders' known values on real windows."""
 
 from __future__ import annotations
 
+import time
+
 import json
 
 import numpy as np
@@ -353,3 +355,29 @@ def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
     points, arrows = frontier([base, tuned, silent], {"PSE: base → tuned": {}, "base → silent": {}})
     assert points == {(0.5, 0.6): ["base · text"], (0.2, 0.9): ["base · chart", "tuned · chart"], (0.9, 0.6): ["tuned · text"]}
     assert arrows == [((0.5, 0.6), (0.9, 0.6))]  # chart did not move; silent has no point
+
+
+def test_every_judge_reads_a_bounded_answer():
+    """An answer over MAX_TEXT_CHARS is not parsed, a parsed answer over MAX_ANSWER_CHARS is not
+    judged (both: no answer, with a reason giving the length), and the claim matcher reads an
+    unparsed text's first MAX_ANSWER_CHARS characters: a 10 MB answer costs milliseconds."""
+    from omegaconf import OmegaConf
+
+    from candlebench.core.results import MAX_ANSWER_CHARS, MAX_TEXT_CHARS
+    from tasks.caption.task import TASK as CAPTION
+    from tasks.e2a.task import _said
+    from tasks.forecast.task import TASK as FORECAST
+
+    caption = CAPTION.judge(OmegaConf.create({"task": {"words": [1, 400]}}))
+    assert caption("The stock rose 5%.").answer == "The stock rose 5%." and caption(None).reason == "no text (generation failed)"
+    started = time.perf_counter()
+    giant = caption("up " * 3_500_000)  # 10.5 MB
+    long = caption("The stock rose. " * 1_000)  # 16,000 characters: parsed, too long to judge
+    assert time.perf_counter() - started < 1
+    assert (giant.answer, giant.tier, giant.columns) == (None, "none", {"words": None})
+    assert giant.reason == f"answer of 10,500,000 characters, over the {MAX_TEXT_CHARS:,} a parser reads: scored as no answer"
+    assert long.answer is None and long.reason.startswith("parsed answer of 16,001 characters") and f"over the {MAX_ANSWER_CHARS:,}" in long.reason
+    forecast = FORECAST.judge(OmegaConf.create({"task": {"horizon": 5, "answer_format": None}}))
+    assert forecast("<score>0.5</score>" + " " * MAX_TEXT_CHARS).answer is None
+    answer, analysis, rationale = _said({"answer": None, "text": "Volume rose. " * 800_000})
+    assert answer == {} and len(analysis) == len(rationale) == MAX_ANSWER_CHARS

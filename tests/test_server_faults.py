@@ -1,18 +1,20 @@
 """backend=server under faults, through the CLI, against the fake OpenAI-compatible server of
-tests/fixtures/fake_openai.py (127.0.0.1, a bounded lifetime): Ctrl-C while requests hang, and a
-second Ctrl-C while the first is still being handled."""
+tests/fixtures/fake_openai.py (127.0.0.1, a bounded lifetime): Ctrl-C while requests hang, a
+second Ctrl-C while the first is still being handled, and one writer per run (a second infer or
+render refused while the first works, a killed holder's lock taken over)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 from fixtures.fake_openai import FakeServer, wait_for
-from helpers import run_dir, start
+from helpers import cli, run_dir, start
 
 
 def test_ctrl_c_cuts_hung_requests_exits_within_2_s_and_keeps_the_answers(workspace, env):
@@ -69,3 +71,61 @@ def test_a_second_ctrl_c_exits_at_once():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_one_command_writes_a_run_at_a_time_and_a_killed_holders_lock_is_taken_over(workspace, env):
+    """A second infer on a run whose infer is waiting on its server is refused at once, naming the
+    holder's pid and host; the holder killed (SIGKILL: its lock file stays), the next infer takes
+    the stale lock over and answers."""
+    args = ("infer", "data=slice", f"out_dir={workspace}", "infer.run_name=locked", "backend=server")
+    lock = workspace / "forecast" / "locks" / "infer.locked.shard0of1.lock"
+    with FakeServer(script=("hang",), lifetime_s=60) as fake:
+        holder = start(*args, f"backend.base_url={fake.base_url}", env=env)
+        assert wait_for(lambda: fake.calls >= 1 or holder.poll() is not None, 60) and holder.poll() is None, \
+            holder.wait().stderr[-2000:]
+        second = cli(*args, f"backend.base_url={fake.base_url}", env=env, check=False)
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+    said = second.stderr.strip()
+    assert second.returncode != 0 and len(said.splitlines()) == 1, said
+    assert said.startswith(f"error: run {run_dir(workspace, 'locked')} (shard 0/1) is being written by another command: "
+                           f"pid {holder.pid} on {socket.gethostname()} since ") and "another infer.run_name" in said
+    assert json.loads(lock.read_text())["pid"] == holder.pid  # left by the killed holder
+    with FakeServer(lifetime_s=60) as fake:
+        third = cli(*args, f"backend.base_url={fake.base_url}", env=env)
+    assert f"taking over the lock of pid {holder.pid}" in third.stderr and "0 errors" in third.stdout
+    assert not lock.exists()
+
+
+def test_a_second_render_of_a_chunk_is_refused_naming_the_holder(workspace, env):
+    from candlebench.core.lock import held
+
+    common = ("render", "data=slice", f"out_dir={workspace}", "data.codes=[AC,ALI,PHN,SM]", "task.samples.interval=90",
+              "render.workers=1")
+    lock = workspace / "forecast" / "locks" / "render.chunk0of1.lock"
+    with held(lock, "the test's", "wait"):
+        refused = cli(*common, env=env, check=False)
+    assert refused.returncode != 0 and f"is being written by another command: pid {os.getpid()} on " in refused.stderr
+    assert "(chunk 0/1)" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not lock.exists()
+
+
+def test_import_refuses_a_model_runs_name_unless_told_to_replace_it(workspace, env, tmp_path):
+    """A model run (answered through the fake server) stays whole when an import names it; with
+    import_replace=true the run becomes the import, none of the model's answers left in it."""
+    common = ("data=slice", f"out_dir={workspace}", "infer.run_name=modelrun")
+    with FakeServer(lifetime_s=60) as fake:
+        cli("infer", *common, "backend=server", f"backend.base_url={fake.base_url}", env=env)
+    run = run_dir(workspace, "modelrun")
+    before = (run / "responses.jsonl").read_text()
+    first = json.loads(before.splitlines()[0])["sample_id"]
+    answers = tmp_path / "five.jsonl"
+    answers.write_text(json.dumps({"sample_id": first, "text": "<score>0.1</score>"}) + "\n")
+    refused = cli("import", str(answers), *common, env=env, check=False)
+    assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
+    assert f"{run} is a model run, not an import" in refused.stderr and "import_replace=true" in refused.stderr
+    assert (run / "responses.jsonl").read_text() == before and json.loads((run / "run.json").read_text())["kind"] == "model"
+    cli("import", str(answers), *common, "import_replace=true", env=env)
+    replaced = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    assert [r["sample_id"] for r in replaced] == [first] and replaced[0]["backend"] == "import"
+    assert json.loads((run / "run.json").read_text())["kind"] == "import"

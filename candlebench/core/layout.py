@@ -5,6 +5,7 @@
       <task>/images/<cutoff>/<code>/<input>.(png|txt)  a market never clobber each other
       <task>/images/manifest*.jsonl, manifest.parquet
       <task>/runs/<run>/parts/*.jsonl, responses.jsonl, parsed.parquet, run.json, metrics.json
+      <task>/locks/*.lock                              who writes a run's shard or a render chunk now
       report/                                          one report, a section per task
       sweep.json
 """
@@ -91,6 +92,10 @@ class TaskPaths:
 
     def run_names(self) -> list[str]:
         return sorted(p.name for p in self.runs.glob("*") if (p / "run.json").exists())
+
+    def lock(self, name: str) -> Path:
+        """The lock file of one writer's unit of this task (candlebench.core.lock)."""
+        return self.root / "locks" / f"{name}.lock"
 
 
 @dataclass(frozen=True)

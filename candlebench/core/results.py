@@ -4,8 +4,9 @@ and the report's sample browser read). Plain data, so the libraries need no task
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,3 +29,33 @@ class RunData:
     samples: "pd.DataFrame"
     info: Mapping[str, Any]  # run.json
     metrics: Mapping[str, Any] | None = None
+
+
+# What a judge reads of one answer. A model's answer here is at most a few thousand tokens
+# (model.max_new_tokens <= 4096, ~20,000 characters with its reasoning), so these bounds leave the
+# answers of every configured model whole; an imported 10 MB answer kept METEOR's Java process busy
+# for over 7 minutes and no caption run was scored. METEOR's cost grows faster than the length
+# (one 10,000-character caption 0.5 s, one of 100,000 30 s, on this project's 2-core machine).
+MAX_TEXT_CHARS = 100_000  # the raw answer a parser reads
+MAX_ANSWER_CHARS = 8_000  # the parsed answer (as JSON) a judge reads: a caption, an analysis and rationale
+
+
+def bounded(parse: Callable[[str | None], Parsed]) -> Callable[[str | None], Parsed]:
+    """``parse`` behind the bounds every judge has: an answer over :data:`MAX_TEXT_CHARS`, or one
+    whose parsed answer is over :data:`MAX_ANSWER_CHARS`, is a failure (no answer, tier "none") whose
+    reason says how long it was; its text stays in the record, its scores are those of no answer."""
+
+    def judged(text: str | None) -> Parsed:
+        if text is not None and len(text) > MAX_TEXT_CHARS:
+            return _too_long(parse, f"answer of {len(text):,} characters, over the {MAX_TEXT_CHARS:,} a parser reads")
+        parsed = parse(text)
+        size = 0 if parsed.answer is None else len(json.dumps(parsed.answer, ensure_ascii=False))
+        if size > MAX_ANSWER_CHARS:
+            return _too_long(parse, f"parsed answer of {size:,} characters, over the {MAX_ANSWER_CHARS:,} a judge reads")
+        return parsed
+
+    return judged
+
+
+def _too_long(parse: Callable[[str | None], Parsed], reason: str) -> Parsed:
+    return Parsed(None, "none", f"{reason}: scored as no answer", dict(parse(None).columns))

@@ -33,7 +33,7 @@ def baseline(cfg: DictConfig) -> None:
     paths = task_paths(cfg)
     samples = read_samples(paths)
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(cfg) else None
-    parse = task.parser(cfg)
+    parse = task.judge(cfg)
     task_config = task_settings(cfg)
     for name in names:
         given = cfg.task.baseline.params.get(name)

@@ -21,6 +21,7 @@ import csv
 import hashlib
 import io
 import re
+import shutil
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -93,6 +94,10 @@ def import_responses(cfg: DictConfig) -> None:
             raise ResponseFileError(f"{path}, line {number}: sample_id {sid!r} again (first on line {seen[sid]})")
         seen[sid] = number
     run = run_paths(cfg)
+    replaced = run.info.exists() and (kind := RunInfo.read(run.info).kind) != "import"
+    if replaced and not cfg.get("import_replace"):
+        raise ResponseFileError(f"{run.root} is a {kind} run, not an import: importing {path} there would replace its "
+                                "answers; name another run (infer.run_name=...), or add import_replace=true to replace it")
     models = {str(row["model"]) for _, row in rows if row.get("model")}
     info = RunInfo(
         task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
@@ -101,6 +106,8 @@ def import_responses(cfg: DictConfig) -> None:
     records = [ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
                                        "import", _recorded(r))
                for _, r in rows]  # every record built before anything is written
+    if replaced:  # told to: none of the other run's answers may stay beside the imported ones
+        shutil.rmtree(run.root)
     info.write(run.info)
     store = RecordStore(run.root)
     done = store.answered(info.run_key)
@@ -108,7 +115,7 @@ def import_responses(cfg: DictConfig) -> None:
     if todo:
         with store.writer("import") as writer:
             writer.write(todo)
-    table = finalize_run(run, samples, task, task.parser(cfg))
+    table = finalize_run(run, samples, task, task.judge(cfg))
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
           f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import fingerprint, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
+from candlebench.core.lock import Unit, one_writer
 from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
@@ -174,6 +175,14 @@ def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
         )
 
 
+def writing(cfg: DictConfig) -> Unit:
+    """One infer per run and shard at a time: two would both generate every sample."""
+    part, run = shard(cfg), run_paths(cfg)
+    return Unit(task_paths(cfg).lock(f"infer.{run.name}.shard{part.index}of{part.count}"),
+                f"run {run.root} (shard {part.index}/{part.count})", "give this one another infer.run_name")
+
+
+@one_writer(writing)
 def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
@@ -216,7 +225,7 @@ def infer(cfg: DictConfig) -> None:
         if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
             shutil.rmtree(run.root)
         else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-            table = finalize_run(run, samples, task, task.parser(cfg), dict(zip(sent["sample_id"], sent["inputs"])))
+            table = finalize_run(run, samples, task, task.judge(cfg), dict(zip(sent["sample_id"], sent["inputs"])))
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
+from candlebench.core.lock import Unit, one_writer
 from candlebench.market.data_source import open_market, same_market
 from rendering.inputs import read_samples
 from rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
@@ -50,6 +51,15 @@ def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
     return manifest
 
 
+def writing(cfg: DictConfig) -> Unit:
+    """One render per task and chunk at a time: two would both draw every chart."""
+    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
+    paths = task_paths(cfg)
+    return Unit(paths.lock(f"render.chunk{chunk[0]}of{chunk[1]}"), f"the charts of {paths.images} (chunk "
+                f"{chunk[0]}/{chunk[1]})", "let it draw: a render run after it finds its charts drawn")
+
+
+@one_writer(writing)
 def render(cfg: DictConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
     paths = task_paths(cfg)

@@ -143,7 +143,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
-    parsed = finalize_run(run, samples, task, task.parser(cfg), inputs)
+    parsed = finalize_run(run, samples, task, task.judge(cfg), inputs)
     metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunData
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from rendering.inputs import text_column
@@ -57,11 +57,12 @@ def _responder(name: str) -> Callable[..., Mapping[str, str | None]]:
 def _said(row: Mapping[str, Any]) -> tuple[dict, str | None, str | None]:
     """The parsed answer, and the analysis and rationale its claims and polarity are read from: the
     raw text when nothing parsed (a response that states claims without an action still states them;
-    UCR_all counts it)."""
+    UCR_all counts it), its first MAX_ANSWER_CHARS characters (an answer too long to parse is judged
+    on that prefix)."""
     answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
     if answer:
         return answer, answer.get("analysis"), answer.get("rationale")
-    text = row.get("text") if isinstance(row.get("text"), str) else None
+    text = row.get("text")[:MAX_ANSWER_CHARS] if isinstance(row.get("text"), str) else None  # its judged prefix
     return {}, text, text
 
 
