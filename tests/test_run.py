@@ -88,7 +88,7 @@ def test_own_data_with_nothing_else_set(tmp_path, env):
     frame = frame[frame["code"].isin(["AC", "ALI", "SM", "TEL"]) & (frame["date"] >= "2019-01-01")]
     frame[frame["date"].isin(sorted(frame["date"].unique())[:120])].to_csv(mine, index=False)
     done = cli("run", "data=csv", f"data.path={mine}", env=env, cwd_out=tmp_path)
-    out = tmp_path / "outputs" / "csv"
+    out = tmp_path / "outputs" / "my märket"  # the study folder is named after the file
     report = out / "report" / "report.html"
     assert report.exists(), done.stdout[-2000:]
     for task in ("forecast", "e2a"):
