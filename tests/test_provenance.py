@@ -72,7 +72,11 @@ def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
     run.root.mkdir(parents=True)
     run.info.write_text(json.dumps({"kind": "model", "model_name": "m", "run_key": "new",
                                     "identity": {"model": {"path": "/x"}, "backend": "transformers"}}))
-    rows = [{"run_key": "old", "latency_s": 5.0, "device": "cpu"}] * 3 + [{"run_key": "new", "latency_s": 0.5, "device": "NVIDIA H200"}] * 4
-    run.responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from inference.records import ResponseRecord
+
+    # Whole records, as the runner writes them (a row missing a record's fields is refused by the reader).
+    rows = [ResponseRecord.answered("old", f"s{i}", "m", "transformers", "0.1", latency_s=5.0, device="cpu") for i in range(3)]
+    rows += [ResponseRecord.answered("new", f"s{i}", "m", "transformers", "0.1", latency_s=0.5, device="NVIDIA H200") for i in range(4)]
+    run.responses.write_text("".join(json.dumps(r.as_row()) + "\n" for r in rows))
     found = run_provenance(paths, "m")
     assert (found["records"], found["wall_s"], found["samples_per_s"], found["device"]) == (4, 2.0, 2.0, "NVIDIA H200")
