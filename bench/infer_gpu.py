@@ -30,9 +30,10 @@ the others still run); ``--rows`` picks some (a window spends its minutes on wha
   step, with the dynamic cache and (``--static-cache``) the static one, whose first call (the
   compile) is timed apart;
 * (e) (d) through the real runner at ``--runner-batch`` (chart files decoded and the image processor
-  run in the loader threads, records written and fsynced per batch), and again with the pixels in
-  the batch encode (``backend.pixels_ahead=false``), and pixels ahead with a 0.5 ms GIL switch interval (are the
-  loader threads starving the thread that launches the kernels?);
+  run in the loader threads, records written and fsynced per batch) at the runner's GIL switch
+  interval (``infer.gil_switch_ms``: 0.5 ms on a GPU), and again at Python's 5 ms (the loader
+  threads' processor holding the GIL while the thread that launches the kernels waits);
+* e-encode: (e) with the pixels in the batch encode (``backend.pixels_ahead=false``);
 * (f) with ``--long-new-tokens N``: the runner at N new tokens; with ``--static-cache`` again with
   ``backend.static_cache`` (compiled decode step on CUDA), its compile timed apart.
 
@@ -52,6 +53,7 @@ byte-level BPE, which over-counts English against Qwen's 151k vocabulary (the li
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -69,7 +71,7 @@ from inference.chat import chat_text  # noqa: E402
 from inference.vision_attention import VARLEN, use_varlen  # noqa: E402
 from inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
 
-ROWS = ("b", "c", "d", "levers", "compile", "e", "split", "decode", "f")
+ROWS = ("b", "c", "d", "levers", "compile", "e", "e-encode", "split", "decode", "f")
 
 # Published configs (config.json of Qwen/Qwen2.5-VL-{7B,3B}-Instruct), the parts that size compute.
 VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, fullatt_block_indexes=[7, 15, 23, 31],
@@ -251,6 +253,11 @@ class KeepOpen:
         pass
 
 
+def ratio(value: float, reference: float, of: str = "") -> str:
+    """``value / reference`` as "1.23x" + ``of``; "–" when either was not measured (its row not run)."""
+    return f"{value / reference:.2f}x{of}" if math.isfinite(value) and math.isfinite(reference) else "–"
+
+
 def guarded(name: str, label: str, fn):
     """``fn()``, or one printed line saying why it failed: the window prints whatever it can."""
     try:
@@ -376,13 +383,14 @@ class Bench:
             guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
         if "e" in rows:
             runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
+            # the runner's GIL switch interval against Python's 5 ms (the loader threads' processor
+            # holds the GIL that long while the launching thread waits: 1.15x on an H200, 2026-12-04)
+            guarded(name, "(e) switch", lambda: self.runner(backend, "(e) GIL switch interval 5 ms", direct,
+                                                            switch_ms=5.0))
+            print(f"{name:<6}best (c)/(b) {ratio(best_c, serial)}, best (d)/(b) {ratio(best_d, serial)}, "
+                  f"(e)/(d) at batch {args.runner_batch} {ratio(runner or math.nan, direct)}")
+        if "e-encode" in rows:
             guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
-            # is the loader threads' processor slowing the launching thread through the GIL? A
-            # thread waiting for the GIL gets it after the switch interval (5 ms by default).
-            guarded(name, "(e) switch", lambda: self.runner(backend, "(e) + GIL switch interval 0.5 ms", direct,
-                                                            switch=0.0005))
-            print(f"{name:<6}best (c)/(b) {best_c / serial:.2f}x, best (d)/(b) {best_d / serial:.2f}x, "
-                  f"(e)/(d) at batch {args.runner_batch} {(runner or float('nan')) / direct:.2f}x")
         if "split" in rows:
             guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch, settings))
         if "f" in rows and args.long_new_tokens and name in (args.long_models or args.models):  # last: a long compile
@@ -408,7 +416,7 @@ class Bench:
                 torch.cuda.empty_cache()
                 break
             rates[batch] = batch / t
-            self.row(label, batch, batch / t, f"{batch / t / serial:.2f}x (b)")
+            self.row(label, batch, batch / t, ratio(batch / t, serial, " (b)"))
 
     def attention_line(self, model, backend, reqs) -> None:
         from inference.vision_attention import FLASH_KERNEL
@@ -459,30 +467,30 @@ class Bench:
             f"{label} {t:.3f} s ({t / base:.2f}x)" for label, t in times.items())
             + f"; {self.flops.vision * n / base / 1e12:.1f} TFLOPS with all ({self.flops.vision * n / base / 1e12 / self.peak:.1%} of (a))")
 
-    def runner(self, backend, label: str, direct: float | None, ahead: bool = True, switch: float | None = None) -> float:
+    def runner(self, backend, label: str, direct: float | None, ahead: bool = True,
+               switch_ms: float | None = None) -> float:
+        """``switch_ms``: the GIL switch interval while the loader threads work; None: the runner's default."""
         from inference.records import RecordStore
-        from inference.runner import Request, RunSettings, Shard, run_requests
+        from inference.runner import Request, RunSettings, Shard, default_gil_switch_ms, run_requests
         from rendering.model_input import ImagePolicy
 
         batch = self.args.runner_batch
         store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time
         requests = [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly")) for i in range(2 * batch)]
-        settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4)
+        settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4,
+                               gil_switch_ms=default_gil_switch_ms() if switch_ms is None else switch_ms)
         backend.pixels_ahead = ahead
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(switch or interval)
         try:
             stats, t = timed(lambda: run_requests(requests, store, "bench", self.name, "transformers",
                                                   lambda: KeepOpen(backend), ImagePolicy(), Shard(), settings),
                                     self.device)
         finally:
             backend.pixels_ahead = True
-            sys.setswitchinterval(interval)
         if stats.generated != len(requests) or stats.errors:
             raise RuntimeError(f"the runner generated {stats.generated} of {len(requests)} ({stats.errors} errors)")
         rate = len(requests) / t
         flops = Flops(backend.model, self.one["image_grid_thw"], self.prompt_tokens, backend.generation.max_new_tokens)
-        self.row(label, batch, rate, f"{rate / direct:.2f}x (d)" if direct else "", flops)
+        self.row(label, batch, rate, ratio(rate, direct or math.nan, " (d)"), flops)
         return rate
 
     def long_answers(self, backend, prepared) -> None:

@@ -66,3 +66,39 @@ def test_pixels_ahead_cast_for_a_half_precision_tower_keep_its_input_and_tokens(
     assert whole["pixel_values"].dtype == torch.float32  # the whole processor's, cast by the tower
     assert torch.equal(ahead["pixel_values"], whole["pixel_values"].to(torch.bfloat16))
     assert [g.token_ids for g in backend.generate(prepared)] == [g.token_ids for g in backend.generate(batch)]
+
+
+def test_the_runner_sets_the_gil_switch_interval_while_it_generates_and_restores_it(tiny_root, workspace, tmp_path):
+    """infer.gil_switch_ms: in force while the loader threads work (seen from inside generate),
+    Python's own again after, and the answers those of a run at Python's interval."""
+    import sys
+
+    from inference.records import RecordStore
+    from inference.runner import Request, RunSettings, Shard, run_requests
+    from rendering.model_input import ImagePolicy
+
+    path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
+    seen: list[float] = []
+
+    class Seeing(TransformersBackend):  # the real backend, noting the interval each batch generates under
+        def generate(self, batch, encoded=None):
+            seen.append(sys.getswitchinterval())
+            return super().generate(batch, encoded)
+
+        def close(self) -> None:
+            pass
+
+    backend = Seeing(ModelSpec(name="tiny", path=str(path), dtype="float32"), GenerationSpec(max_new_tokens=4),
+                     device_map=None)
+    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(2)
+    requests = [Request(r.sample_id, "Score the trend.", (workspace / "forecast" / r.image_daily,)) for r in samples.itertuples()]
+    before = sys.getswitchinterval()
+    tokens = {}
+    for ms in (0.5, None):
+        store = RecordStore(tmp_path / f"run-{ms}")
+        run_requests(requests, store, "k", "tiny", "transformers", lambda: backend, ImagePolicy(), Shard(),
+                     RunSettings(batch_size=1, gil_switch_ms=ms))
+        assert sys.getswitchinterval() == before
+        tokens[ms] = sorted((r.sample_id, tuple(r.token_ids)) for r in store.records())
+    assert seen == [0.0005, 0.0005, before, before]
+    assert tokens[0.5] == tokens[None] and len(tokens[0.5]) == 2

@@ -24,7 +24,7 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert header.split() == ["model", "row", "batch", "samples/s", "ratio", "TFLOPS", "MFU", "(a)", "MFU", "sheet"]
     for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
                 "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens",
-                "(f) + static cache, compiled step", "(d) + compiled vision blocks", "(e) + GIL switch interval 0.5 ms"):
+                "(f) + static cache, compiled step", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms"):
         assert any(line.startswith(f"tiny  {row}") for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
     assert re.search(r"vision attention sdpa: (\d+) calls per layer", out)
@@ -46,3 +46,14 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert re.search(r"decode at batch 2, 4 new tokens: dynamic cache: first token after [0-9.]+ s, then [0-9.]+ ms a "
                      r"step; static cache \(compile \+ first call [0-9.]+ s\): first token after", out)
     assert "failed (" not in out  # every row ran
+
+
+def test_a_ratio_against_a_row_not_run_prints_a_dash(env):
+    """A window that skips row (b) prints "–", not "nanx (b)"."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("infer_gpu", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.ratio(12.5, 2.5, " (b)") == "5.00x (b)"
+    assert bench.ratio(12.5, float("nan"), " (b)") == "–" and bench.ratio(float("nan"), 2.5) == "–"

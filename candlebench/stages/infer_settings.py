@@ -10,7 +10,7 @@ from inference.backends import backend_kind, served_model
 from inference.backends.base import GenerationSpec
 from inference.models import ModelSpec
 from inference.run_info import RunInfo
-from inference.runner import RunSettings, Shard
+from inference.runner import RunSettings, Shard, default_gil_switch_ms
 from rendering.model_input import ImagePolicy
 from tasks.base import Task
 
@@ -34,12 +34,19 @@ def batch_size(cfg: DictConfig) -> int:
     return int(cfg.model.get("gpu_batch_size") or 8) if torch.cuda.is_available() else 8
 
 
+def gil_switch_ms(cfg: DictConfig) -> float | None:
+    """infer.gil_switch_ms, or when null the runner's default (0.5 ms on a GPU, Python's elsewhere)."""
+    i = cfg.infer
+    return default_gil_switch_ms() if i.get("gil_switch_ms") is None else float(i.gil_switch_ms)
+
+
 def run_settings(cfg: DictConfig) -> RunSettings:
     i = cfg.infer
     return RunSettings(
         batch_size=batch_size(cfg),
         prefetch_batches=int(i.prefetch_batches),
         loader_threads=int(i.loader_threads),
+        gil_switch_ms=gil_switch_ms(cfg),
         max_error_rate=float(i.max_error_rate),
         min_samples_for_error_rate=int(i.min_samples_for_error_rate),
     )
