@@ -13,8 +13,9 @@
 #           the second window of 2026-12-04, the rows whose levers changed (~5.5 minutes):
 #           BENCH_TIMEOUT=330 bench/gpu_window.sh --models 7b --batch-sizes 128 --runner-batch 64 --lever-batch 8
 #             --rows d levers compile decode e split --static-cache --decode-tokens 32
-#           the third window (~150 s: the runner at its 0.5 ms GIL switch interval against 5 ms, with the
-#           compiled vision blocks; the runner's static / dynamic cache at 128 new tokens):
+#           the third window (~150 s: the runner at its 0.5 ms GIL switch interval with the compiled vision
+#           blocks; the runner's static / dynamic cache at 128 new tokens, the static compile ~48 s; the 5 ms
+#           row, e-5ms, left out: the second window measured it, 10.91 against 12.57 samples/s):
 #           BENCH_TIMEOUT=150 bench/gpu_window.sh --models 7b --batch-sizes 64 --runner-batch 64 --lever-batch 1
 #             --rows compile e f --long-new-tokens 128 --static-cache
 #
