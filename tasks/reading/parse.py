@@ -29,7 +29,7 @@ Values (case-insensitive; a value naming two answers, as an echoed choice list d
     highest_close      a positive number ("12.5", 12.5, "1,234.5", "about 12.5")
     cross              golden: golden, bullish, crossed above, up, 金叉, 上穿, 向上;  death: death, bearish, crossed
                        below, down, 死叉, 下穿, 向下;  none: none, no, false, no cross, 无, 没有, 否
-    up_candles         an integer 0-10 (7, "7", 7.0, "7 candles", "7根")
+    up_candles         an integer 0-10 (7, "7", 7.0, "7 candles", "7根", "seven", "七根")
     volume_above_mean  yes: yes, true, above, 是, 高于;  no: no, false, below, 否, 低于
     pattern            doji (十字); hammer (锤); bullish_engulfing / bearish_engulfing ("engulfing" with bull / 看涨 /
                        阳 or bear / 看跌 / 阴; 吞没); none (no pattern, 无)
@@ -68,6 +68,11 @@ _PATTERNS: Final = {kind: {answer: re.compile(words, re.I) for answer, words in 
                     for kind, table in _WORDS.items()}
 _LETTER: Final = re.compile(r"(?<![A-Za-z])([A-Ea-e])(?![A-Za-z])")
 _NUMBER: Final = re.compile(r"(?<![\d.])\d+(?:,\d{3})*(?:\.\d+)?")
+# Counts written as words ("two", "两根"): up_candles is 0-10.
+_COUNT_WORDS: Final = {w: i for i, words in enumerate(
+    ("zero|none|零", "one|一", "two|二|两", "three|三", "four|四", "five|五", "six|六", "seven|七", "eight|八", "nine|九",
+     "ten|十")) for w in words.split("|")}
+_COUNT_WORD: Final = re.compile(r"(?<![a-z])(" + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True)) + r")(?![a-z])", re.I)
 _QUOTES: Final = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
 _DECODER: Final = json.JSONDecoder(strict=False)
 _LINE: Final = re.compile(r"\b(" + "|".join(QUESTIONS) + r")\b[\"'*`]*\s*[:=-]", re.I)
@@ -114,6 +119,8 @@ def read_value(key: str, value: Any) -> Any:
         return number if number is not None and number > 0 else None
     if key == "up_candles":
         number = _number(value)
+        word = _COUNT_WORD.search(value) if number is None and isinstance(value, str) else None
+        number = _COUNT_WORDS[word.group(1).lower()] if word else number
         return int(number) if number is not None and number == int(number) and 0 <= number <= RECENT else None
     return _choice(key, value)
 

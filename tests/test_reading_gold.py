@@ -1,0 +1,42 @@
+"""The reading judge on its hand-labelled gold set (tests/gold/reading/): every label fits its chart's
+facts, the set is bilingual and covers the hard cases, and the judge meets its floors in each
+language. bench/reading.py prints the same numbers beside the judge's speed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLD = Path(__file__).resolve().parent / "gold" / "reading"
+sys.path.insert(0, str(GOLD))
+
+from accuracy import FLOORS, measure  # noqa: E402
+from facts import sheet  # noqa: E402
+from gold import answers, problems  # noqa: E402
+
+pytestmark = pytest.mark.unit
+
+ITEMS = answers()
+
+
+def test_the_gold_set_is_bilingual_labelled_from_the_facts_and_current():
+    langs = [item["lang"] for item in ITEMS]
+    assert len(ITEMS) >= 40 and abs(langs.count("en") - langs.count("zh")) <= 4
+    assert len({item["id"] for item in ITEMS}) == len(ITEMS)
+    assert {item["id"]: problems(item) for item in ITEMS if problems(item)} == {}
+    # Partial answers, refusals and wrong answers are all there, as models give them.
+    assert sum(not item["answers"] for item in ITEMS) >= 3
+    assert (GOLD / "facts.md").read_text() == sheet() + "\n"  # the sheet the labels were made from is current
+
+
+@pytest.fixture(scope="module")
+def scores():
+    return measure(ITEMS)[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("metric", list(FLOORS))
+def test_the_judge_meets_its_floor_in_each_language(scores, lang, metric):
+    assert scores[lang][metric] >= FLOORS[metric], f"{lang} {metric} {scores[lang][metric]:.3f} < {FLOORS[metric]}"
