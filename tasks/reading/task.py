@@ -50,10 +50,11 @@ def spec_of(cfg: DictConfig) -> ReadingSpec:
 def frame_block(text: str, frame: str) -> str:
     """The block of one time frame out of a sample's OHLCV text (rendering/text.py: one block per
     frame, each headed "<code> <frame> bars before ...", blocks split by a blank line)."""
-    for block in text.split("\n\n"):
+    blocks = text.split("\n\n")
+    for block in blocks:
         if block.split(" ", 2)[1:2] == [frame]:
             return block
-    raise ValueError(f"the OHLCV text has no {frame} block (its headers: {[b.splitlines()[0] for b in text.split(chr(10) * 2)]})")
+    raise ValueError(f"the OHLCV text has no {frame} block (its headers: {[b.partition(chr(10))[0] for b in blocks]})")
 
 
 class ReadingTask(Task):
