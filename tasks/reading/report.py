@@ -91,8 +91,8 @@ def forecast_table(runs: list[ScoredRun]) -> Table | None:
         rows.append({"Model": r.label, "Reading accuracy (charts)": fmt((r.metrics.get("chart") or {}).get("accuracy"), 3),
                      f"Forecast IC (r_{link['horizon']})": fmt(link.get("ic_mean"), 4),
                      "Forecast direction accuracy": fmt(link.get("direction_accuracy"), 3),
-                     "Trend read right: n": right["n"], "… direction accuracy": fmt(right["direction_accuracy"], 3),
-                     "Trend read wrong: n": wrong["n"], "… direction accuracy ": fmt(wrong["direction_accuracy"], 3)})
+                     "Trend read right: n": right["n"], "Read right: direction accuracy": fmt(right["direction_accuracy"], 3),
+                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": fmt(wrong["direction_accuracy"], 3)})
     if not rows:
         return None
     return Table("Chart reading next to forecasting (models that ran both)", pd.DataFrame(rows),
