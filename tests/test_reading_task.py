@@ -183,7 +183,7 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                "forecast": link}
     metrics.pop("per_sample")
     chance = reading_metrics(answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg))))
-    found = sections([scored_run("oracle", metrics, False), scored_run("m", metrics, True),
+    found = sections([scored_run("oracle", metrics, False, reference=TASK.references["oracle"]), scored_run("m", metrics, True),
                       scored_run("uniform_random", chance, False)],
                      {"uniform_random → oracle": compare_runs(oracle, oracle, n_boot=0)},
                      [Dataset("PSE", summary, {})])
@@ -192,4 +192,5 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                       "Chart reading: paired comparisons", "Chart reading next to forecasting (models that ran both)",
                       "Chart reading: questions left out"]
     labels = list(found[0].tables[0].frame["Model"])
-    assert labels == ["oracle (ceiling check)", "m (random weights)", "uniform_random (chance)"]
+    assert labels == ["m (random weights)", "uniform_random (chance)", "oracle (reference)"]  # the ceiling last
+    assert "oracle: the true answers" in found[0].tables[0].note and "★" not in found[0].tables[0].frame.iloc[2, 2]

@@ -103,7 +103,7 @@ def test_own_data_with_nothing_else_set(tmp_path, env):
     assert reading["oracle"]["all"]["accuracy"] == 1.0 and "forecast" not in reading["oracle"]
     link = reading["tiny_qwen2_5_vl-transformers"]["forecast"]  # its forecast run, scored before it
     assert link["n"] == link["read_right"]["n"] + link["read_wrong"]["n"] > 0
-    assert "## Chart reading" in md and "Chart reading next to forecasting" in md and "oracle (ceiling check)" in md
+    assert "## Chart reading" in md and "Chart reading next to forecasting" in md and "oracle (reference)" in md
     # ... and an out_dir with a space and a non-ASCII letter, unquoted as typed.
     out = tmp_path / "résultats 1"
     cli("samples", "data=csv", f"data.path={mine}", f"out_dir={out}", env=env)

@@ -61,6 +61,8 @@ class ReadingTask(Task):
     name = "reading"
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
+    references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
+                                             "when the judge and the data agree)"})
 
     def validate(self, cfg: DictConfig) -> None:
         language = cfg.task.language
