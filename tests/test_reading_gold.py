@@ -16,9 +16,15 @@ from accuracy import FLOORS, measure  # noqa: E402
 from facts import sheet  # noqa: E402
 from gold import answers, problems  # noqa: E402
 
+from candlebench.core.io import fingerprint  # noqa: E402
+from tasks import get_task  # noqa: E402
+
 pytestmark = pytest.mark.unit
 
 ITEMS = answers()
+# judge version -> fingerprint of the reading parser's verdicts on the gold set's responses (as
+# tests/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
+PINNED = {1: "9a758876b30205dd"}
 
 
 def test_the_gold_set_is_bilingual_labelled_from_the_facts_and_current():
@@ -35,3 +41,12 @@ def test_the_judge_meets_its_floors_in_each_language():
     scores, misses = measure(ITEMS)
     below = {(lang, k): round(s[k], 3) for lang, s in scores.items() for k in FLOORS if s[k] < FLOORS[k]}
     assert set(scores) == {"en", "zh"} and below == {}, f"below the floors {FLOORS}: {below}; misses: {misses}"
+
+
+def test_a_judge_whose_verdicts_change_has_a_new_version():
+    task = get_task("reading")
+    parse = task.parser(None)
+    verdicts = [(p.answer, p.tier, p.reason, dict(sorted(p.columns.items())))
+                for p in map(parse, [None, "", *(item["response"] for item in ITEMS)])]
+    assert fingerprint(verdicts) == PINNED.get(task.judge_version), (
+        "the reading judge's verdicts changed: raise ReadingTask.judge_version and pin the new digest")

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from tasks.reading.parse import JUDGE_VERSION
 from tasks.reading.questions import QUESTIONS, is_right
 
 VERDICT_COLUMNS = ["sample_id", "code", "cutoff", "frame", "modality", "question", "answered", "right"]
@@ -53,7 +52,7 @@ def _block(v: pd.DataFrame, weights: np.ndarray | None, dates: pd.Index) -> dict
 def reading_metrics(parsed: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> dict[str, Any]:
     """``all``, ``<modality>`` (chart, text), ``questions.<q>`` (over frames and modalities) and
     ``cells.<q>.<frame>.<modality>`` blocks of n, accuracy, answered share and (with ``n_boot``) ``ci``;
-    the parse failure rate over samples; and the judge's version."""
+    and the parse failure rate over samples."""
     v = verdicts(parsed)
     dates = pd.Index(sorted(v["cutoff"].unique()))
     weights = date_weights(len(dates), n_boot, seed) if n_boot > 0 and len(dates) else None
@@ -66,7 +65,6 @@ def reading_metrics(parsed: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> dic
         "questions": {q: _block(v[v["question"] == q], weights, dates) for q in QUESTIONS if (v["question"] == q).any()},
         "cells": cells,
         "parse_failure_rate": float(parsed["answer"].isna().mean()) if len(parsed) else None,
-        "judge_version": JUDGE_VERSION,
     }
 
 

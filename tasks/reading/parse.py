@@ -48,9 +48,6 @@ from tasks.base import REASONING_CUT
 from tasks.forecast.parse import _normalise, _split_reasoning, _strip_fences
 from tasks.reading.questions import CHOICES, QUESTIONS, RECENT
 
-# The judge's version: recorded with every run's metrics, raised whenever a rule here changes a verdict.
-JUDGE_VERSION: Final = 1
-
 _WORDS: Final[dict[str, dict[str, str]]] = {
     "position": {"above": r"above|over|higher|上方|之上|高于|站上", "below": r"below|under|lower|下方|之下|低于|跌破"},
     "cross": {"golden": r"golden|bullish|crossed above|cross(?:es|ed)? up|\bup\b|upward|金叉|上穿|向上",
