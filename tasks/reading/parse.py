@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tasks.base import REASONING_CUT
-from tasks.forecast.parse import _normalise, _split_reasoning, _strip_fences
+from tasks.answer_text import normalise, split_reasoning, strip_fences
 from tasks.reading.questions import CHOICES, QUESTIONS, RECENT
 
 _WORDS: Final[dict[str, dict[str, str]]] = {
@@ -163,9 +163,9 @@ def _best(objects: list[dict]) -> tuple[dict[str, Any], list[str]] | None:
 def parse_answer(text: str | None) -> ReadingAnswer:
     if not isinstance(text, str) or not text.strip():
         return ReadingAnswer(None, "none", "empty response")
-    answer, _, unclosed = _split_reasoning(_normalise(text).translate(_QUOTES))
+    answer, _, unclosed = split_reasoning(normalise(text).translate(_QUOTES))
     flags = [REASONING_CUT] if unclosed else []
-    answer = _strip_fences(answer)
+    answer = strip_fences(answer)
     found, tier = _best(_objects(answer)), "json"
     if found is None:
         found, tier = _best(_objects(_repaired(answer))), "lenient"
