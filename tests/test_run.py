@@ -80,7 +80,8 @@ def test_run_produces_the_report_and_score_agrees(tmp_path, golden_run, env):
 
 def test_own_data_with_nothing_else_set(tmp_path, env):
     """`candlebench run data=csv data.path=FILE`: the demo experiment stays out of the way, and
-    every task runs (E2A-style with its verify pass)."""
+    every task runs (E2A-style with its verify pass; chart reading, joined to the forecast run of the
+    same model)."""
     mine = tmp_path / "my märket.csv"  # a space and a non-ASCII letter, as users name files
     frame = pd.read_csv(SLICE)
     # 120 sessions (one forecast cutoff: 90 bars before, 30 after; two E2A-style and caption dates a
@@ -91,12 +92,18 @@ def test_own_data_with_nothing_else_set(tmp_path, env):
     out = tmp_path / "outputs" / "my märket"  # the study folder is named after the file
     report = out / "report" / "report.html"
     assert report.exists(), done.stdout[-2000:]
-    for task in ("forecast", "e2a"):
+    for task in ("forecast", "e2a", "reading"):
         samples = pd.read_parquet(out / task / "samples.parquet")
         assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}
     assert (out / "e2a" / "runs" / "tiny_qwen2_5_vl-transformers-verify" / "metrics.json").exists()
     md = (out / "report" / "report.md").read_text()
     assert "Forecast" in md and "E2A-style leaderboard" in md and "Oracle-aided verification" in md
+    reading = {run: json.loads((out / "reading" / "runs" / run / "metrics.json").read_text())
+               for run in ("oracle", "tiny_qwen2_5_vl-transformers")}
+    assert reading["oracle"]["all"]["accuracy"] == 1.0 and "forecast" not in reading["oracle"]
+    link = reading["tiny_qwen2_5_vl-transformers"]["forecast"]  # its forecast run, scored before it
+    assert link["n"] == link["read_right"]["n"] + link["read_wrong"]["n"] > 0
+    assert "## Chart reading" in md and "Chart reading next to forecasting" in md and "oracle (reference)" in md
     # ... and an out_dir with a space and a non-ASCII letter, unquoted as typed.
     out = tmp_path / "résultats 1"
     cli("samples", "data=csv", f"data.path={mine}", f"out_dir={out}", env=env)

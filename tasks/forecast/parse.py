@@ -92,12 +92,11 @@ spelled-out numbers, percentages outside a tag.
 
 from __future__ import annotations
 
-import html
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from tasks.answer_text import THINK_MARK, normalise, split_reasoning, strip_fences
 from tasks.base import REASONING_CUT
 
 __all__ = ["TIERS", "ParsedScore", "Tier", "parse_by_rules", "parse_score"]
@@ -155,12 +154,6 @@ _TAG: Final = re.compile(
 # The answer as the prompt asks for it (see the module's note); anything else goes through the rules.
 _AS_ASKED: Final = re.compile(r"\s*<score>\s*([+-]?(?:\d+\.\d+|\d+|\.\d+))\s*</score>\s*")
 
-_THINK_MARK: Final = re.compile(r"<\s*(?P<slash>/\s*)?(?:think|thinking|reasoning)\s*>", re.I)
-_FENCE: Final = re.compile(r"```[A-Za-z0-9_+-]*")
-
-_DASHES: Final = dict.fromkeys(map(ord, "\u2212\u2010\u2011\u2012\u2013"), "-")
-_INVISIBLE: Final = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
-
 
 def _interval_patterns(end: str) -> tuple[re.Pattern[str], ...]:
     """Interval shapes with groups ``a`` and ``b``; ``end`` constrains what may follow a number."""
@@ -200,39 +193,6 @@ _REFUSAL: Final = re.compile(
 # --------------------------------------------------------------------------------------------
 # Small pure helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", html.unescape(text))
-    return text.translate(_DASHES).translate(_INVISIBLE)
-
-
-def _split_reasoning(text: str) -> tuple[str, str, bool]:
-    """Return (answer, reasoning, unclosed): one linear pass over the think markers (rule 3).
-
-    An opener starts a block (openers inside a block are ignored), a closer ends it; a closer
-    outside any block means everything before it was reasoning whose opener sat in the prompt.
-    """
-    answer: list[str] = []
-    reasoning: list[str] = []
-    in_block, start = False, 0
-    for m in _THINK_MARK.finditer(text):
-        closing = m.group("slash") is not None
-        if not in_block and not closing:
-            answer.append(text[start : m.start()])
-            in_block, start = True, m.end()
-        elif in_block and closing:
-            reasoning.append(text[start : m.start()])
-            in_block, start = False, m.end()
-        elif closing:  # stray closer: the answer so far was reasoning
-            reasoning.extend([*answer, text[start : m.start()]])
-            answer, start = [], m.end()
-    (reasoning if in_block else answer).append(text[start:])
-    return " ".join(answer), "\n".join(reasoning), in_block
-
-
-def _strip_fences(text: str) -> str:
-    return _FENCE.sub(" ", text).strip()
 
 
 def _to_float(token: str) -> float:
@@ -395,9 +355,9 @@ def parse_by_rules(text: str | None, lo: float = SCORE_MIN, hi: float = SCORE_MA
     if not text.strip():
         return _result(None, "none", ["empty response"], lo, hi)
 
-    normalised = _normalise(text)
-    answer, reasoning, unclosed = _split_reasoning(normalised)
-    answer = _strip_fences(answer)
+    normalised = normalise(text)
+    answer, reasoning, unclosed = split_reasoning(normalised)
+    answer = strip_fences(answer)
     pre = [REASONING_CUT] if unclosed else []
 
     if answer:
@@ -414,6 +374,6 @@ def parse_by_rules(text: str | None, lo: float = SCORE_MIN, hi: float = SCORE_MA
         flags = [*pre, "score tag found only inside reasoning block", *flags]
         return _result(value, "interval" if interval else "tag", flags, lo, hi)
     if parsed is None:
-        empty = "empty answer after reasoning block" if _THINK_MARK.search(normalised) else "empty response"
+        empty = "empty answer after reasoning block" if THINK_MARK.search(normalised) else "empty response"
         return _result(None, "none", [*pre, empty], lo, hi)
     return _result(None, "none", [*pre, parsed.reason or "no score found"], lo, hi)

@@ -1,0 +1,52 @@
+"""Text steps that every answer parser takes first, shared by the tasks whose parsers read a
+model's free text the same way (forecast, chart reading): Unicode and HTML normalisation, the
+split of reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``) from the answer, and the
+removal of Markdown code fences. One copy, so a fix to how a reasoning block is read reaches
+every such task (and raises each one's judge version)."""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from typing import Final
+
+THINK_MARK: Final = re.compile(r"<\s*(?P<slash>/\s*)?(?:think|thinking|reasoning)\s*>", re.I)
+_FENCE: Final = re.compile(r"```[A-Za-z0-9_+-]*")
+
+_DASHES: Final = dict.fromkeys(map(ord, "\u2212\u2010\u2011\u2012\u2013"), "-")
+_INVISIBLE: Final = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
+
+
+def normalise(text: str) -> str:
+    """NFKC, HTML entities decoded, every dash a hyphen-minus, zero-width characters dropped."""
+    text = unicodedata.normalize("NFKC", html.unescape(text))
+    return text.translate(_DASHES).translate(_INVISIBLE)
+
+
+def split_reasoning(text: str) -> tuple[str, str, bool]:
+    """Return (answer, reasoning, unclosed): one linear pass over the think markers.
+
+    An opener starts a block (openers inside a block are ignored), a closer ends it; a closer
+    outside any block means everything before it was reasoning whose opener sat in the prompt.
+    """
+    answer: list[str] = []
+    reasoning: list[str] = []
+    in_block, start = False, 0
+    for m in THINK_MARK.finditer(text):
+        closing = m.group("slash") is not None
+        if not in_block and not closing:
+            answer.append(text[start : m.start()])
+            in_block, start = True, m.end()
+        elif in_block and closing:
+            reasoning.append(text[start : m.start()])
+            in_block, start = False, m.end()
+        elif closing:  # stray closer: the answer so far was reasoning
+            reasoning.extend([*answer, text[start : m.start()]])
+            answer, start = [], m.end()
+    (reasoning if in_block else answer).append(text[start:])
+    return " ".join(answer), "\n".join(reasoning), in_block
+
+
+def strip_fences(text: str) -> str:
+    return _FENCE.sub(" ", text).strip()

@@ -1,0 +1,113 @@
+"""The reading report section: accuracy per model (overall, charts, text), per question x time frame x
+modality, the paired comparisons, the questions left out as ambiguous, and reading next to
+forecasting (IC and the 2x2 of trend read right x forecast direction right) for models that ran both."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+from scoring.report import Dataset, Headline, ScoredRun, Section, Table, fmt, headline_table  # first: selects Agg
+
+import pandas as pd  # noqa: E402
+
+from tasks.reading.forecast_link import TREND  # noqa: E402
+from tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
+
+# What the naive baselines are, in their rows; the oracle is a reference (ReadingTask.references), labelled as such.
+LABELS = {"uniform_random": "chance", "majority": "most common answer, in-sample"}
+HEADLINE = (Headline("accuracy", "Accuracy", block="all"), Headline("accuracy", "Charts", block="chart"),
+            Headline("accuracy", "Text", block="text"), Headline("answered", "Answered", block="all"),
+            Headline("parse_failure_rate", "Parse fail", False))
+
+
+def _labelled(r: ScoredRun) -> ScoredRun:
+    return replace(r, label=f"{r.label} ({LABELS[r.name]})") if r.name in LABELS else r
+
+
+def _cell(block: Mapping | None) -> str:
+    if not block:
+        return "–"
+    ci = (block.get("ci") or {}).get("accuracy")
+    return fmt(block.get("accuracy"), 3) + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "") + f" (n {block['n']})"
+
+
+def questions_table(runs: list[ScoredRun]) -> Table:
+    rows = []
+    for r in runs:
+        cells = r.metrics.get("cells") or {}
+        for q in QUESTIONS:
+            if q not in cells:
+                continue
+            row = {"Model": r.label, "Question": q, "Type": TYPES[q]}
+            for frame, by_modality in sorted(cells[q].items()):
+                for modality, block in sorted(by_modality.items()):
+                    row[f"{frame} {modality}"] = _cell(block)
+            row["All"] = _cell((r.metrics.get("questions") or {}).get(q))
+            rows.append(row)
+    return Table("Chart reading: accuracy per question, time frame and modality", pd.DataFrame(rows),
+                 "Accuracy [95% interval over cutoff dates] (n questions asked). Unanswered questions count as wrong. "
+                 "The rules: docs/reading.md.")
+
+
+def comparison_table(comparisons: Mapping[str, dict]) -> Table:
+    rows = []
+    for pair, c in comparisons.items():
+        blocks = [("all", c), *((m, d) for m, d in (c.get("modalities") or {}).items()),
+                  *((q, d) for q, d in (c.get("questions") or {}).items())]
+        for part, d in blocks:
+            if not d.get("n"):
+                continue
+            ci = d.get("ci")
+            rows.append({"a → b": pair, "Questions": part, "n": d["n"], "Accuracy a": fmt(d["accuracy_a"], 3),
+                         "Accuracy b": fmt(d["accuracy_b"], 3),
+                         "Δ accuracy": fmt(d["diff"], 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else ""),
+                         "McNemar p": fmt(d["mcnemar"]["p"], 3)})
+    return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
+                 "Δ = b - a on the questions both runs were asked, with a 95% interval from one bootstrap of cutoff "
+                 "dates for both runs; McNemar's test on the paired verdicts (exact below 25 discordant).")
+
+
+def left_out_table(datasets: Sequence[Dataset]) -> Table | None:
+    rows = []
+    for d in datasets:
+        asked = d.summary.get("asked") or {}
+        for key, count in (d.summary.get("left_out") or {}).items():
+            question, why = key.split(": ", 1)
+            rows.append({"Market": d.market, "Question": question, "Asked": asked.get(question, 0), "Left out": count,
+                         "Why": why})
+    if not rows:
+        return None
+    return Table("Chart reading: questions left out", pd.DataFrame(rows),
+                 "Per chart (both modalities ask the same): ambiguous or undrawn cases are not asked, never guessed.")
+
+
+def forecast_table(runs: list[ScoredRun]) -> Table | None:
+    rows = []
+    for r in runs:
+        link = r.metrics.get("forecast")
+        if not link:
+            continue
+        right, wrong = link["read_right"], link["read_wrong"]
+        rows.append({"Model": r.label, "Reading accuracy (charts)": fmt((r.metrics.get("chart") or {}).get("accuracy"), 3),
+                     f"Forecast IC (r_{link['horizon']})": fmt(link.get("ic_mean"), 4),
+                     "Forecast direction accuracy": fmt(link.get("direction_accuracy"), 3),
+                     "Trend read right: n": right["n"], "Read right: direction accuracy": fmt(right["direction_accuracy"], 3),
+                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": fmt(wrong["direction_accuracy"], 3)})
+    if not rows:
+        return None
+    return Table("Chart reading next to forecasting (models that ran both)", pd.DataFrame(rows),
+                 f"Trend read right: every trend question ({', '.join(TREND)}) of the stock's daily and weekly charts "
+                 "answered right; the forecast direction accuracy of those stocks and dates against the others. "
+                 "Computed when the reading run was scored, from the forecast run of the same name.")
+
+
+def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
+    runs = [_labelled(r) for r in runs]
+    tables = [headline_table("Chart reading: accuracy", runs, HEADLINE,
+                             "Over every question asked; baselines labelled: chance, and the in-sample most common answer."),
+              questions_table(runs)]
+    if comparisons:
+        tables.append(comparison_table(comparisons))
+    tables += [t for t in (forecast_table(runs), left_out_table(datasets)) if t is not None]
+    return [Section("Chart reading", tuple(tables))]

@@ -1,0 +1,163 @@
+"""The chart-reading task on the Task interface: can the model read the chart it forecasts from?
+
+A sample is a stock, a cutoff of the forecast task's grid, a time frame (daily, weekly) and a
+modality (the chart, or the same bars as OHLCV text); its questions and their true answers are
+computed from the bars the chart draws (:mod:`tasks.reading.questions`). Samples
+:mod:`tasks.reading.samples`; parser :mod:`tasks.reading.parse`; metrics :mod:`tasks.reading.metrics`;
+paired comparison :mod:`tasks.reading.compare`; baselines :mod:`tasks.reading.baselines`; reading
+next to forecasting :mod:`tasks.reading.forecast_link`; the report section :mod:`tasks.reading.report`.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from candlebench.core.layout import Layout
+from candlebench.core.results import Parsed, RunData
+from candlebench.core.rules import ConfigError
+from candlebench.market.market import Market
+from rendering.inputs import text_column
+from rendering.render import render_settings
+from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from tasks.reading.baselines import BASELINES
+from tasks.reading.parse import parse_answer
+from tasks.reading.questions import MARKS, QUESTIONS, TYPES
+from tasks.reading.samples import ReadingSpec, build_samples
+from tasks.windows import codes_of
+
+# The answer format the prompt shows, per question, in the order asked.
+FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
+          "lowest": '"A|B|C|D"', "highest_close": "<number>", "change": '"A|B|C|D|E"', "cross": '"golden|death|none"',
+          "up_candles": "<0-10>", "volume_above_mean": '"yes|no"', "max_volume": '"A|B|C|D"',
+          "pattern": '"doji|hammer|bullish_engulfing|bearish_engulfing|none"'}
+assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
+
+
+def spec_of(cfg: DictConfig) -> ReadingSpec:
+    s = cfg.task.samples
+    return ReadingSpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
+                       interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
+                       codes=codes_of(s), frames=tuple(str(f) for f in cfg.task.frames),
+                       modalities=tuple(str(m) for m in cfg.task.modalities), max_bars=int(cfg.task.render.max_bars),
+                       ma_windows=tuple(int(w) for w in cfg.task.render.ma_windows))
+
+
+def frame_block(text: str, frame: str) -> str:
+    """The block of one time frame out of a sample's OHLCV text (rendering/text.py: one block per
+    frame, each headed "<code> <frame> bars before ...", blocks split by a blank line)."""
+    blocks = text.split("\n\n")
+    for block in blocks:
+        if block.split(" ", 2)[1:2] == [frame]:
+            return block
+    raise ValueError(f"the OHLCV text has no {frame} block (its headers: {[b.partition(chr(10))[0] for b in blocks]})")
+
+
+class ReadingTask(Task):
+    name = "reading"
+    columns = (Column("n_answered", "Int64"),)
+    baselines = MappingProxyType(BASELINES)
+    judge_version = 1  # raise with every change of a verdict or metric (tests/test_judge_versions.py pins them)
+    references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
+                                             "when the judge and the data agree)"})
+
+    def validate(self, cfg: DictConfig) -> None:
+        language = cfg.task.language
+        if language not in cfg.task.prompts:
+            raise ConfigError(f"task.language={language!r}: must be one of {sorted(cfg.task.prompts)} (task.prompts)")
+        try:
+            spec_of(cfg)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(cfg))
+        return BuiltSamples(frame, summary)
+
+    def inputs(self, cfg: DictConfig) -> Inputs:
+        return Inputs(charts=tuple(str(f) for f in cfg.task.frames), text="text" in cfg.task.modalities)
+
+    def _words(self, cfg: DictConfig) -> dict[str, Any]:
+        language = str(cfg.task.language)
+        return {k: OmegaConf.to_container(cfg.task, resolve=True)[k][language]
+                for k in ("inputs", "frame_names", "questions", "mark")}
+
+    def prompt_identity(self, cfg: DictConfig) -> str:
+        return cfg.task.prompt + "\n" + json.dumps(self._words(cfg), ensure_ascii=False, sort_keys=True)
+
+    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+                earlier: Earlier | None = None) -> RequestSpec:
+        words = self._words(cfg)
+        frame, modality = str(sample["frame"]), str(sample["modality"])
+        up, down = render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).colors
+        mas = ", ".join(f"MA{w} {c}" for w, c in zip(cfg.task.render.ma_windows, cfg.task.render.ma_colors))
+        ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
+        inputs = words["inputs"][modality].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
+        marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
+                          for letter, (back, date) in zip(MARKS, json.loads(sample["marked"])))
+        asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
+        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up) for i, q in enumerate(asked, 1))
+        answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
+        prompt = cfg.task.prompt.format(inputs=inputs, questions=questions, format=answer)
+        return RequestSpec(prompt, (frame,) if modality == "chart" else (), (text_column(),) if modality == "text" else ())
+
+    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+        def parse(text: str | None) -> Parsed:
+            a = parse_answer(text)
+            return Parsed(a.answers, a.tier, a.reason, {"n_answered": len(a.answers or {})})
+
+        return parse
+
+    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+        from tasks.reading.forecast_link import forecast_link
+        from tasks.reading.metrics import per_sample, reading_metrics
+
+        out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
+        if run.info.get("kind") == "model":
+            link = forecast_link(run.parsed, Layout.of(cfg).task("forecast").run(run.name))
+            if link is not None:
+                out["forecast"] = link
+        out["per_sample"] = per_sample(run.parsed)
+        return out
+
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+        from tasks.reading.compare import compare_runs
+
+        return compare_runs(a.parsed, b.parsed, n_boot=settings.n_boot, seed=settings.seed)
+
+    def report(self, runs, comparisons, datasets=()):
+        from tasks.reading.report import sections
+
+        return sections(runs, comparisons, datasets)
+
+    def browse(self, run: RunData) -> pd.DataFrame:
+        """Group: time frame and modality; label: the true answers; right only when every question
+        asked is; detail: each question's truth, answer and verdict."""
+        from tasks.reading.metrics import verdicts
+
+        by_sample = dict(tuple(verdicts(run.parsed).groupby("sample_id")))
+        rows = []
+        for row in run.parsed.to_dict("records"):
+            truths = json.loads(row["questions"])
+            answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
+            mine = by_sample.get(row["sample_id"], pd.DataFrame({"question": [], "right": []}))
+            rows.append({
+                "sample_id": row["sample_id"], "group": f"{row['frame']} {row['modality']}",
+                "label": "; ".join(f"{q}: {t}" for q, t in truths.items()),
+                "outcome": None if answer is None else "right" if mine["right"].all() else "wrong",
+                "detail": {"questions": [{"question": q, "truth": truths[q], "answer": (answer or {}).get(q),
+                                          "right": bool(ok)} for q, ok in zip(mine["question"], mine["right"])]},
+            })
+        return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        blocks = ", ".join(f"{k} {m[k]['accuracy']}" for k in ("chart", "text") if k in m)
+        return (f"accuracy {m['all']['accuracy']} ({blocks}), answered {m['all']['answered']}, "
+                f"parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}")
+
+
+TASK = ReadingTask()

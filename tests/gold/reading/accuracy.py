@@ -1,0 +1,64 @@
+"""The reading judge (parser + exact comparison) measured on the gold set, per language:
+
+* ``values``: share of (answer, question asked of its chart) pairs where the parser reads the value the
+  hand label gives (both "no answer" counts as agreeing);
+* ``verdicts``: share of the same pairs where the judge's verdict (right / wrong against the chart's
+  facts) is the hand label's;
+* ``answers``: share of answers read wholly right.
+
+    .venv/bin/python tests/gold/reading/accuracy.py [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from facts import chart  # noqa: E402
+from gold import answers  # noqa: E402
+
+from tasks.reading.parse import parse_answer  # noqa: E402
+from tasks.reading.questions import is_right  # noqa: E402
+
+FLOORS = {"values": 0.95, "verdicts": 0.95, "answers": 0.85}
+
+
+def measure(items: list[dict] | None = None) -> tuple[dict[str, dict[str, float]], list[tuple]]:
+    """Per language the scores of :data:`FLOORS` (and ``n``), and the misses: (id, question, hand, parsed)."""
+    counts: dict[str, defaultdict] = defaultdict(lambda: defaultdict(int))
+    misses = []
+    for item in items if items is not None else answers():
+        truths = chart(item["code"], item["cutoff"], item["frame"])[1].answers
+        read = parse_answer(item["response"]).answers or {}
+        c, whole = counts[item["lang"]], True
+        c["answers_n"] += 1
+        for question, truth in truths.items():
+            hand, got = item["answers"].get(question), read.get(question)
+            c["n"] += 1
+            agree = hand == got
+            c["values"] += agree
+            c["verdicts"] += is_right(question, truth, hand) == is_right(question, truth, got)
+            if not agree:
+                whole = False
+                misses.append((item["id"], question, hand, got))
+        c["answers"] += whole
+    scores = {lang: {"n": c["n"], "values": c["values"] / c["n"], "verdicts": c["verdicts"] / c["n"],
+                     "answers": c["answers"] / c["answers_n"]} for lang, c in sorted(counts.items())}
+    return scores, misses
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--misses", action="store_true", help="list every disagreement")
+    args = parser.parse_args()
+    scores, misses = measure()
+    for lang, s in scores.items():
+        print(f"{lang}: " + ", ".join(f"{k} {v:.3f}" if k != "n" else f"n {v}" for k, v in s.items()))
+    if args.misses:
+        for miss in misses:
+            print(*miss, sep="\t")

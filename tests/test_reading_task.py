@@ -1,0 +1,196 @@
+"""The reading task's pieces on real samples of the slice and hand-made answers: samples on the
+forecast grid that see nothing at or after the cutoff, the prompt of each modality and language,
+the parser's invariants, the metrics, the paired comparison, the baselines, and reading next to
+forecasting. The stages end to end: tests/test_run.py (the own-data run covers every task)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from candlebench.core.layout import TaskPaths
+from candlebench.stages.graph import compose_config
+from candlebench.core.results import RunData
+from candlebench.market.market import load_market
+from helpers import SLICE
+from scoring.report import Dataset, scored_run
+from tasks.base import ScoreSettings
+from tasks.forecast.samples import SampleSpec, cutoff_dates
+from tasks.reading.baselines import BASELINES
+from tasks.reading.compare import compare_runs
+from tasks.reading.forecast_link import forecast_link
+from tasks.reading.metrics import reading_metrics, verdicts
+from tasks.reading.parse import parse_answer
+from tasks.reading.report import sections
+from tasks.reading.samples import ReadingSpec, build_samples
+from tasks.reading.task import TASK, frame_block
+
+pytestmark = pytest.mark.unit
+SPEC = ReadingSpec(codes=("AC", "SM"), interval=120)
+
+
+@pytest.fixture(scope="module")
+def market():
+    return load_market([SLICE], name="PSE")
+
+
+@pytest.fixture(scope="module")
+def samples(market):
+    return build_samples(market, SPEC)
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return compose_config(["task=reading"])
+
+
+def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFrame:
+    """A run's parsed rows as the score stage makes them: the samples with the parser's answer."""
+    parse = TASK.parser(None)
+    found = [parse(texts.get(sid)) for sid in samples["sample_id"]]
+    return samples.assign(answer=[None if p.answer is None else json.dumps(p.answer) for p in found],
+                          text=[texts.get(sid) for sid in samples["sample_id"]])
+
+
+def test_samples_are_the_forecast_grid_per_frame_and_modality(market, samples):
+    frame, summary = samples
+    grid = set(cutoff_dates(market.calendar, SampleSpec(interval=120)))
+    assert set(frame["cutoff"]) <= grid and frame["cutoff"].nunique() >= 5
+    per_chart = frame.groupby(["code", "cutoff", "frame"])
+    assert set(frame["modality"]) == {"chart", "text"} and (per_chart.size() == 2).all()
+    assert (per_chart["questions"].nunique() == 1).all()  # both modalities ask the same of one chart
+    assert summary["charts"] == len(per_chart) and sum(summary["asked"].values()) == frame.drop_duplicates(
+        ["code", "cutoff", "frame"])["n_questions"].sum()
+    assert all(json.loads(q) for q in frame["questions"])
+
+
+def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, tmp_path):
+    frame, _ = samples
+    cutoff = sorted(frame["cutoff"].unique())[2]
+    bars = pd.read_csv(SLICE)
+    later = pd.to_datetime(bars["date"]) >= cutoff
+    bars.loc[later, ["open", "high", "low", "close"]] *= 3.0  # any answer reading these would change
+    bars.loc[later, "volume"] *= 0.01
+    bars.to_csv(tmp_path / "moved.csv", index=False)
+    moved, _ = build_samples(load_market([tmp_path / "moved.csv"], name="PSE"), SPEC)
+    keep = ["sample_id", "questions", "left_out", "marked"]
+    before = frame["cutoff"] <= cutoff
+    pd.testing.assert_frame_equal(moved.loc[moved["cutoff"] <= cutoff, keep].reset_index(drop=True),
+                                  frame.loc[before, keep].reset_index(drop=True))
+    assert not moved.loc[moved["cutoff"] > cutoff, "questions"].equals(frame.loc[~before, "questions"])
+
+
+def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
+    frame, _ = samples
+    chart = frame[(frame["modality"] == "chart") & (frame["frame"] == "weekly")].iloc[0]
+    text = frame[(frame["sample_id"] != chart["sample_id"]) & (frame["modality"] == "text")
+                 & (frame["frame"] == "daily")].iloc[0]
+    ohlcv = "AC daily bars before x\ndate,open\n1,2\n\nAC weekly bars before x\ndate,open\n3,4"
+    asked = json.loads(chart["questions"])
+    spec = TASK.request(cfg, chart, {"text_ohlcv": ohlcv})
+    assert spec.charts == ("weekly",) and spec.texts == () and "weekly candlestick chart" in spec.prompt
+    assert all(f"{q}:" in spec.prompt for q in asked) and "MA5 black, MA20 blue, MA90 purple" in spec.prompt
+    back, date = json.loads(chart["marked"])[0]
+    assert f"A = bar {back} from the right ({date})" in spec.prompt
+    assert spec.prompt.count("\n1. ") == 1 and f"{len(asked)}. " in spec.prompt
+    on_text = TASK.request(cfg, text, {"text_ohlcv": ohlcv})
+    assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
+    assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
+    zh = TASK.request(compose_config(["task=reading", "task.language=zh"]), chart, {"text_ohlcv": ohlcv})
+    assert "周K线图" in zh.prompt and "从右数第" in zh.prompt
+    assert TASK.prompt_identity(cfg) != TASK.prompt_identity(compose_config(["task=reading", "task.language=zh"]))
+    with pytest.raises(ValueError, match="no weekly block"):
+        frame_block("AC daily bars before x\ndate", "weekly")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(), st.text(alphabet='{}[]":,\'abcdeAB0123456789 .-\n'), st.none()))
+def test_the_parser_never_raises_and_says_why_it_read_nothing(text):
+    found = parse_answer(text)
+    assert (found.answers is None) == (found.tier == "none")
+    assert found.tier != "none" or found.reason
+
+
+def test_metrics_count_unanswered_questions_wrong_per_cell(samples):
+    frame, _ = samples
+    truths = {sid: json.loads(q) for sid, q in zip(frame["sample_id"], frame["questions"])}
+    # Charts answered all right, text with ma5 flipped and everything else left out: a known accuracy.
+    flip = {"above": "below", "below": "above"}
+    texts = {sid: json.dumps(t) if m == "chart" else json.dumps({"ma5": flip[t["ma5"]]}) if "ma5" in t else None
+             for (sid, t), m in zip(truths.items(), frame["modality"])}
+    failed = frame[(frame["modality"] == "text") & (frame["frame"] == "weekly")]["sample_id"].iloc[0]
+    texts[failed] = None  # generation failed: its questions count wrong, as unanswered ones do
+    parsed = answered(frame, texts)
+    m = reading_metrics(parsed, n_boot=200)
+    n_chart = sum(len(t) for (sid, t), mod in zip(truths.items(), frame["modality"]) if mod == "chart")
+    assert m["chart"]["accuracy"] == 1.0 and m["chart"]["n"] == n_chart and m["text"]["accuracy"] == 0.0
+    assert m["all"]["accuracy"] == pytest.approx(0.5) and m["cells"]["ma5"]["daily"]["text"]["answered"] == 1.0
+    assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == 1 / len(frame)
+    lo, hi = m["all"]["ci"]["accuracy"]
+    assert lo <= 0.5 <= hi
+
+
+def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
+    frame, _ = samples
+    scores = {}
+    for name, baseline in BASELINES.items():
+        texts = baseline(frame, market, cfg)
+        assert set(texts) == set(frame["sample_id"])
+        scores[name] = reading_metrics(answered(frame, dict(texts)))
+    assert scores["oracle"]["all"]["accuracy"] == 1.0
+    assert scores["uniform_random"]["all"]["accuracy"] < scores["majority"]["all"]["accuracy"] < 1.0
+    assert scores["majority"]["questions"]["highest_close"]["answered"] == 0.0
+    assert BASELINES["uniform_random"](frame, market, cfg) == BASELINES["uniform_random"](frame, market, cfg)
+
+
+def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
+    frame, _ = samples
+    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg)))
+    chance = answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg)))
+    c = compare_runs(chance, oracle, n_boot=200)
+    v = verdicts(chance)
+    assert c["n"] == len(v) and c["accuracy_b"] == 1.0 and c["diff"] == pytest.approx(1 - v["right"].mean())
+    ma5 = v[v["question"] == "ma5"]
+    assert c["questions"]["ma5"]["mcnemar"]["b_only"] == int((~ma5["right"]).sum())
+    assert c["questions"]["ma5"]["mcnemar"]["a_only"] == 0 and c["ci"][0] > 0
+    assert compare_runs(oracle, oracle, n_boot=0)["mcnemar"]["p"] == 1.0
+
+
+def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg, tmp_path):
+    frame, summary = samples
+    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg)))
+    # A forecast run of the same name that says "up" everywhere, on the same stocks and cutoffs.
+    windows = frame.drop_duplicates(["code", "cutoff"])[["code", "cutoff"]].reset_index(drop=True)
+    r_30 = np.where(np.arange(len(windows)) % 3 == 0, -0.02, 0.03)
+    run = TaskPaths(tmp_path / "forecast").run("m")
+    run.root.mkdir(parents=True)
+    windows.assign(pred=0.1, r_30=r_30).to_parquet(run.parsed)
+    run.metrics.write_text(json.dumps({"horizon": 30, "ic_mean": 0.05, "accuracy": 0.6}))
+    link = forecast_link(oracle, run)
+    assert link["read_wrong"]["n"] == 0 and link["read_right"]["n"] == link["n"] == len(windows)
+    assert link["read_right"]["direction_accuracy"] == pytest.approx((r_30 > 0).mean()) and link["ic_mean"] == 0.05
+    wrong = answered(frame, {sid: json.dumps({"change": "A" if json.loads(q).get("change") != "A" else "B"})
+                             for sid, q in zip(frame["sample_id"], frame["questions"])})
+    assert forecast_link(wrong, run)["read_right"]["n"] == 0
+    assert forecast_link(oracle, TaskPaths(tmp_path / "forecast").run("other")) is None
+
+    metrics = {**TASK.score(RunData("m", oracle, frame, {"kind": "baseline"}), cfg, ScoreSettings(n_boot=50)),
+               "forecast": link}
+    metrics.pop("per_sample")
+    chance = reading_metrics(answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg))))
+    found = sections([scored_run("oracle", metrics, False, reference=TASK.references["oracle"]), scored_run("m", metrics, True),
+                      scored_run("uniform_random", chance, False)],
+                     {"uniform_random → oracle": compare_runs(oracle, oracle, n_boot=0)},
+                     [Dataset("PSE", summary, {})])
+    titles = [t.title for t in found[0].tables]
+    assert titles == ["Chart reading: accuracy", "Chart reading: accuracy per question, time frame and modality",
+                      "Chart reading: paired comparisons", "Chart reading next to forecasting (models that ran both)",
+                      "Chart reading: questions left out"]
+    labels = list(found[0].tables[0].frame["Model"])
+    assert labels == ["m (random weights)", "uniform_random (chance)", "oracle (reference)"]  # the ceiling last
+    assert "oracle: the true answers" in found[0].tables[0].note and "★" not in found[0].tables[0].frame.iloc[2, 2]
