@@ -125,6 +125,9 @@ class Task(ABC):
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
     methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
+    # Tasks whose scored run of the same model this task's `score` reads (reading puts a model's
+    # reading next to its forecast): `run` and `sweep` score those first, whatever the tasks' order.
+    scored_after: ClassVar[tuple[str, ...]] = ()
     # Baselines that know the answer (the references' own generator, an oracle on the judge's facts):
     # name -> what they are. Their scores are ceilings, not results: the report shows them apart
     # and never marks one best.

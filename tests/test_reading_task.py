@@ -194,3 +194,23 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
     labels = list(found[0].tables[0].frame["Model"])
     assert labels == ["m (random weights)", "uniform_random (chance)", "oracle (reference)"]  # the ceiling last
     assert "oracle: the true answers" in found[0].tables[0].note and "★" not in found[0].tables[0].frame.iloc[2, 2]
+
+
+@pytest.mark.unit
+def test_run_and_sweep_score_a_models_forecast_before_its_reading_whatever_the_tasks_order():
+    """The reading run's metrics hold the same model's forecast run next to it (forecast_link): its
+    score job waits for the forecast score job, in `run`'s order and as a SLURM dependency."""
+    from candlebench.stages.graph import Unit, plan
+
+    models = [Unit("tiny_qwen2_5_vl")]
+    names = {(t, "tiny_qwen2_5_vl"): "tiny" for t in ("reading", "forecast", "e2a")}
+    for tasks in (["reading", "forecast"], ["forecast", "e2a", "reading"]):
+        jobs = plan([], tasks, models, names, baselines=False)
+        keys = [j.key for j in jobs]
+        reading = next(j for j in jobs if j.key == "score:reading:tiny_qwen2_5_vl")
+        assert "score:forecast:tiny_qwen2_5_vl" in reading.after
+        assert keys.index("score:forecast:tiny_qwen2_5_vl") < keys.index(reading.key)
+        assert all(keys.index(dep) < keys.index(j.key) for j in jobs for dep in j.after), tasks  # dependency order
+        assert jobs[-1].overrides[0][:1] == (f"task={tasks[0]}",)  # the report still leads with the command's first task
+    alone = plan([], ["reading"], models, names, baselines=False)  # no forecast in the plan: nothing to wait for
+    assert next(j for j in alone if j.key == "score:reading:tiny_qwen2_5_vl").after == ("infer:reading:tiny_qwen2_5_vl",)

@@ -134,7 +134,7 @@ def plan(
     ``passes[task]`` the second passes that follow each of the task's model runs."""
     jobs: list[Job] = []
     scored: list[str] = []
-    for task in tasks:
+    for task in _scoring_order(tasks):
         on_task = with_overrides(base, f"task={task}")
         jobs.append(Job(f"samples:{task}", "samples", (on_task,)))
         jobs.append(Job(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
@@ -149,8 +149,9 @@ def plan(
                                       *((f"infer.run_name={name}",) if unit.variant else ()))
             infer_key = f"infer:{task}:{unit.key}"
             jobs.append(Job(infer_key, "infer", _split(on_model, "infer.shard", infer_shards), (f"render:{task}",), gpu=True))
+            before = tuple(f"score:{t}:{unit.key}" for t in get_task(task).scored_after if t in tasks)
             jobs.append(Job(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
-                            (infer_key,)))
+                            (infer_key, *before)))
             scored.append(jobs[-1].key)
             for method in passes.get(task, ()):
                 revision = pass_run(name, method)
@@ -164,6 +165,23 @@ def plan(
     jobs.append(Job("report", "report", (with_overrides(base, f"task={tasks[0]}", f"tasks=[{','.join(tasks)}]", *report),),
                     tuple(scored)))
     return jobs
+
+
+def _scoring_order(tasks: list[str]) -> list[str]:
+    """``tasks`` in their order, except that a task comes after those whose scored runs it reads
+    (``Task.scored_after``), so that each job of the plan follows every job it waits for."""
+    ordered: list[str] = []
+
+    def place(task: str) -> None:
+        if task not in ordered:
+            for first in get_task(task).scored_after:
+                if first in tasks:
+                    place(first)
+            ordered.append(task)
+
+    for task in tasks:
+        place(task)
+    return ordered
 
 
 def compose_config(overrides: list[str]) -> DictConfig:

@@ -7,8 +7,8 @@ against the medium MA); a stock and cutoff is *read right* when every trend ques
 daily and weekly charts (chart modality) got the right answer, *read wrong* otherwise; one with no
 trend question asked is left out. Forecast direction right: sign of the score = sign of r_H
 (``(pred > 0) == (r_H > 0)``, the forecast metrics' binarisation). Computed when the reading run is
-scored, from the forecast run's parsed.parquet as it is then (``candlebench run`` scores forecast
-first; score the reading run again after re-scoring forecast).
+scored, from the forecast run's parsed.parquet as it is then (``run`` and ``sweep`` score forecast
+first: ``ReadingTask.scored_after``; score the reading run again after re-scoring forecast alone).
 """
 
 from __future__ import annotations
