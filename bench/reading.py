@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "gold" / "reading"))
 
-from accuracy import FLOORS, measure  # noqa: E402
-from gold import answers  # noqa: E402
+from reading_accuracy import FLOORS, measure  # noqa: E402
+from reading_gold import answers  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
 from tasks.reading.baselines import BASELINES  # noqa: E402

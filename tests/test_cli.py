@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tasks import names as task_names
 from tasks.forecast.samples import SampleSpec, build_samples
 
 from helpers import CANDLEBENCH, SLICE, cli
@@ -92,7 +93,7 @@ def test_setting_and_naming_keys(tmp_path):
     assert done.returncode == 0 and yaml.safe_load(done.stdout)["model"]["chat_template_kwargs"] == {"enable_thinking": True}
     for args, said in ((["samples", "task.render.max_bar=5"], "task.render.max_bar is not a setting; nearest: task.render.max_bars"),
                        (["run", "task.horizn=5"], "task.horizn is not a setting; nearest: task.horizon"),
-                       (["samples", "task=nosuch"], "task=nosuch: no such task in tasks/; choose from ['caption', 'e2a', 'forecast']"),
+                       (["samples", "task=nosuch"], f"task=nosuch: no such task in tasks/; choose from {sorted(task_names())}"),
                        # the "+" form of a typo: a key Hydra would add and a stage meet as an unexpected argument
                        (["samples", "+task.samples.intervl=5"], "+task.samples.intervl: task.samples.intervl is not a "
                         "setting; nearest: task.samples.interval")):

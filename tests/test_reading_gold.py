@@ -12,9 +12,9 @@ import pytest
 GOLD = Path(__file__).resolve().parent / "gold" / "reading"
 sys.path.insert(0, str(GOLD))
 
-from accuracy import FLOORS, measure  # noqa: E402
-from facts import sheet  # noqa: E402
-from gold import answers, problems  # noqa: E402
+from reading_accuracy import FLOORS, measure  # noqa: E402
+from reading_facts import sheet  # noqa: E402
+from reading_gold import answers, problems  # noqa: E402
 
 from candlebench.core.io import fingerprint  # noqa: E402
 from tasks import get_task  # noqa: E402

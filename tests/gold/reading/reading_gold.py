@@ -1,7 +1,7 @@
 """The reading judge's gold set: loading it and checking its labels against the charts' facts.
 
 Each line of ``answers.jsonl``: ``id``, ``lang`` (en / zh), the chart (``code``, ``cutoff``,
-``frame``: one of facts.py's CHARTS), ``case`` (the hard case it was written for), ``response``
+``frame``: one of reading_facts.py's CHARTS), ``case`` (the hard case it was written for), ``response``
 (the raw text, as a model would emit it) and ``answers``: what the response answers, read by hand,
 for the questions it answers (normalised to the task's answer values; null where a reader cannot
 tell which answer it gives, e.g. "engulfing" without a direction, or an echoed "above|below"). A
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from facts import CHARTS, chart
+from reading_facts import CHARTS, chart
 
 from tasks.reading.questions import CHOICES, UP_CANDLES
 
@@ -25,11 +25,11 @@ def answers() -> list[dict]:
 
 
 def problems(item: dict) -> list[str]:
-    """What is wrong with an item's labels: a chart not in facts.py, a question not asked of its
+    """What is wrong with an item's labels: a chart not in reading_facts.py, a question not asked of its
     chart, a value no question allows."""
     key = (item["code"], item["cutoff"], item["frame"])
     if key not in CHARTS:
-        return [f"chart {key} is not one of facts.py's CHARTS"]
+        return [f"chart {key} is not one of reading_facts.py's CHARTS"]
     asked = chart(*key)[1].answers
     found = []
     for question, value in item["answers"].items():

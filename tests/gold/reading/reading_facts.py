@@ -2,7 +2,7 @@
 cutoff, a time frame), their questions' true answers by the task's own rules, and a fact sheet in
 plain words for whoever labels answers by hand.
 
-    .venv/bin/python tests/gold/reading/facts.py > tests/gold/reading/facts.md
+    .venv/bin/python tests/gold/reading/reading_facts.py > tests/gold/reading/facts.md
 
 The bars are the chart's (candlebench.market.bars.chart_bars on the history strictly before the
 cutoff, the forecast design: 50 bars, MA5 / MA20 / MA90), as the reading task builds its samples.
@@ -44,7 +44,7 @@ def chart(code: str, cutoff: str, frame: str) -> tuple[pd.DataFrame, QuestionSet
 
 def sheet() -> str:
     lines = ["# Facts of the reading gold set's charts", "",
-             "Made by facts.py from the committed slice: the true answer of every question asked, and the questions",
+             "Made by reading_facts.py from the committed slice: the true answer of every question asked, and the questions",
              "left out (not asked) with why. Label answers from these, never from the judge's output.", ""]
     for code, cutoff, frame in CHARTS:
         bars, found = chart(code, cutoff, frame)

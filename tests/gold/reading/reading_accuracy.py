@@ -6,7 +6,7 @@
   facts) is the hand label's;
 * ``answers``: share of answers read wholly right.
 
-    .venv/bin/python tests/gold/reading/accuracy.py [--misses]
+    .venv/bin/python tests/gold/reading/reading_accuracy.py [--misses]
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from facts import chart  # noqa: E402
-from gold import answers  # noqa: E402
+from reading_facts import chart  # noqa: E402
+from reading_gold import answers  # noqa: E402
 
 from tasks.reading.parse import parse_answer  # noqa: E402
 from tasks.reading.questions import is_right  # noqa: E402
