@@ -19,6 +19,7 @@ from candlebench.core.results import RunData
 from candlebench.market.market import load_market
 from helpers import SLICE
 from scoring.report import Dataset, scored_run
+from tasks import get_task
 from tasks.base import ScoreSettings
 from tasks.forecast.samples import SampleSpec, cutoff_dates
 from tasks.reading.baselines import BASELINES
@@ -133,6 +134,9 @@ def test_metrics_count_unanswered_questions_wrong_per_cell(samples):
     assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == 1 / len(frame)
     lo, hi = m["all"]["ci"]["accuracy"]
     assert lo <= 0.5 <= hi
+    m["n_missing_records"] = 0  # score adds it
+    line = get_task("reading").summary_line(m)  # the console: meaningful precision, not 16 digits
+    assert line.startswith("accuracy 0.500 (chart 1.000, text 0.000), questions answered ") and "no answer " in line
 
 
 def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):

@@ -23,6 +23,7 @@ from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from rendering.inputs import text_column
 from rendering.render import render_settings
+from scoring.numbers import fmt, pct
 from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
 from tasks.reading.baselines import BASELINES
 from tasks.reading.parse import parse_answer
@@ -156,9 +157,9 @@ class ReadingTask(Task):
         return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
-        blocks = ", ".join(f"{k} {m[k]['accuracy']}" for k in ("chart", "text") if k in m)
-        return (f"accuracy {m['all']['accuracy']} ({blocks}), answered {m['all']['answered']}, "
-                f"parse failures {m['parse_failure_rate']}, missing records {m['n_missing_records']}")
+        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text") if k in m)
+        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), questions answered {pct(m['all']['answered'])}, "
+                f"no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
 
 
 TASK = ReadingTask()
