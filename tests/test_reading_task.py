@@ -18,7 +18,7 @@ from candlebench.stages.graph import compose_config
 from candlebench.core.results import RunData
 from candlebench.market.market import load_market
 from helpers import SLICE
-from scoring.report import Dataset, scored_run
+from scoring.report import Dataset, scored_run, with_answered
 from tasks import get_task
 from tasks.base import ScoreSettings
 from tasks.forecast.samples import SampleSpec, cutoff_dates
@@ -196,7 +196,15 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                       "Chart reading: paired comparisons", "Chart reading next to forecasting (models that ran both)",
                       "Chart reading: questions left out"]
     labels = list(found[0].tables[0].frame["Model"])
-    assert labels == ["m (random weights)", "uniform_random (chance)", "oracle (reference)"]  # the ceiling last
+    assert labels == ["m (random weights)", "uniform_random", "oracle (reference)"]  # the ceiling last
+    assert "uniform_random: chance" in found[0].tables[0].note  # the baseline's role, said under the table
+    # Rows keep their runs' labels, so the report's Answered cell reaches every row of every run table.
+    counted = {"answered": 8, "n_samples": 8}  # what score adds to a task's metrics
+    runs = [scored_run("oracle", {**metrics, **counted}, False, reference=TASK.references["oracle"]),
+            scored_run("m", {**metrics, **counted}, True), scored_run("uniform_random", {**chance, **counted}, False)]
+    for table in with_answered(found[0], runs).tables:
+        if "Model" in table.frame:
+            assert set(table.frame["Answered"]) == {"8/8"}, table.title
     assert "oracle: the true answers" in found[0].tables[0].note and "★" not in found[0].tables[0].frame.iloc[2, 2]
 
 

@@ -4,7 +4,6 @@ forecasting (IC and the 2x2 of trend read right x forecast direction right) for 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Mapping, Sequence
 
 from scoring.report import Dataset, Headline, ScoredRun, Section, Table, fmt, headline_table  # first: selects Agg
@@ -14,15 +13,12 @@ import pandas as pd  # noqa: E402
 from tasks.reading.forecast_link import TREND  # noqa: E402
 from tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
 
-# What the naive baselines are, in their rows; the oracle is a reference (ReadingTask.references), labelled as such.
-LABELS = {"uniform_random": "chance", "majority": "most common answer, in-sample"}
+# What the naive baselines are, said under the headline table (a row keeps its run's label: the
+# report adds each run's Answered cell by it); the oracle is a reference (ReadingTask.references).
+ROLES = {"uniform_random": "chance", "majority": "the in-sample most common answer per question"}
 HEADLINE = (Headline("accuracy", "Accuracy", block="all"), Headline("accuracy", "Charts", block="chart"),
-            Headline("accuracy", "Text", block="text"), Headline("answered", "Answered", block="all"),
+            Headline("accuracy", "Text", block="text"), Headline("answered", "Questions answered", block="all"),
             Headline("parse_failure_rate", "Parse fail", False))
-
-
-def _labelled(r: ScoredRun) -> ScoredRun:
-    return replace(r, label=f"{r.label} ({LABELS[r.name]})") if r.name in LABELS else r
 
 
 def _cell(block: Mapping | None) -> str:
@@ -103,9 +99,9 @@ def forecast_table(runs: list[ScoredRun]) -> Table | None:
 
 
 def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
-    runs = [_labelled(r) for r in runs]
+    roles = "; ".join(f"{r.name}: {ROLES[r.name]}" for r in runs if r.name in ROLES)
     tables = [headline_table("Chart reading: accuracy", runs, HEADLINE,
-                             "Over every question asked; baselines labelled: chance, and the in-sample most common answer."),
+                             "Over every question asked." + (f" Naive baselines: {roles}." if roles else "")),
               questions_table(runs)]
     if comparisons:
         tables.append(comparison_table(comparisons))
