@@ -34,14 +34,14 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
 
 
-def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame) -> list[str]:
+def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
     scores are not of its records now on the current samples (:func:`stale`): new, redone, written
     to since it was scored (an unfinished run), judged by another version of the task's judge,
-    scored before the samples were rebuilt, or whose scoring failed."""
+    scored before the samples were rebuilt (``now``: the current samples' fingerprint), or whose
+    scoring failed."""
     chosen = cfg.score.run
     if chosen is None:
-        now = samples_fingerprint(samples, paths)
         return [n for n in paths.run_names() if stale(task, paths.run(n), now, len(samples)) is not None]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
@@ -130,7 +130,7 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
                                   + f"; {redo}")
 
 
-def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig) -> dict:
+def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig, now: str) -> dict:
     """Judge the run's records with the task's judge of now (its parser, then its metrics) under the
     key in its run.json (never a stale parsed.parquet), for the input files the samples have now (a
     model's answers about other charts do not count), and score under the task settings the run was
@@ -153,7 +153,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
-    metrics["samples_fingerprint"] = samples_fingerprint(samples, paths)
+    metrics["samples_fingerprint"] = now
     # Samples with an answer (a failed generation is retried by the next infer, so it is not one).
     metrics["answered"] = int(parsed["error"].isna().sum())
     metrics["run_key"] = info.run_key
@@ -178,8 +178,8 @@ def score(cfg: DictConfig) -> None:
     if task.uses_market(cfg):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
-    names = score_names(cfg, paths, task, samples)
-    now = samples_fingerprint(samples, paths)
+    now = samples_fingerprint(samples, paths)  # once: every run is checked against and scored on it
+    names = score_names(cfg, paths, task, samples, now)
     if not names:
         print(f"{task.name}: every run under {paths.root} is scored under its current key, from all its answers, "
               f"by the {task.name} judge v{task.judge_version}")
@@ -187,7 +187,7 @@ def score(cfg: DictConfig) -> None:
         run = paths.run(name)
         was = stale(task, run, now, len(samples))
         try:
-            metrics = score_run(task, paths, run, samples, cfg)
+            metrics = score_run(task, paths, run, samples, cfg, now)
         except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
             why = " ".join(f"{type(err).__name__}: {err}".split())
             write_json({"error": why, "traceback": traceback.format_exc()}, run.score_error)
