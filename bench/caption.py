@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candlebench.market.market import load_market  # noqa: E402
-from rendering.chart import ChartSpec  # noqa: E402
-from tasks.caption.samples import CaptionSpec, build_samples  # noqa: E402
+from candlebench.rendering.chart import ChartSpec  # noqa: E402
+from candlebench.tasks.caption.samples import CaptionSpec, build_samples  # noqa: E402
 
 SLICE = Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"
 
@@ -57,7 +57,7 @@ def main() -> None:
         text.split()
     floor = time.perf_counter() - t
 
-    from tasks.caption.metrics import CaptionScorer, CaptionSettings
+    from candlebench.tasks.caption.metrics import CaptionScorer, CaptionSettings
 
     timings = {}
     with tempfile.TemporaryDirectory() as cache:

@@ -29,11 +29,11 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candlebench.market.market import load_market  # noqa: E402
-from tasks.e2a.anchors import compute_anchors  # noqa: E402
-from tasks.e2a.claims import judge  # noqa: E402
-from tasks.e2a.metrics import e2a_metrics  # noqa: E402
-from tasks.e2a.parse import parse_response  # noqa: E402
-from tasks.e2a.responders import RESPONDERS  # noqa: E402
+from candlebench.tasks.e2a.anchors import compute_anchors  # noqa: E402
+from candlebench.tasks.e2a.claims import judge  # noqa: E402
+from candlebench.tasks.e2a.metrics import e2a_metrics  # noqa: E402
+from candlebench.tasks.e2a.parse import parse_response  # noqa: E402
+from candlebench.tasks.e2a.responders import RESPONDERS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"

@@ -23,14 +23,14 @@ import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
-from inference.backends.base import Batched, GenerationSpec, Media, PreparedRequest  # noqa: E402
-from inference.models import ModelSpec, ensure_built  # noqa: E402
-from inference.records import RecordStore  # noqa: E402
-from inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
-from rendering.chart import ChartSpec  # noqa: E402
-from rendering.model_input import ImagePolicy  # noqa: E402
-from rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
-from tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
+from candlebench.inference.backends.base import Batched, GenerationSpec, Media, PreparedRequest  # noqa: E402
+from candlebench.inference.models import ModelSpec, ensure_built  # noqa: E402
+from candlebench.inference.records import RecordStore  # noqa: E402
+from candlebench.inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
+from candlebench.rendering.chart import ChartSpec  # noqa: E402
+from candlebench.rendering.model_input import ImagePolicy  # noqa: E402
+from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
+from candlebench.tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Predict the 30-day return from the daily and the weekly chart. Output ONLY <score>NUM</score>."
@@ -48,12 +48,12 @@ def workspace(out: Path, n: int) -> pd.DataFrame:
 
 def backend_for(name: str, spec: ModelSpec, generation: GenerationSpec):
     if name == "vllm":
-        from inference.backends.vllm import VLLMBackend
+        from candlebench.inference.backends.vllm import VLLMBackend
 
         cfg = OmegaConf.create({"enforce_eager": True,
                                 "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 1, "merged_dir": "/tmp"})
         return VLLMBackend(spec, generation, cfg, Media(2, (800, 600)))
-    from inference.backends.hf import TransformersBackend
+    from candlebench.inference.backends.hf import TransformersBackend
 
     return TransformersBackend(spec, generation)
 

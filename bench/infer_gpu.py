@@ -66,11 +66,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E402
-from inference.backends.hf import TransformersBackend  # noqa: E402
-from inference.chat import chat_text  # noqa: E402
-from inference.vision_attention import VARLEN, use_varlen  # noqa: E402
-from inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
+from candlebench.inference.backends.base import GenerationSpec, PreparedRequest  # noqa: E402
+from candlebench.inference.backends.hf import TransformersBackend  # noqa: E402
+from candlebench.inference.chat import chat_text  # noqa: E402
+from candlebench.inference.vision_attention import VARLEN, use_varlen  # noqa: E402
+from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
 
 ROWS = ("b", "c", "d", "levers", "compile", "e", "e-5ms", "e-encode", "split", "decode", "f")
 
@@ -122,7 +122,7 @@ def processor_and_ids(tokenizer_dir: str | None, work: Path):
     """The Qwen2.5-VL processor at the checkpoint's image settings, and the tokenizer's name."""
     from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessor
 
-    import inference.tiny.builders as tm
+    import candlebench.inference.tiny.builders as tm
 
     tiny = tm.build_tiny_qwen2_5_vl(work / "tiny-qwen")
     processor = AutoProcessor.from_pretrained(tiny)
@@ -170,11 +170,11 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     """n forecast requests over two real rendered charts, and the chart files for the runner."""
     from candlebench.market.market import load_market
     from candlebench.stages.graph import compose_config
-    from rendering.chart import ChartSpec
-    from rendering.model_input import prepare_image
-    from rendering.render import RenderSettings, collect_manifest, render_samples
-    from tasks.forecast.samples import SampleSpec, build_samples
-    from tasks.forecast.task import TASK
+    from candlebench.rendering.chart import ChartSpec
+    from candlebench.rendering.model_input import prepare_image
+    from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples
+    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.task import TASK
 
     market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
     samples = build_samples(market, SampleSpec(interval=200)).frame.head(1)
@@ -421,7 +421,7 @@ class Bench:
             self.row(label, batch, batch / t, ratio(batch / t, serial, " (b)"))
 
     def attention_line(self, model, backend, reqs) -> None:
-        from inference.vision_attention import FLASH_KERNEL
+        from candlebench.inference.vision_attention import FLASH_KERNEL
 
         for label, setup in (("transformers'", lambda: model.model.visual.config.__setattr__("_attn_implementation", "sdpa")),
                              ("varlen", lambda: use_varlen(model))):
@@ -472,9 +472,9 @@ class Bench:
     def runner(self, backend, label: str, direct: float | None, ahead: bool = True,
                switch_ms: float | None = None) -> float:
         """``switch_ms``: the GIL switch interval while the loader threads work; None: the runner's default."""
-        from inference.records import RecordStore
-        from inference.runner import Request, RunSettings, Shard, default_gil_switch_ms, run_requests
-        from rendering.model_input import ImagePolicy
+        from candlebench.inference.records import RecordStore
+        from candlebench.inference.runner import Request, RunSettings, Shard, default_gil_switch_ms, run_requests
+        from candlebench.rendering.model_input import ImagePolicy
 
         batch = self.args.runner_batch
         store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time

@@ -35,13 +35,13 @@ def main() -> None:
     from transformers import Qwen2_5_VLForConditionalGeneration
 
     import infer_gpu as g
-    from inference.backends.base import GenerationSpec, Media
-    from inference.backends.vllm import VLLMBackend
-    from inference.chat import chat_text
-    from inference.models import ModelSpec
-    from inference.records import RecordStore
-    from inference.runner import Request, RunSettings, Shard, run_requests
-    from rendering.model_input import ImagePolicy
+    from candlebench.inference.backends.base import GenerationSpec, Media
+    from candlebench.inference.backends.vllm import VLLMBackend
+    from candlebench.inference.chat import chat_text
+    from candlebench.inference.models import ModelSpec
+    from candlebench.inference.records import RecordStore
+    from candlebench.inference.runner import Request, RunSettings, Shard, run_requests
+    from candlebench.rendering.model_input import ImagePolicy
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(g.CONFIGS))
@@ -135,10 +135,10 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
     sys.path.insert(0, str(ROOT / "tests"))
     import infer_gpu as g
     from fixtures.vllm_server import VLLMServer
-    from inference.backends.base import Media
-    from inference.backends.server import ServerBackend
-    from inference.backends.vllm import gib_bytes
-    from inference.models import ModelSpec
+    from candlebench.inference.backends.base import Media
+    from candlebench.inference.backends.server import ServerBackend
+    from candlebench.inference.backends.vllm import gib_bytes
+    from candlebench.inference.models import ModelSpec
 
     engine = ["--max-model-len", "4096", "--load-format", "dummy", "--seed", "0",
               "--limit-mm-per-prompt", '{"image": {"count": 2, "width": 800, "height": 600}, "video": 0}']

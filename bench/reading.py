@@ -34,10 +34,10 @@ from reading_accuracy import FLOORS, measure  # noqa: E402
 from reading_gold import answers  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
-from tasks.reading.baselines import BASELINES  # noqa: E402
-from tasks.reading.metrics import reading_metrics  # noqa: E402
-from tasks.reading.parse import parse_answer  # noqa: E402
-from tasks.reading.samples import ReadingSpec, build_samples  # noqa: E402
+from candlebench.tasks.reading.baselines import BASELINES  # noqa: E402
+from candlebench.tasks.reading.metrics import reading_metrics  # noqa: E402
+from candlebench.tasks.reading.parse import parse_answer  # noqa: E402
+from candlebench.tasks.reading.samples import ReadingSpec, build_samples  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 

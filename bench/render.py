@@ -31,8 +31,8 @@ import PIL
 # Run as a script from anywhere: make the repository's packages importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rendering.chart import ChartSpec, encode_png, render_chart, render_image  # noqa: E402
-from rendering.chart_mpl import render_chart_mpl  # noqa: E402
+from candlebench.rendering.chart import ChartSpec, encode_png, render_chart, render_image  # noqa: E402
+from candlebench.rendering.chart_mpl import render_chart_mpl  # noqa: E402
 
 SEED = 20240301
 WINDOW = 50
@@ -172,8 +172,8 @@ def main() -> None:
 def job_rate(workers: int) -> float:
     """Charts/s of the whole render job: cut history, weekly bars, MAs, draw, encode, write, manifest."""
     from candlebench.market.market import load_market
-    from rendering.render import RenderSettings, render_samples
-    from tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.rendering.render import RenderSettings, render_samples
+    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
     market = load_market([Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"], name="PSE")
     samples = build_samples(market, SampleSpec(interval=5)).frame

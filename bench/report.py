@@ -48,10 +48,10 @@ from candlebench.core.results import RunData  # noqa: E402
 from candlebench.stages.graph import compose_config  # noqa: E402
 from candlebench.stages.parsed import GENERIC  # noqa: E402
 from candlebench.view import serve  # noqa: E402
-from rendering.inputs import read_samples  # noqa: E402
-from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block  # noqa: E402
-from scoring.report import Section, write_report  # noqa: E402
-from tasks import get_task  # noqa: E402
+from candlebench.rendering.inputs import read_samples  # noqa: E402
+from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block  # noqa: E402
+from candlebench.scoring.report import Section, write_report  # noqa: E402
+from candlebench.tasks import get_task  # noqa: E402
 
 WORDS = ("the close sits above its 20-day average while volume fades; the weekly chart shows a higher low and "
          "the last candle is a doji, so momentum is mixed but leaning up").split()

@@ -33,9 +33,9 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candlebench.stages.parsed import parsed_table  # noqa: E402
-from inference.records import ResponseRecord  # noqa: E402
-from tasks.forecast.metrics import compute_metrics  # noqa: E402
-from tasks.forecast.task import TASK  # noqa: E402
+from candlebench.inference.records import ResponseRecord  # noqa: E402
+from candlebench.tasks.forecast.metrics import compute_metrics  # noqa: E402
+from candlebench.tasks.forecast.task import TASK  # noqa: E402
 
 SEED = 20260414
 TARGET_S = 3.0  # judging and scoring 200k answers

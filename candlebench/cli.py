@@ -39,10 +39,10 @@ from candlebench.stages.validate import validate
 from candlebench.status import status_command
 from candlebench.view import view_command
 from candlebench.sweep import SweepError
-from inference.backends import BACKEND_REQUIRES
-from inference.runner import RunAborted
-from tasks import get_task, store_configs
-from tasks import names as task_names
+from candlebench.inference.backends import BACKEND_REQUIRES
+from candlebench.inference.runner import RunAborted
+from candlebench.tasks import get_task, store_configs
+from candlebench.tasks import names as task_names
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def convert_llava_command(args: list[str]) -> None:
     """Not a Hydra job: a one-off rewrite of a checkpoint, so plain arguments."""
     import argparse
 
-    from inference.convert_llava import ConversionError, convert_llava
+    from candlebench.inference.convert_llava import ConversionError, convert_llava
 
     parser = argparse.ArgumentParser(
         prog="candlebench convert llava",

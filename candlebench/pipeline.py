@@ -7,12 +7,12 @@ from __future__ import annotations
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-import tasks as registry
+from candlebench import tasks as registry
 from candlebench.core.overrides import without_keys
 from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, plan, run_stage
-from inference.backends import check_weights
-from inference.models import ModelSpec
-from tasks.base import MethodError
+from candlebench.inference.backends import check_weights
+from candlebench.inference.models import ModelSpec
+from candlebench.tasks.base import MethodError
 
 
 def user_overrides(skip_prefix: str | None = None) -> list[str]:

@@ -16,10 +16,10 @@ from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
 from candlebench.stages.score import stale
 from candlebench.stages.study import samples_fingerprint
-from inference.runner import Shard
-from rendering.inputs import read_samples
-from tasks import get_task
-from tasks.base import Task
+from candlebench.inference.runner import Shard
+from candlebench.rendering.inputs import read_samples
+from candlebench.tasks import get_task
+from candlebench.tasks.base import Task
 
 
 def _shards_of(layout: Layout) -> int:

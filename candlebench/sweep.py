@@ -23,8 +23,8 @@ from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
 from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, pass_run, plan, run_stage, units
-from inference.backends import check_weights
-from inference.models import ModelSpec
+from candlebench.inference.backends import check_weights
+from candlebench.inference.models import ModelSpec
 
 
 class SweepError(RuntimeError):

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from inference.vision_speedups import DEFAULT_SPEEDUPS
+from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS
 
 
 class CheckpointNotFound(FileNotFoundError):
@@ -32,7 +32,7 @@ class ModelSpec:
     family: str = ""
     revision: str | None = None
     adapter: str | None = None
-    merge_adapter: bool | None = None  # None: the backend's choice (inference.backends.served_model)
+    merge_adapter: bool | None = None  # None: the backend's choice (candlebench.inference.backends.served_model)
     trust_remote_code: bool = False
     release_date: str | None = None  # for the contamination split of the scores
     dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
@@ -46,14 +46,14 @@ class ModelSpec:
     max_new_tokens: int = 32
     gpu_batch_size: int = 8  # transformers backend on a GPU, when infer.batch_size is null (not in the run key)
     # transformers backend: "varlen" = one attention call per vision layer where the model type has
-    # it (inference.vision_attention), "default" = transformers' own path. Part of the run key.
+    # it (candlebench.inference.vision_attention), "default" = transformers' own path. Part of the run key.
     vision_attention: str = "varlen"
     # With vision_attention=varlen: the vision tower's speed-ups that keep its outputs
-    # (inference.vision_speedups.SPEEDUPS, by default DEFAULT_SPEEDUPS); not in the run key.
+    # (candlebench.inference.vision_speedups.SPEEDUPS, by default DEFAULT_SPEEDUPS); not in the run key.
     vision_speedups: tuple[str, ...] = DEFAULT_SPEEDUPS
     # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
     constrain_answers: bool = False
-    # Tiny fixtures only: builder names (inference.tiny.builders.BUILDERS) and the one path in the
+    # Tiny fixtures only: builder names (candlebench.inference.tiny.builders.BUILDERS) and the one path in the
     # project's cache each may write. A fixture is built only when `path` / `adapter` is that path:
     # a directory you name instead is loaded as it is, never written or deleted.
     build: str | None = None
@@ -77,7 +77,7 @@ class ModelSpec:
         if values.get("vision_attention", "varlen") not in VISION_ATTENTION:
             raise ValueError(f"model.vision_attention={values['vision_attention']}: one of {list(VISION_ATTENTION)}")
         if "vision_speedups" in values:
-            from inference.vision_speedups import SPEEDUPS
+            from candlebench.inference.vision_speedups import SPEEDUPS
 
             values["vision_speedups"] = tuple(values["vision_speedups"] or ())
             unknown = sorted(set(values["vision_speedups"]) - set(SPEEDUPS))
@@ -130,7 +130,7 @@ def ensure_built(spec: ModelSpec) -> None:
     """Tiny fixtures only: build the checkpoint (and adapter) at their fixture paths on first use."""
     if not spec.builds_base():
         return
-    from inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
+    from candlebench.inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
 
     base = Path(spec.path)
     fixture_dir(base.name, BUILDERS[spec.build], base.parent)

@@ -26,9 +26,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from candlebench.core.progress import progress
 from candlebench.core.split import in_part
-from inference.backends.base import Backend, Generation, PreparedRequest
-from inference.records import RecordStore, ResponseRecord
-from rendering.model_input import ImagePolicy
+from candlebench.inference.backends.base import Backend, Generation, PreparedRequest
+from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.rendering.model_input import ImagePolicy
 
 
 class RunAborted(RuntimeError):

@@ -4,7 +4,7 @@ Each is a switch (a name in :data:`SPEEDUPS`), on by default, tested equal to tr
 path on the tiny fixture in fp32 (tests/test_vision_speedups.py), and out of the run key since
 answers do not change:
 
-* ``flash_kernel``: the varlen vision attention (``inference.vision_attention``) through torch's
+* ``flash_kernel``: the varlen vision attention (``candlebench.inference.vision_attention``) through torch's
   flash varlen kernel on CUDA instead of the padded SDPA.
 * ``grid_cache``: per batch of image grids, the vision position ids, the window index, the
   ``cu_seqlens`` of windows and images with their longest lengths, and the rotary table, computed
@@ -200,7 +200,7 @@ def compile_blocks(visual: Any, backend: str = "inductor") -> bool:
 
 def flash_kernel(visual: Any) -> bool:
     """Let the varlen vision attention use torch's flash kernel (CUDA, where it checks out)."""
-    from inference.vision_attention import FLASH_KERNEL
+    from candlebench.inference.vision_attention import FLASH_KERNEL
 
     FLASH_KERNEL["on"] = True
     return True
@@ -220,7 +220,7 @@ DEFAULT_SPEEDUPS = ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad")
 def apply_speedups(model: Any, names: tuple[str, ...]) -> dict[str, bool]:
     """Exactly ``names`` on a loaded Qwen2.5-VL model's vision tower, the others off (a model of
     another type is left as it is); which took effect. ``flash_kernel`` is a process-wide switch."""
-    from inference.vision_attention import FLASH_KERNEL, VISION_CONFIG
+    from candlebench.inference.vision_attention import FLASH_KERNEL, VISION_CONFIG
 
     FLASH_KERNEL["on"] = False
     if getattr(model.config, "model_type", "") not in VISION_CONFIG:

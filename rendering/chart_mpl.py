@@ -1,6 +1,6 @@
 """Reference renderer: the same chart spec drawn by mplfinance.
 
-Used by the speed benchmark and for visual comparison with :mod:`rendering.chart`, never by the
+Used by the speed benchmark and for visual comparison with :mod:`candlebench.rendering.chart`, never by the
 evaluation itself (it is ~20-50x slower and its output depends on the installed matplotlib).
 """
 
@@ -10,7 +10,7 @@ import io
 
 import pandas as pd
 
-from rendering.chart import ChartSpec
+from candlebench.rendering.chart import ChartSpec
 
 DPI = 100
 

@@ -37,10 +37,10 @@ from candlebench.core.progress import progress
 from candlebench.core.schema import KEY, stamped, version_of
 from candlebench.core.split import in_part
 from candlebench.market.bars import chart_bars, history_before
-from rendering.chart import ChartSpec, render_chart
-from rendering.chart_mpl import render_chart_mpl
-from rendering.inputs import TEXT_INPUT, text_column
-from rendering.text import sample_text
+from candlebench.rendering.chart import ChartSpec, render_chart
+from candlebench.rendering.chart_mpl import render_chart_mpl
+from candlebench.rendering.inputs import TEXT_INPUT, text_column
+from candlebench.rendering.text import sample_text
 
 Renderer = Callable[[pd.DataFrame, ChartSpec, str], bytes]
 RENDERERS: Mapping[str, Renderer] = {"pil": render_chart, "mplfinance": render_chart_mpl}

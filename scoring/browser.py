@@ -2,7 +2,7 @@
 
 What it holds per run and sample: the generic columns of ``parsed.parquet`` (the raw text, the
 parsed answer, its tier or failure reason, the prompt as sent and which charts went with it), the
-task's view (:meth:`tasks.base.Task.browse`: group, label, right / wrong, detail such as E2A's
+task's view (:meth:`candlebench.tasks.base.Task.browse`: group, label, right / wrong, detail such as E2A's
 claims) and the per-sample ``score_*`` columns.
 
 Two layouts, by the study's size (``report.split_above`` answers):
@@ -51,7 +51,7 @@ import PIL.Image
 from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunData
-from rendering.model_input import ImagePolicy
+from candlebench.rendering.model_input import ImagePolicy
 
 ANSWER_CHARS = 80  # the table's answer column; the detail view shows it whole
 FILES = "browser"  # the large layout's folder, next to report.html
@@ -84,7 +84,7 @@ class BrowserSettings:
 
 
 class Browsable(Protocol):
-    """The task as the browser sees it (:meth:`tasks.base.Task.browse`)."""
+    """The task as the browser sees it (:meth:`candlebench.tasks.base.Task.browse`)."""
 
     name: str
 
@@ -394,8 +394,8 @@ def packed(data: dict[str, Any]) -> str:
 
 def browser_html(data: dict[str, Any]) -> str:
     """The browser's markup, its data and its script: a block for the report page's body."""
-    script = resources.files("scoring").joinpath("browser.js").read_text(encoding="utf-8")
-    style = resources.files("scoring").joinpath("browser.css").read_text(encoding="utf-8")
+    script = resources.files("candlebench.scoring").joinpath("browser.js").read_text(encoding="utf-8")
+    style = resources.files("candlebench.scoring").joinpath("browser.css").read_text(encoding="utf-8")
     return (
         f"<h2 id='samples'>Samples</h2><style>{style}</style>"
         "<div id='cb-browser'><p id='cb-status'>Loading the samples…</p></div>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from scoring.report import Section, Table
+from candlebench.scoring.report import Section, Table
 
 EXAMPLE_CHARS = 160
 # What failure_rows reads of parsed.parquet: the report reads these alone, one run at a time.

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from candlebench.core.io import atomic_write  # noqa: E402
-from scoring.numbers import fmt  # noqa: E402,F401 - the tasks' report modules import it from here
+from candlebench.scoring.numbers import fmt  # noqa: E402,F401 - the tasks' report modules import it from here
 
 RANDOM_WEIGHTS = "(random weights)"
 

@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from candlebench.core.errors import UserError
-from tasks.base import Task
+from candlebench.tasks.base import Task
 
 # Where the shipped tasks stand in reports and listings (the primary task, forecast, first); a task
 # not named here joins after them, by name: this orders, it registers nothing.
@@ -67,7 +67,7 @@ def _store(folders: tuple[tuple[str, Path], ...]) -> None:
 @cache
 def _load(name: str) -> Task:
     # Imported on first use, so a stage loads only the task it runs.
-    task = import_module(f"tasks.{name}.task").TASK
+    task = import_module(f"candlebench.tasks.{name}.task").TASK
     if task.name != name:
         raise UnknownTask(f"tasks/{name}/task.py defines the task {task.name!r}: a task's folder carries its name")
     return task

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # kept light
     from omegaconf import DictConfig
 
     from candlebench.market.market import Market
-    from scoring.report import Dataset, ScoredRun, Section
+    from candlebench.scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")

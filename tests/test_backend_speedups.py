@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-import inference.tiny.builders as tm
-from inference.backends.base import GenerationSpec, PreparedRequest
-from inference.backends.hf import TransformersBackend
-from inference.models import ModelSpec
-from rendering.model_input import prepare_image
+import candlebench.inference.tiny.builders as tm
+from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
+from candlebench.inference.backends.hf import TransformersBackend
+from candlebench.inference.models import ModelSpec
+from candlebench.rendering.model_input import prepare_image
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +73,9 @@ def test_the_runner_sets_the_gil_switch_interval_while_it_generates_and_restores
     Python's own again after, and the answers those of a run at Python's interval."""
     import sys
 
-    from inference.records import RecordStore
-    from inference.runner import Request, RunSettings, Shard, run_requests
-    from rendering.model_input import ImagePolicy
+    from candlebench.inference.records import RecordStore
+    from candlebench.inference.runner import Request, RunSettings, Shard, run_requests
+    from candlebench.rendering.model_input import ImagePolicy
 
     path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
     seen: list[float] = []

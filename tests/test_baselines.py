@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tasks.forecast.baselines import (
+from candlebench.tasks.forecast.baselines import (
     BASELINES,
     label_target_dates,
     walk_forward,
@@ -17,10 +17,10 @@ from tasks.forecast.baselines import (
 )
 from candlebench.market.bars import history_before, weekly
 from candlebench.market.market import Market
-from tasks.forecast.features import feature_table, features_for
-from tasks.forecast.parse import SCORE_MAX as HIGH
-from tasks.forecast.parse import SCORE_MIN as LOW
-from tasks.forecast.samples import SampleSpec, build_samples
+from candlebench.tasks.forecast.features import feature_table, features_for
+from candlebench.tasks.forecast.parse import SCORE_MAX as HIGH
+from candlebench.tasks.forecast.parse import SCORE_MIN as LOW
+from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
 pytestmark = pytest.mark.unit
 
@@ -296,8 +296,8 @@ def _job_config(start: str, **xgb) -> "DictConfig":
 def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     """The paper's XGBoost learns from the years before its test window: the first test cutoff is
     predicted, and the history is on the test grid, before the window, with realised labels only."""
-    from tasks.forecast.samples import history_spec
-    from tasks.forecast.task import TASK
+    from candlebench.tasks.forecast.samples import history_spec
+    from candlebench.tasks.forecast.task import TASK
 
     cfg = _job_config("2018-09-01")
     test = build_samples(slice_market, SampleSpec(start="2018-09-01")).frame
@@ -364,8 +364,8 @@ def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
     """5 stocks, 18 months before task.samples.start, the shipped defaults: every test sample is answered
     (training on every trading day); on the test grid alone (train_stride = task.samples.interval, the
     former rule) none is, and each says why."""
-    from tasks.base import NoAnswer
-    from tasks.forecast.task import TASK
+    from candlebench.tasks.base import NoAnswer
+    from candlebench.tasks.forecast.task import TASK
 
     cal = short_market.calendar
     test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
@@ -388,7 +388,7 @@ def test_daily_training_days_are_every_day_whose_label_is_realised_before_the_te
     """The pool of train_stride=1: one sample per stock and trading day from the data's start (those
     with min_bars of history) to the last test cutoff. Each test cutoff's model uses exactly the days
     whose label's target day precedes the cutoff: never a later one, and no earlier one left out."""
-    from tasks.forecast.samples import training_spec
+    from candlebench.tasks.forecast.samples import training_spec
 
     spec = SampleSpec(start=SHORT_START, end=SHORT_END)
     test = build_samples(short_market, spec).frame
@@ -411,8 +411,8 @@ def test_no_look_ahead_daily_training_sees_no_bar_on_or_after_the_test_cutoff(sh
     predictions at that cutoff and before are bit for bit unchanged (no training label, no feature
     reaches it). The control: training on the daily samples whose *cutoff* precedes the test cutoff
     (their labels not yet realised) does change them."""
-    from tasks.forecast.samples import training_spec
-    from tasks.forecast.task import _xgboost
+    from candlebench.tasks.forecast.samples import training_spec
+    from candlebench.tasks.forecast.task import _xgboost
 
     spec = SampleSpec(start=SHORT_START, end=SHORT_END)
     cfg = _window_config(SHORT_START, SHORT_END)
@@ -440,7 +440,7 @@ def test_no_look_ahead_daily_training_sees_no_bar_on_or_after_the_test_cutoff(sh
 
 
 def test_daily_training_is_reproducible_and_independent_of_row_order(short_market):
-    from tasks.forecast.task import TASK
+    from candlebench.tasks.forecast.task import TASK
 
     cfg = _window_config(SHORT_START, SHORT_END)
     test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
@@ -455,7 +455,7 @@ def test_daily_training_is_reproducible_and_independent_of_row_order(short_marke
 def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market, start, interval, train_start):
     """train_stride = task.samples.interval gives the former pool: history_spec's cutoffs (from
     train_start, which floors the history only) followed by the test cutoffs."""
-    from tasks.forecast.samples import history_spec, training_spec
+    from candlebench.tasks.forecast.samples import history_spec, training_spec
 
     spec = SampleSpec(start=start, interval=interval)
     test = build_samples(slice_market, spec).frame
@@ -468,8 +468,8 @@ def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market
 
 def test_momentum_says_why_a_sample_has_no_answer(samples, slice_market):
     """A lookback reaching before the data: those samples are NoAnswer with the reason, the rest scores."""
-    from tasks.base import NoAnswer
-    from tasks.forecast.task import TASK
+    from candlebench.tasks.base import NoAnswer
+    from candlebench.tasks.forecast.task import TASK
 
     answers = TASK.baselines["momentum"](samples, slice_market, _window_config(None), lookback=400)
     missing = {sid: a for sid, a in answers.items() if not isinstance(a, str)}

@@ -18,7 +18,7 @@ REFERENCE = ("The chart shows a steady advance from 40.00 to 48.00 between 2024-
 
 def _charts(folder: Path, n: int, slice_market) -> list[Path]:
     from candlebench.market.bars import chart_bars, history_before
-    from rendering.chart import ChartSpec, render_chart
+    from candlebench.rendering.chart import ChartSpec, render_chart
 
     folder.mkdir(parents=True, exist_ok=True)
     spec = ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
@@ -57,7 +57,7 @@ def manifest(tmp_path, slice_market) -> Path:
     (json.dumps({"image": "charts/c1.png", "reference": "x", "date": "soon"}), "date 'soon' is not a date"),
 ])
 def test_a_bad_manifest_line_is_named(manifest, line, says):
-    from tasks.caption.dataset import DatasetError, read_dataset
+    from candlebench.tasks.caption.dataset import DatasetError, read_dataset
 
     first = manifest.read_text().splitlines()[0]
     manifest.write_text(first + "\n" + line + "\n")
@@ -69,7 +69,7 @@ def test_a_bad_manifest_line_is_named(manifest, line, says):
 
 
 def test_a_folder_of_images_with_their_texts(tmp_path, slice_market):
-    from tasks.caption.dataset import DatasetError, read_dataset
+    from candlebench.tasks.caption.dataset import DatasetError, read_dataset
 
     images = _charts(tmp_path / "f", 2, slice_market)
     images[0].with_suffix(".txt").write_text(REFERENCE)

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from tasks.caption import iou as judge
-from tasks.caption.iou import iou, mentions
+from candlebench.tasks.caption import iou as judge
+from candlebench.tasks.caption.iou import iou, mentions
 
 pytestmark = pytest.mark.unit
 
@@ -135,7 +135,7 @@ def test_a_sample_without_metadata_has_no_iou():
     ("Minor wave C. We expect more. Jan. 15 was key.", ["Minor wave C.", "We expect more.", "Jan. 15 was key."]),
 ])
 def test_sentences_end_at_real_sentence_ends(text, expected):
-    from tasks.caption.sentiment import sentences
+    from candlebench.tasks.caption.sentiment import sentences
 
     assert sentences(text) == expected
 
@@ -148,7 +148,7 @@ def test_sentences_end_at_real_sentence_ends(text, expected):
     "The stock sold off. We remain constructive on the U.S. listing, e.g. above 52.10. The close was 52.50.",
 ])
 def test_the_closing_vote_is_over_the_last_three_real_sentences(text):
-    from tasks.caption.sentiment import closing_sentiment, sentence_class, sentences
+    from candlebench.tasks.caption.sentiment import closing_sentiment, sentence_class, sentences
 
     last = sentences(text)[-3:]
     assert len(sentences(text)) == 3 and [sentence_class(x) for x in last][1] == "positive"

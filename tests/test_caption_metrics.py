@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks.caption.iou import iou, mentions
-from tasks.caption.sentiment import closing_sentiment, macro_f1, sentence_class
+from candlebench.tasks.caption.iou import iou, mentions
+from candlebench.tasks.caption.sentiment import closing_sentiment, macro_f1, sentence_class
 
 REF = ("The stock rallied from 52.50 to 60.00 between 2019-03-01 and 2019-04-15 on the daily chart. "
        "Volume expanded as buyers returned. We remain constructive on the uptrend.")
@@ -23,7 +23,7 @@ META = {"degree": ["daily"], "time": ["2019-03-01", "2019-04-15", "2019-05-30"],
 
 @pytest.fixture(scope="module")
 def scorer():
-    from tasks.caption.metrics import CaptionScorer
+    from candlebench.tasks.caption.metrics import CaptionScorer
 
     return CaptionScorer()
 
@@ -103,7 +103,7 @@ def test_without_java_the_metrics_fail_with_what_to_install(tmp_path):
     import subprocess
     import sys
 
-    code = ("from tasks.caption.metrics import java\n"
+    code = ("from candlebench.tasks.caption.metrics import java\n"
             "try:\n    print('found', java())\nexcept Exception as err:\n    print(type(err).__name__, err)\n")
     done = subprocess.run([sys.executable, "-c", code], env={"PATH": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[1])},
                           capture_output=True, text=True, timeout=120)
@@ -121,7 +121,7 @@ def _classifier(tmp_path, labels: dict[int, str], favour: int) -> str:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from tasks.caption.metrics import default_encoder
+    from candlebench.tasks.caption.metrics import default_encoder
 
     tok = AutoTokenizer.from_pretrained(default_encoder())
     config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
@@ -139,7 +139,7 @@ def _classifier(tmp_path, labels: dict[int, str], favour: int) -> str:
 
 
 def test_a_local_sentiment_model_replaces_the_lexicon(tmp_path):
-    from tasks.caption.sentiment import SentimentModelError, SentimentSettings
+    from candlebench.tasks.caption.sentiment import SentimentModelError, SentimentSettings
 
     bearish = SentimentSettings(model=_classifier(tmp_path / "a", {0: "Positive", 1: "Negative", 2: "Neutral"}, 1))
     # The lexicon says positive; the model (always its "Negative" label) decides.
@@ -155,9 +155,9 @@ def test_paired_caption_comparison_on_per_sample_scores():
     import pandas as pd
 
     from candlebench.core.results import RunData
-    from tasks.base import ScoreSettings
-    from tasks.caption.compare import MissingScores, compare_captions
-    from tasks.caption.metrics import PER_SAMPLE
+    from candlebench.tasks.base import ScoreSettings
+    from candlebench.tasks.caption.compare import MissingScores, compare_captions
+    from candlebench.tasks.caption.metrics import PER_SAMPLE
 
     ids = [f"s{i}" for i in range(40)]
 

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from candlebench.market.bars import chart_bars, history_before
-from rendering.chart import ChartSpec, layout, price_label
-from tasks.caption import describer
-from tasks.caption.iou import mentions
-from tasks.caption.samples import CaptionSpec, build_samples
+from candlebench.rendering.chart import ChartSpec, layout, price_label
+from candlebench.tasks.caption import describer
+from candlebench.tasks.caption.iou import mentions
+from candlebench.tasks.caption.samples import CaptionSpec, build_samples
 
 pytestmark = pytest.mark.unit
 
@@ -203,7 +203,7 @@ def test_the_degree_is_the_time_frame_and_the_trend_scale_of_the_chart(corpus):
 def test_a_shuffled_reference_no_longer_covers_every_degree(slice_market):
     """Table 3's degree coverage of the shuffled baseline: 1.0 while the degree was the time frame
     alone (every reference of a daily set names "daily"); now it depends on the chart."""
-    from tasks.caption.baselines import shuffled
+    from candlebench.tasks.caption.baselines import shuffled
 
     frame = pd.DataFrame([row for row, _ in _references(slice_market, *CORPORA["daily"])])
     texts = shuffled(frame, None, None, seed=0)

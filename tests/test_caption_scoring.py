@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.caption.metrics import clean
+from candlebench.tasks.caption.metrics import clean
 
 pytestmark = pytest.mark.stages  # Java and the encoder; the first test alone would be a unit test
 
@@ -40,7 +40,7 @@ def test_clean_text_is_one_printable_line(text):
 
 @pytest.fixture(scope="module")
 def scorer(tmp_path_factory):
-    from tasks.caption.metrics import CaptionScorer, CaptionSettings
+    from candlebench.tasks.caption.metrics import CaptionScorer, CaptionSettings
 
     return CaptionScorer(CaptionSettings(cache_dir=str(tmp_path_factory.mktemp("cache"))))
 
@@ -114,7 +114,7 @@ def test_short_texts_score_as_the_libraries_score_them(scorer):
     from bert_score import BERTScorer
     from sentence_transformers import SentenceTransformer
 
-    from tasks.caption.metrics import default_encoder
+    from candlebench.tasks.caption.metrics import default_encoder
 
     per = scorer.score(CANDS, REFS, [META] * 4).per
     _, _, f1 = BERTScorer(model_type=default_encoder(), num_layers=6, device="cpu").score(CANDS, REFS)
@@ -125,7 +125,7 @@ def test_short_texts_score_as_the_libraries_score_them(scorer):
 
 
 def test_cached_references_score_the_same(scorer, tmp_path):
-    from tasks.caption.metrics import CaptionScorer, CaptionSettings
+    from candlebench.tasks.caption.metrics import CaptionScorer, CaptionSettings
 
     first = scorer.score(CANDS, REFS, [META] * 4).per
     again = scorer.score(CANDS, REFS, [META] * 4).per  # references from the disk cache now
@@ -162,7 +162,7 @@ def test_each_reported_value_lies_in_its_own_interval_and_bleu_is_the_toolkits(s
 def test_a_chinese_caption_has_a_real_length():
     from omegaconf import OmegaConf
 
-    from tasks.caption.task import TASK
+    from candlebench.tasks.caption.task import TASK
 
     parse = TASK.parser(OmegaConf.create({"task": {"words": [100, 400]}}))
     caption = "该股在2019年3月15日收于52.50元，随后放量上涨至60.00元，短期趋势向上。" * 4
@@ -175,8 +175,8 @@ def test_a_caption_cut_while_reasoning_is_no_caption_and_says_so():
     thought, or the template opened it) leaves only what came before it, and here that is nothing."""
     from omegaconf import OmegaConf
 
-    from tasks.base import REASONING_CUT
-    from tasks.caption.task import TASK
+    from candlebench.tasks.base import REASONING_CUT
+    from candlebench.tasks.caption.task import TASK
 
     parse = TASK.parser(OmegaConf.create({"task": {"words": [1, 400]}}))
     assert parse("<think>\nthe close is up</think>\nThe stock rose 5%.").answer == "The stock rose 5%."
@@ -190,7 +190,7 @@ def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp
     keeps the encoder's last layer; with the defaults both share one encoder."""
     from bert_score import BERTScorer
 
-    from tasks.caption.metrics import CaptionScorer, CaptionSettings, default_encoder
+    from candlebench.tasks.caption.metrics import CaptionScorer, CaptionSettings, default_encoder
 
     assert scorer.bertscore_encoder is scorer.encoder
     shallow = CaptionScorer(CaptionSettings(bertscore_layers=3, cache_dir=str(tmp_path)))

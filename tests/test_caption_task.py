@@ -26,7 +26,7 @@ def run(tmp_path_factory, env):
 
 def test_references_describe_the_chart_they_come_with(run, slice_market):
     from candlebench.market.bars import chart_bars, history_before
-    from rendering.chart import ChartSpec, layout, price_label
+    from candlebench.rendering.chart import ChartSpec, layout, price_label
 
     samples = pd.read_parquet(run / "caption" / "samples.parquet")
     assert len(samples) >= 12 and samples["sample_id"].is_unique
@@ -47,8 +47,8 @@ def test_references_describe_the_chart_they_come_with(run, slice_market):
 
 
 def test_references_are_reproducible_and_never_see_the_evaluation_date(slice_market):
-    from rendering.chart import ChartSpec
-    from tasks.caption.samples import CaptionSpec, build_samples
+    from candlebench.rendering.chart import ChartSpec
+    from candlebench.tasks.caption.samples import CaptionSpec, build_samples
 
     spec, chart = CaptionSpec(interval=120), ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
     frame, _ = build_samples(slice_market, spec, chart)

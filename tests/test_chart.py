@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageColor, ImageDraw
 
-from rendering import chart
-from rendering.chart import ChartSpec, encode_png, layout, price_label, render_chart, render_image
+from candlebench.rendering import chart
+from candlebench.rendering.chart import ChartSpec, encode_png, layout, price_label, render_chart, render_image
 
 pytestmark = pytest.mark.unit
 
@@ -304,7 +304,7 @@ def test_without_volume_panel():
 
 
 def test_mplfinance_reference_renders_the_same_spec():
-    from rendering.chart_mpl import render_chart_mpl
+    from candlebench.rendering.chart_mpl import render_chart_mpl
 
     bars = random_walk(30).assign(ma90=np.nan)  # an all-NaN MA must not trip mplfinance
     png = render_chart_mpl(bars, RED_UP, TITLE)

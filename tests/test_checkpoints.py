@@ -15,9 +15,9 @@ import pytest
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
 from candlebench.core.errors import UserError
 from helpers import infer
-from inference.backends import AdapterMismatch, adapter_vision_modules, served_model
-from inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
-from inference.models import ModelSpec
+from candlebench.inference.backends import AdapterMismatch, adapter_vision_modules, served_model
+from candlebench.inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
+from candlebench.inference.models import ModelSpec
 
 
 def test_a_directory_you_name_is_never_written_or_deleted(workspace, env, tmp_path):
@@ -61,7 +61,7 @@ def test_a_template_that_opens_the_reasoning_block_itself_gets_a_budget_and_its_
     import pandas as pd
 
     from helpers import cli, records, run_dir
-    from tasks.base import REASONING_CUT
+    from candlebench.tasks.base import REASONING_CUT
 
     fixture = Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"
     infer(workspace, env, "plain", "model=tiny_qwen2_5_vl")  # builds the fixture if this worker has not
@@ -169,7 +169,7 @@ def test_other_projector_types_convert_to_the_same_computation(tmp_path, project
 
 @pytest.fixture(scope="module")
 def adapters(env, tiny_root):
-    from inference.tiny.builders import ADAPTER_BUILDERS, build_tiny_qwen2_5_vl, fixture_dir
+    from candlebench.inference.tiny.builders import ADAPTER_BUILDERS, build_tiny_qwen2_5_vl, fixture_dir
 
     base = fixture_dir("tiny_qwen2_5_vl", build_tiny_qwen2_5_vl, tiny_root)
     return base, {name: fixture_dir(f"a-{name}", lambda d, n=name: ADAPTER_BUILDERS[n](base, d), tiny_root)
@@ -197,7 +197,7 @@ def test_a_connector_adapter_is_vision_side_by_the_models_own_module_tree(env, t
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
+    from candlebench.inference.tiny.builders import ADAPTER_BUILDERS, BUILDERS, fixture_dir
 
     base = fixture_dir("tiny_gemma4_e4b", BUILDERS["gemma4_e4b"], tiny_root)
     adapter = fixture_dir("a-gemma4-connector", lambda d: ADAPTER_BUILDERS["lora_connector"](base, d), tiny_root)
@@ -218,7 +218,7 @@ def test_a_connector_adapter_is_vision_side_by_the_models_own_module_tree(env, t
 
 
 def test_unmerged_lora_is_padded_only_to_the_rank_vllm_needs():
-    from inference.backends.vllm import lora_rank
+    from candlebench.inference.backends.vllm import lora_rank
 
     assert [lora_rank(r) for r in (1, 2, 8, 9, 64, 65, 300, 512)] == [1, 8, 8, 16, 64, 128, 320, 512]
     with pytest.raises(UserError, match="exceeds vLLM's largest max_lora_rank 512"):
@@ -228,8 +228,8 @@ def test_unmerged_lora_is_padded_only_to_the_rank_vllm_needs():
 def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp_path, monkeypatch):
     from safetensors import safe_open
 
-    import inference.vision_speedups as vs
-    from inference.backends.vllm import merged_checkpoint
+    import candlebench.inference.vision_speedups as vs
+    from candlebench.inference.backends.vllm import merged_checkpoint
 
     # the vision speed-ups stay out of the saved copy: the tiny's MLP width 128 padded as 3,420 would be
     monkeypatch.setattr(vs, "MLP_MULTIPLE", 96)
@@ -255,7 +255,7 @@ def test_merged_adapters_save_under_the_base_checkpoints_key_names(adapters, tmp
 def test_gemma4_bidirectional_vision_attention_is_refused_on_vllm_cpu_and_warned_on_gpu(tmp_path, capsys):
     from transformers import Gemma4Config
 
-    from inference.backends.vllm import UnsupportedAttention, check_attention_supported
+    from candlebench.inference.backends.vllm import UnsupportedAttention, check_attention_supported
 
     for mode, folder in ((None, "causal"), ("vision", "bidirectional")):
         config = Gemma4Config()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tasks import names as task_names
-from tasks.forecast.samples import SampleSpec, build_samples
+from candlebench.tasks import names as task_names
+from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
 from helpers import CANDLEBENCH, SLICE, cli
 

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tasks.e2a.anchors import ANCHORS, AnchorSettings, compute_anchors
+from candlebench.tasks.e2a.anchors import ANCHORS, AnchorSettings, compute_anchors
 
 pytestmark = pytest.mark.unit
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.e2a.anchors import Anchors, compute_anchors
-from tasks.e2a.claims import _first_chars, extract_claims, judge, polarity
-from tasks.e2a.metrics import e2a_metrics
-from tasks.e2a.parse import parse_response
-from tasks.e2a.responders import RESPONDERS
+from candlebench.tasks.e2a.anchors import Anchors, compute_anchors
+from candlebench.tasks.e2a.claims import _first_chars, extract_claims, judge, polarity
+from candlebench.tasks.e2a.metrics import e2a_metrics
+from candlebench.tasks.e2a.parse import parse_response
+from candlebench.tasks.e2a.responders import RESPONDERS
 
 pytestmark = pytest.mark.unit
 
@@ -274,7 +274,7 @@ def test_reference_responders_give_their_known_values(windows):
 
 
 def test_stock_bootstrap_and_paired_comparison():
-    from tasks.e2a.compare import compare_e2a
+    from candlebench.tasks.e2a.compare import compare_e2a
 
     rng = np.random.default_rng(3)
     base, tuned = [], []
@@ -309,8 +309,8 @@ def test_stock_bootstrap_and_paired_comparison():
 
 def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     from candlebench.stages.graph import compose_config
-    from tasks.base import Earlier
-    from tasks.e2a.verify import verify_prompt
+    from candlebench.tasks.base import Earlier
+    from candlebench.tasks.e2a.verify import verify_prompt
 
     words = compose_config(["task=e2a"]).task.verify.en
     labels = {"ma_position": "above_both", "ma_cross": "none", "trend": "up", "momentum_5d": "flat",
@@ -343,8 +343,8 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
 
 
 def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
-    from scoring.report import ScoredRun
-    from tasks.e2a.report import frontier
+    from candlebench.scoring.report import ScoredRun
+    from candlebench.tasks.e2a.report import frontier
 
     def run(name, blocks):
         return ScoredRun(name, name, {"modalities": blocks, "all": {}}, "PSE")
@@ -364,9 +364,9 @@ def test_every_judge_reads_a_bounded_answer():
     from omegaconf import OmegaConf
 
     from candlebench.core.results import MAX_ANSWER_CHARS, MAX_TEXT_CHARS
-    from tasks.caption.task import TASK as CAPTION
-    from tasks.e2a.task import _said
-    from tasks.forecast.task import TASK as FORECAST
+    from candlebench.tasks.caption.task import TASK as CAPTION
+    from candlebench.tasks.e2a.task import _said
+    from candlebench.tasks.forecast.task import TASK as FORECAST
 
     caption = CAPTION.judge(OmegaConf.create({"task": {"words": [1, 400]}}))
     assert caption("The stock rose 5%.").answer == "The stock rose 5%." and caption(None).reason == "no text (generation failed)"

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import cli, records
-from tasks.e2a.anchors import ANCHORS, compute_anchors
+from candlebench.tasks.e2a.anchors import ANCHORS, compute_anchors
 
 COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
 MODEL = "tiny_qwen2_5_vl-transformers"
@@ -85,7 +85,7 @@ def test_imported_answers_score_like_the_responder_that_wrote_them(run, tmp_path
 
 def test_chinese_prompt(tmp_path, env):
     from candlebench.stages.graph import compose_config
-    from tasks.e2a.task import TASK
+    from candlebench.tasks.e2a.task import TASK
 
     cfg = compose_config(["task=e2a", "task.language=zh"])
     identity = TASK.prompt_identity(cfg)
@@ -96,7 +96,7 @@ def test_chinese_prompt(tmp_path, env):
 
 
 def test_anchors_never_see_the_evaluation_date_or_later(slice_market):
-    from tasks.e2a.samples import E2ASpec, build_samples
+    from candlebench.tasks.e2a.samples import E2ASpec, build_samples
 
     spec = E2ASpec(interval=90)
     frame, _ = build_samples(slice_market, spec)
@@ -140,9 +140,9 @@ def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fac
     from candlebench.core.layout import Layout
     from candlebench.stages.graph import compose_config
     from candlebench.stages.infer import build_requests
-    from tasks.e2a.claims import judge
-    from tasks.e2a.samples import anchors_of
-    from tasks.e2a.task import TASK
+    from candlebench.tasks.e2a.claims import judge
+    from candlebench.tasks.e2a.samples import anchors_of
+    from candlebench.tasks.e2a.task import TASK
 
     cfg = compose_config([*COMMON[1:], "task=e2a", f"out_dir={run}", "model=tiny_qwen2_5_vl",
                           "task.method=verify", "task.revises=anchor_oracle"])

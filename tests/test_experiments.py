@@ -31,7 +31,7 @@ def test_experiment_composes_validates_and_plans(name):
         str(a).startswith("@") for a, _ in cfg.sweep.compare) else 1)
     for job in infer:  # each variant's prompt resolves to text with the placeholders it needs
         run = compose_config(list(job.overrides[0]))
-        from tasks.forecast.task import TASK
+        from candlebench.tasks.forecast.task import TASK
 
         identity = TASK.prompt_identity(run)
         assert "<score>" in identity and ("ohlcv" not in TASK.fed(run) or "{ohlcv}" in identity)

@@ -139,7 +139,7 @@ def test_tushare_adj_factor_undoes_a_split_in_bars_and_labels(clean, expected, t
     """A 2-for-1 split of SM in mid-2018, as TuShare `daily` exports it (prices halve) with its
     `adj_factor` merged in: back-adjusted, bars and 30-day labels are those of the clean slice;
     with data.adjust=none the split is a -50% day, as in the raw export."""
-    from tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
     raw, factor = _split(clean, "SM", "2018-06-01", 2.0)
     tushare = pd.DataFrame({

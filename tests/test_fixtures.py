@@ -10,7 +10,7 @@ import pytest
 
 
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
-from inference.tiny.tokenizer import FAMILIES, NEWLINE_TOKENS, build_tokenizer  # noqa: E402
+from candlebench.inference.tiny.tokenizer import FAMILIES, NEWLINE_TOKENS, build_tokenizer  # noqa: E402
 
 # Runs in the vLLM CPU environment (`make test` runs `pytest -m vllm` there).
 needs_vllm = pytest.mark.vllm

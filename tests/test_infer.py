@@ -159,11 +159,11 @@ def test_a_failing_sample_is_isolated_by_splitting_its_batch(workspace, env, mon
     answers equal their answers in a batch of their own (the path a CUDA out-of-memory takes)."""
     from PIL import Image
 
-    from inference.backends.base import GenerationSpec, PreparedRequest
-    from inference.backends.hf import TransformersBackend
-    from inference.models import ModelSpec, ensure_built
-    from inference.runner import generate_isolating_failures
-    from rendering.model_input import ImagePolicy
+    from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
+    from candlebench.inference.backends.hf import TransformersBackend
+    from candlebench.inference.models import ModelSpec, ensure_built
+    from candlebench.inference.runner import generate_isolating_failures
+    from candlebench.rendering.model_input import ImagePolicy
 
     monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
     path = str(Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl")

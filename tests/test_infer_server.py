@@ -26,7 +26,7 @@ FREE = ("model.constrain_answers=false",)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, env):
-    from inference.models import ModelSpec, ensure_built
+    from candlebench.inference.models import ModelSpec, ensure_built
 
     path = Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"  # model=tiny_qwen2_5_vl's own fixture
     ensure_built(ModelSpec(name="tiny", path=str(path), dtype="float32", build="qwen2_5_vl", fixture=str(path)))

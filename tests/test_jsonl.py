@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from candlebench.core.errors import CorruptFile
 from candlebench.core.jsonl import JsonlAppender, json_objects, jsonl_text, read_jsonl
-from inference.records import ResponseRecord, read_records
+from candlebench.inference.records import ResponseRecord, read_records
 
 pytestmark = pytest.mark.unit
 

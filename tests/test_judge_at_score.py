@@ -21,8 +21,8 @@ from candlebench.stages.graph import run_stage
 from candlebench.stages.provenance import run_provenance
 from candlebench.status import report_lines
 from helpers import SCORING_BOOKKEEPING, run_dir
-from tasks.forecast.parse import parse_score
-from tasks.forecast.task import TASK
+from candlebench.tasks.forecast.parse import parse_score
+from candlebench.tasks.forecast.task import TASK
 
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=60", "score.n_boot=20"]
 

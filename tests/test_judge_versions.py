@@ -13,7 +13,7 @@ import pytest
 from candlebench.core.io import fingerprint
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import compose_config
-from tasks import get_task
+from candlebench.tasks import get_task
 
 pytestmark = pytest.mark.unit
 

@@ -11,15 +11,17 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("candlebench", "tasks", "rendering", "inference", "scoring")
-# The packages the layers are made of; every other module of candlebench/ is one of its own.
-UNITS = ("candlebench.core", "candlebench.market", "candlebench.stages")
+# The packages the layers are made of; every other module of candlebench/ (cli, sweep, ...) is one of its own.
+UNITS = tuple(f"candlebench.{name}" for name in
+              ("core", "market", "stages", "tasks", "inference", "scoring", "rendering"))
+# The names the card's folders had as top-level packages before they joined candlebench.*.
+FORMER_TOP_LEVEL = ("tasks", "inference", "scoring", "rendering")
 
 
-def _graph():
+def _graph(external: bool = False):
     import grimp
 
-    return grimp.build_graph(*PACKAGES, cache_dir=None)
+    return grimp.build_graph("candlebench", cache_dir=None, include_external_packages=external)
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -61,8 +63,23 @@ def _unit(module: str) -> str:
     for unit in UNITS:
         if module == unit or module.startswith(unit + "."):
             return unit
-    parts = module.split(".")
-    return ".".join(parts[:2]) if parts[0] == "candlebench" else parts[0]
+    return ".".join(module.split(".")[:2])
+
+
+def _layers() -> list[set[str]]:
+    """The layer contract of pyproject.toml, top first: each layer's modules or packages."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["id"] == "layers")["layers"]
+    return [{name.strip() for name in layer.split("|")} for layer in layers]
+
+
+def _layer_of(module: str, layers: list[set[str]]) -> int | None:
+    for depth, layer in enumerate(layers):
+        if any(module == name or module.startswith(name + ".") for name in layer):
+            return depth
+    return None
 
 
 def test_the_import_linter_contract_holds(capsys):
@@ -82,7 +99,31 @@ def test_no_import_cycles_among_modules_or_packages():
     for importer, imported in modules.items():
         units.setdefault(_unit(importer), set()).update(_unit(m) for m in imported if _unit(m) != _unit(importer))
     assert _cycles(units) == []
-    assert {"candlebench.core", "candlebench.market", "candlebench.stages", "tasks", "rendering"} <= set(units)
+    assert {"candlebench.core", "candlebench.market", "candlebench.stages", "candlebench.tasks",
+            "candlebench.rendering"} <= set(units)
+
+
+def test_the_folders_read_in_layer_order():
+    """Every folder of the namespace (candlebench/core, candlebench/tasks -> tasks/, ...) and every
+    top-floor module stands in one layer, and no import runs from a layer up to one above it: the
+    folder picture and the contract say the same."""
+    graph, layers = _graph(), _layers()
+    unplaced = sorted(m for m in graph.modules if m != "candlebench" and _layer_of(m, layers) is None)
+    assert unplaced == []
+    upward = sorted(
+        f"{importer} -> {imported}"
+        for importer in graph.modules if importer != "candlebench"
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if _layer_of(imported, layers) < _layer_of(importer, layers)
+    )
+    assert upward == []
+
+
+def test_nothing_imports_the_folders_by_their_former_top_level_names():
+    """`import inference` would load a second copy of the package from a checkout's root (and find
+    PyPI's `inference` where one is installed): every import goes through candlebench.*."""
+    graph = _graph(external=True)
+    assert sorted(set(FORMER_TOP_LEVEL) & set(graph.modules)) == []
 
 
 def test_the_cycle_finder_finds_cycles():
@@ -95,8 +136,7 @@ def test_every_task_folder_is_in_the_independence_contract():
     """A task folder left out of the contract could import another task unseen (reading once did)."""
     import tomllib
 
-    import tasks
-
+    from candlebench import tasks
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     independent = next(c for c in contracts if c["id"] == "tasks")["modules"]
-    assert sorted(independent) == sorted(f"tasks.{name}" for name in tasks._folders())
+    assert sorted(independent) == sorted(f"candlebench.tasks.{name}" for name in tasks._folders())

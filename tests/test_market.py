@@ -199,7 +199,7 @@ def _market(path: Path):
 def test_forward_filled_weekends_and_holidays_never_become_trading_days(tmp_path, slice_path):
     """One export forward-fills Saturdays, Sundays and a holiday (rows that copy the previous bar):
     they are counted and dropped, and the calendar and the labels are those of the clean file."""
-    from tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
     clean = pd.read_csv(slice_path)
     clean = clean[clean["code"].isin(["AC", "SM", "TEL"])]

@@ -7,8 +7,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from PIL import Image
 
-from rendering.chart import ChartSpec, render_chart
-from rendering.model_input import ImagePolicy, fit_size, prepare_image
+from candlebench.rendering.chart import ChartSpec, render_chart
+from candlebench.rendering.model_input import ImagePolicy, fit_size, prepare_image
 
 pytestmark = pytest.mark.unit
 

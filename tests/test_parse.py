@@ -1,4 +1,4 @@
-"""tasks.forecast.parse: the three-tier score parser on realistic model outputs, plus properties."""
+"""candlebench.tasks.forecast.parse: the three-tier score parser on realistic model outputs, plus properties."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.forecast.parse import TIERS, ParsedScore, parse_by_rules, parse_score
+from candlebench.tasks.forecast.parse import TIERS, ParsedScore, parse_by_rules, parse_score
 
 pytestmark = pytest.mark.unit
 

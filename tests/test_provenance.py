@@ -47,7 +47,7 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
 def test_parse_failures_are_counted_by_reason_with_a_raw_text():
     import pandas as pd
 
-    from scoring.failures import failure_section
+    from candlebench.scoring.failures import failure_section
 
     parsed = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "answer": ['{"x": 1}', None, None, None],
                            "reason": [None, "no JSON object", "no JSON object", "CUDA out of memory"],
@@ -72,7 +72,7 @@ def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
     run.root.mkdir(parents=True)
     run.info.write_text(json.dumps({"kind": "model", "model_name": "m", "run_key": "new",
                                     "identity": {"model": {"path": "/x"}, "backend": "transformers"}}))
-    from inference.records import ResponseRecord
+    from candlebench.inference.records import ResponseRecord
 
     # Whole records, as the runner writes them (a row missing a record's fields is refused by the reader).
     rows = [ResponseRecord.answered("old", f"s{i}", "m", "transformers", "0.1", latency_s=5.0, device="cpu") for i in range(3)]

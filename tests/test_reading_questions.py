@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from candlebench.market.bars import chart_bars
-from tasks.reading.questions import RULES, Chart, LeftOut, is_right, marked_bars, question_set
+from candlebench.tasks.reading.questions import RULES, Chart, LeftOut, is_right, marked_bars, question_set
 
 pytestmark = pytest.mark.unit
 

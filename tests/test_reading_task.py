@@ -18,18 +18,18 @@ from candlebench.stages.graph import compose_config
 from candlebench.core.results import RunData
 from candlebench.market.market import load_market
 from helpers import SLICE
-from scoring.report import Dataset, scored_run, with_answered
-from tasks import get_task
-from tasks.base import ScoreSettings
-from tasks.forecast.samples import SampleSpec, cutoff_dates
-from tasks.reading.baselines import BASELINES
-from tasks.reading.compare import compare_runs
-from tasks.reading.forecast_link import forecast_link
-from tasks.reading.metrics import reading_metrics, verdicts
-from tasks.reading.parse import parse_answer
-from tasks.reading.report import sections
-from tasks.reading.samples import ReadingSpec, build_samples
-from tasks.reading.task import TASK, frame_block
+from candlebench.scoring.report import Dataset, scored_run, with_answered
+from candlebench.tasks import get_task
+from candlebench.tasks.base import ScoreSettings
+from candlebench.tasks.forecast.samples import SampleSpec, cutoff_dates
+from candlebench.tasks.reading.baselines import BASELINES
+from candlebench.tasks.reading.compare import compare_runs
+from candlebench.tasks.reading.forecast_link import forecast_link
+from candlebench.tasks.reading.metrics import reading_metrics, verdicts
+from candlebench.tasks.reading.parse import parse_answer
+from candlebench.tasks.reading.report import sections
+from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.tasks.reading.task import TASK, frame_block
 
 pytestmark = pytest.mark.unit
 SPEC = ReadingSpec(codes=("AC", "SM"), interval=120)

@@ -11,7 +11,7 @@ import pytest
 
 from candlebench.core.errors import CorruptFile
 from candlebench.core.schema import NewerSchema
-from inference.records import ResponseRecord, read_records
+from candlebench.inference.records import ResponseRecord, read_records
 
 pytestmark = pytest.mark.unit
 

@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from candlebench.market.bars import with_moving_averages
-from rendering.chart import ChartSpec, render_chart
-from rendering.render import (
+from candlebench.rendering.chart import ChartSpec, render_chart
+from candlebench.rendering.render import (
     RenderSettings,
     StockJob,
     _run_jobs,
@@ -26,7 +26,7 @@ from rendering.render import (
     read_manifest,
     render_samples,
 )
-from tasks.forecast.samples import SampleSpec, build_samples
+from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
 from helpers import cli, start
 SETTINGS = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from rendering.model_input import fit_size
+from candlebench.rendering.model_input import fit_size
 
 from helpers import cli
 

@@ -16,8 +16,8 @@ import pytest
 
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunData
-from scoring import browser
-from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block, write_run_files
+from candlebench.scoring import browser
+from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block, write_run_files
 
 pytestmark = pytest.mark.unit
 
@@ -106,7 +106,7 @@ def test_where_the_browsers_charts_go(tmp_path, charts):
     files: the study's file, referenced from beside the report (it does not travel)."""
     from PIL import Image
 
-    from rendering.model_input import ImagePolicy
+    from candlebench.rendering.model_input import ImagePolicy
 
     chart = tmp_path / "forecast" / "images" / "2024-01-02" / "AC" / "daily.png"
     chart.parent.mkdir(parents=True)

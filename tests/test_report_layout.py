@@ -8,7 +8,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from scoring.report import (BEST, Headline, ScoredRun, Section, Table, fmt_rank, headline_table, ranked, scored_run,
+from candlebench.scoring.report import (BEST, Headline, ScoredRun, Section, Table, fmt_rank, headline_table, ranked, scored_run,
                             with_answered, write_report)
 
 pytestmark = pytest.mark.unit
@@ -69,7 +69,7 @@ def _caption_metrics(bleu: float) -> dict:
     ("caption", _caption_metrics, "Table 2 layout"),
 ])
 def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables(task, metrics, first_paper_table, tmp_path):
-    from tasks import get_task
+    from candlebench.tasks import get_task
 
     runs = [ScoredRun("base", "base", metrics(0.1)), ScoredRun("tuned", "tuned", metrics(0.3))]
     sections = get_task(task).report(runs, {"base → tuned": {"n": 9}}, [])
@@ -86,7 +86,7 @@ def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables
 
 
 def test_the_e2a_and_caption_sections_draw_their_own_charts():
-    from tasks import get_task
+    from candlebench.tasks import get_task
 
     runs = [ScoredRun("a", "a", _e2a_metrics(0.2))]
     assert {"e2a_frontier", "e2a_modalities"} <= set(get_task("e2a").report(runs, {}, [])[0].plots)
@@ -97,7 +97,7 @@ def test_the_e2a_and_caption_sections_draw_their_own_charts():
 def test_plots_with_nothing_labelled_are_drawn_without_a_legend_or_a_warning():
     """Runs with no IC per date and no horizon (a tiny study): the forecast plots are still drawn,
     without matplotlib's "No artists with labels" warning and its empty legend."""
-    from tasks.forecast.report import plot_horizons, plot_ic_by_date
+    from candlebench.tasks.forecast.report import plot_horizons, plot_ic_by_date
 
     runs = [ScoredRun("a", "a", {"n": 3, "ic_mean": 0.1})]
     with warnings.catch_warnings():
@@ -109,9 +109,9 @@ def test_plots_with_nothing_labelled_are_drawn_without_a_legend_or_a_warning():
 def test_references_sit_last_unstarred_and_every_dash_says_why():
     """The caption describer scores 1.0 everywhere by construction: a ceiling, shown apart and never
     the best; a forecast IC that no date could give ("–") is explained under the table."""
-    from tasks import get_task
-    from tasks.caption import report as caption
-    from tasks.forecast import report as forecast_report
+    from candlebench.tasks import get_task
+    from candlebench.tasks.caption import report as caption
+    from candlebench.tasks.forecast import report as forecast_report
 
     describer = get_task("caption").references["describer"]
     runs = [scored_run("describer", _caption_metrics(1.0), False, reference=describer),

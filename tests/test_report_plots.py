@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from scoring.report import ScoredRun, scored_run
-from tasks import get_task
-from tasks.forecast.metrics import compute_metrics
+from candlebench.scoring.report import ScoredRun, scored_run
+from candlebench.tasks import get_task
+from candlebench.tasks.forecast.metrics import compute_metrics
 
 from plot_checks import problems
 

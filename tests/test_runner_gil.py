@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from inference.runner import gil_switch_interval
+from candlebench.inference.runner import gil_switch_interval
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from candlebench.market.bars import chart_bars, history_before
 from candlebench.market.market import Market
-from tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
+from candlebench.tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
 
 pytestmark = pytest.mark.unit
 
@@ -132,7 +132,7 @@ def test_horizon_past_the_end_of_data_is_dropped_and_counted(built, hand):
 def test_the_summary_counts_the_cutoffs_with_samples_as_the_report_header_does(built, hand, slice_market):
     """The last grid cutoff loses every stock (its horizon ends past the data): the summary's
     cutoffs are the dates that have samples, the others counted apart, not 33 against 32."""
-    from tasks.forecast.samples import summarize
+    from candlebench.tasks.forecast.samples import summarize
 
     summary = summarize(built, slice_market, SPEC)
     assert summary["cutoffs"] == built.frame["cutoff"].nunique()

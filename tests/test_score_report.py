@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from candlebench.core.jsonl import read_jsonl
-from tasks.forecast.metrics import compute_metrics
+from candlebench.tasks.forecast.metrics import compute_metrics
 
 import helpers
 from helpers import SLICE
@@ -104,8 +104,8 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
 
 def test_table5_ranks_reproduce_the_papers_ties():
     """The paper's Table 5 (HS300), its printed values and ranks: ties share their average rank."""
-    from scoring.report import ScoredRun
-    from tasks.forecast.report import table5
+    from candlebench.scoring.report import ScoredRun
+    from candlebench.tasks.forecast.report import table5
 
     printed = {  # model: (IC mean, rank), (IC Sig., rank), (RankIC Sig., rank)
         "Claude-haiku-4-5": ((-0.01030, 9), (0.813, 1), (0.750, 1)),

@@ -1,4 +1,4 @@
-"""tasks.forecast.compare against hand computations: joined samples, McNemar counts, per-date IC differences."""
+"""candlebench.tasks.forecast.compare against hand computations: joined samples, McNemar counts, per-date IC differences."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from tasks.forecast.compare import compare_runs, mcnemar
+from candlebench.tasks.forecast.compare import compare_runs, mcnemar
 
 pytestmark = pytest.mark.unit
 
@@ -215,8 +215,8 @@ def test_release_split_is_the_same_comparison_on_each_side_of_the_date() -> None
 
 def test_task_splits_at_the_later_release_only() -> None:
     from candlebench.core.results import RunData
-    from tasks.base import ScoreSettings
-    from tasks.forecast.task import TASK
+    from candlebench.tasks.base import ScoreSettings
+    from candlebench.tasks.forecast.task import TASK
 
     a, b = two_runs()
     run = lambda frame, date: RunData("x", frame, frame, {"release_date": date}, {"horizon": 30})

@@ -1,4 +1,4 @@
-"""tasks.forecast.metrics against hand computations in plain Python loops, and against the paper's Table 4.
+"""candlebench.tasks.forecast.metrics against hand computations in plain Python loops, and against the paper's Table 4.
 
 The ``hand_*`` helpers below never call pandas or the code under test: lists, dicts, loops and the
 ``statistics`` module only. Per-date p-values are checked against scipy's ``pearsonr`` /
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from tasks.forecast.metrics import bias_grade, compute_metrics, ic_series
+from candlebench.tasks.forecast.metrics import bias_grade, compute_metrics, ic_series
 
 pytestmark = pytest.mark.unit
 
@@ -522,9 +522,9 @@ def test_all_parse_failures() -> None:
 def test_answers_cut_while_reasoning_are_counted() -> None:
     """A thinking model whose budget ran out inside <think>: the parser flags it, the metrics count
     it (whether or not a score was found), the report shows the count."""
-    from scoring.report import ScoredRun
-    from tasks.forecast.parse import parse_score
-    from tasks.forecast.report import table4
+    from candlebench.scoring.report import ScoredRun
+    from candlebench.tasks.forecast.parse import parse_score
+    from candlebench.tasks.forecast.report import table4
 
     texts = ["<think>The MA20 is rising and volume", "<think>draft <score>0.2</score> but then",
              "<think>fine</think><score>0.1</score>", "<score>-0.1</score>"]
@@ -545,7 +545,7 @@ def test_reasoning_models_get_a_budget_that_fits():
 
     from candlebench.core.paths import register_resolvers
     from helpers import DATA_DIR
-    from tasks import store_configs
+    from candlebench.tasks import store_configs
 
     register_resolvers()
     store_configs()  # each task's config.yaml, as every candlebench command registers them
@@ -561,8 +561,8 @@ def test_reasoning_models_get_a_budget_that_fits():
 def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> None:
     """A baseline's "no prediction: <why>" and a model's parse failures, counted per reason in the
     metrics and shown in Table 4 (the headline), most frequent first, the rest summed."""
-    from scoring.report import ScoredRun
-    from tasks.forecast.report import table4
+    from candlebench.scoring.report import ScoredRun
+    from candlebench.tasks.forecast.report import table4
 
     few = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"
     rows = ([row(D1, f"A{i}", NAN, 0.01, reason=few) for i in range(3)]
@@ -589,7 +589,7 @@ def test_console_line_and_browser_label_at_meaningful_precision() -> None:
     """IC to 4 decimals, shares as per cent, not 16 digits; a zero return is flat, not "down"."""
     import re
 
-    from tasks.forecast.task import TASK, label_text
+    from candlebench.tasks.forecast.task import TASK, label_text
 
     line = TASK.summary_line({"ic_mean": 0.0191371374765635, "rank_ic_mean": -0.00123456789, "n_dates": 31,
                               "accuracy": 0.5416666666666666, "bias": 0.08333333333333337, "bias_grade": "slightly biased",

@@ -10,11 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from candlebench.core.errors import UserError
-from inference.backends import BACKENDS, check_weights
-from inference.backends.server import DIALECTS, Served, ServerSettings, connect
-from inference.backends.server_http import (ConnectionLost, HTTPFailure, RetryPolicy, ServedModel, ServerUnreachable,
+from candlebench.inference.backends import BACKENDS, check_weights
+from candlebench.inference.backends.server import DIALECTS, Served, ServerSettings, connect
+from candlebench.inference.backends.server_http import (ConnectionLost, HTTPFailure, RetryPolicy, ServedModel, ServerUnreachable,
                                             with_retries)
-from inference.models import ModelSpec
+from candlebench.inference.models import ModelSpec
 
 pytestmark = pytest.mark.unit
 
@@ -118,9 +118,9 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
     in-process backends record it: cut by the budget, every task's parser flags it."""
     from candlebench.stages.graph import compose_config
     from helpers import SLICE
-    from inference.backends.server import generation_of
-    from tasks import get_task
-    from tasks.base import REASONING_CUT
+    from candlebench.inference.backends.server import generation_of
+    from candlebench.tasks import get_task
+    from candlebench.tasks.base import REASONING_CUT
 
     parse = get_task(task).parser(compose_config([f"data.path={SLICE}", f"task={task}"]))
     thought = "The close rose 5%, so I would BUY; the score is 0.12 and"
@@ -137,8 +137,8 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
 # Against a fake OpenAI-compatible server (tests/fixtures/fake_openai.py): 127.0.0.1, bounded lifetime.
 
 def backend_for(url: str, **settings):
-    from inference.backends.base import GenerationSpec, Media
-    from inference.backends.server import ServerBackend
+    from candlebench.inference.backends.base import GenerationSpec, Media
+    from candlebench.inference.backends.server import ServerBackend
 
     config = OmegaConf.create({"name": "server", "base_url": url, "timeout_s": 5, "retries": 0, **settings})
     return ServerBackend(ModelSpec(name="m", path="/nowhere"), GenerationSpec(), config, Media(1))
@@ -147,7 +147,7 @@ def backend_for(url: str, **settings):
 def one_request():
     from PIL import Image
 
-    from inference.backends.base import PreparedRequest
+    from candlebench.inference.backends.base import PreparedRequest
 
     return PreparedRequest("s1", "What next?", (Image.new("RGB", (8, 8), "white"),))
 
@@ -173,7 +173,7 @@ def test_a_trickled_reply_is_bounded_by_the_whole_request_deadline():
     """One body byte every 0.3 s renews a per-read socket timeout forever; the deadline counts from
     the start of the request to its last byte."""
     from fixtures.fake_openai import FakeServer
-    from inference.backends.server_http import Endpoint
+    from candlebench.inference.backends.server_http import Endpoint
 
     with FakeServer(script=("trickle",), trickle_s=0.3, lifetime_s=8) as fake:
         got, took, ended = in_thread(lambda: Endpoint(fake.base_url, timeout_s=1).call("/chat/completions", {}), 6)
@@ -183,7 +183,7 @@ def test_a_trickled_reply_is_bounded_by_the_whole_request_deadline():
 
 def test_cancel_cuts_a_hung_request_at_once():
     from fixtures.fake_openai import FakeServer
-    from inference.backends.server_http import Cancel, Cancelled, Endpoint
+    from candlebench.inference.backends.server_http import Cancel, Cancelled, Endpoint
 
     cancel = Cancel()
     with FakeServer(script=("hang",), lifetime_s=8) as fake:
@@ -196,7 +196,7 @@ def test_cancel_cuts_a_hung_request_at_once():
 def test_retry_after_is_capped_by_max_backoff_s_and_a_long_wait_is_said(capsys):
     """A 429 asking for a day waits max_backoff_s; a wait over 5 s says what it waits for."""
     from fixtures.fake_openai import FakeServer
-    from inference.backends.server_http import Endpoint
+    from candlebench.inference.backends.server_http import Endpoint
 
     with FakeServer(script=("429", "answer", "429"), lifetime_s=10) as fake:
         endpoint = Endpoint(fake.base_url, timeout_s=5)
@@ -215,7 +215,7 @@ def test_retry_after_is_capped_by_max_backoff_s_and_a_long_wait_is_said(capsys):
 
 def test_each_reply_names_the_served_model_or_the_run_stops_naming_both():
     from fixtures.fake_openai import FakeServer
-    from inference.backends.server_http import ServerChanged
+    from candlebench.inference.backends.server_http import ServerChanged
 
     with FakeServer(lifetime_s=10) as fake:
         [[(sample, generation)]] = list(backend_for(fake.base_url).stream([one_request()]))

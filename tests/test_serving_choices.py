@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-import inference.tiny.builders as tm
+import candlebench.inference.tiny.builders as tm
 from candlebench.stages.graph import compose_config
 from candlebench.stages.infer import media
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from inference.backends.base import Media
-from inference.backends.vllm import mm_limits
-from inference.chat import chat_text
-from rendering.model_input import fit_size
-from tasks import get_task
+from candlebench.inference.backends.base import Media
+from candlebench.inference.backends.vllm import mm_limits
+from candlebench.inference.chat import chat_text
+from candlebench.rendering.model_input import fit_size
+from candlebench.tasks import get_task
 
 from helpers import SLICE
 
@@ -75,7 +75,7 @@ def test_a_model_that_would_run_partly_on_cpu_is_refused_unless_asked(tiny_root,
     import torch
     from transformers import AutoModelForImageTextToText
 
-    from inference.backends.hf import DoesNotFit, check_placement, placement
+    from candlebench.inference.backends.hf import DoesNotFit, check_placement, placement
 
     path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
     # What a GPU run finds after an offload: the weights on the CPU (load_model checks on GPUs only).
@@ -96,7 +96,7 @@ def test_the_thinking_probe_leaves_a_template_without_the_switch_unwarned(tiny_r
     from transformers import AutoProcessor
     from transformers.utils import logging as hf_logging
 
-    from inference.chat import check_thinking, template_variables
+    from candlebench.inference.chat import check_thinking, template_variables
 
     processor = AutoProcessor.from_pretrained(tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root))
     assert "enable_thinking" not in template_variables(processor) and "messages" in template_variables(processor)

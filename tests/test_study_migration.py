@@ -14,8 +14,8 @@ import pytest
 
 from candlebench.core.schema import NewerSchema
 from candlebench.stages.graph import run_stage
-from rendering.render import read_manifest
-from tasks import get_task
+from candlebench.rendering.render import read_manifest
+from candlebench.tasks import get_task
 
 STUDY = Path(__file__).parent / "data" / "study_main_8cea46e"
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "score.n_boot=20", "render.width=200", "render.height=200"]

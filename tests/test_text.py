@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from candlebench.market.bars import chart_bars, history_before
-from rendering.text import bars_block, sample_text
+from candlebench.rendering.text import bars_block, sample_text
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import tasks
+from candlebench import tasks
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
 from helpers import verdicts

@@ -12,14 +12,14 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-import inference.tiny.builders as tm
-from inference.backends.base import GenerationSpec, PreparedRequest
-from inference.backends.hf import TransformersBackend, load_model
-from inference.models import ModelSpec
-from inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
-import inference.vision_speedups as vs
-from inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
-from rendering.model_input import prepare_image
+import candlebench.inference.tiny.builders as tm
+from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
+from candlebench.inference.backends.hf import TransformersBackend, load_model
+from candlebench.inference.models import ModelSpec
+from candlebench.inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
+import candlebench.inference.vision_speedups as vs
+from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
+from candlebench.rendering.model_input import prepare_image
 
 
 @pytest.fixture(scope="module")

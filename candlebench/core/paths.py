@@ -1,4 +1,5 @@
-"""Where the repository and its configs are, for an editable install or a source checkout."""
+"""Where the configs are (``candlebench/conf``: the checkout's conf/ through its link, or the
+installed package's copy) and, in a checkout, the repository."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
-CONF_DIR = ROOT_DIR / "conf"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = PACKAGE_DIR / "conf"
+# The checkout's root (tests/data, .git); for an installed wheel, the folder above site-packages'
+# candlebench, which holds neither: only the slice data config and provenance's git commit read it.
+ROOT_DIR = PACKAGE_DIR.parent
 
 
 def study_name(path: str | None, fallback: str) -> str:

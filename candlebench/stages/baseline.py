@@ -8,11 +8,11 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.layout import task_paths
 from candlebench.market.data_source import open_market, same_market
 from candlebench.stages.parsed import finalize_run
-from inference.records import RecordStore, ResponseRecord
-from inference.run_info import RunInfo
-from rendering.inputs import read_samples, samples_fingerprint
-from tasks import get_task
-from tasks.base import NoAnswer
+from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.inference.run_info import RunInfo
+from candlebench.rendering.inputs import read_samples, samples_fingerprint
+from candlebench.tasks import get_task
+from candlebench.tasks.base import NoAnswer
 
 NO_ANSWER = "no prediction"
 # Keys of the task's config that say nothing of a baseline's answers: which pass a run is, the

@@ -44,8 +44,8 @@ from candlebench.stages.report import report
 from candlebench.stages.samples import samples, samples_done
 from candlebench.stages.score import score
 from candlebench.stages.validate import validate
-from tasks import get_task, store_configs
-from tasks import names as task_names
+from candlebench.tasks import get_task, store_configs
+from candlebench.tasks import names as task_names
 
 
 @dataclass(frozen=True)

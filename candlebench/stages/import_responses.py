@@ -31,11 +31,11 @@ from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
 from candlebench.core.layout import run_paths, task_paths
 from candlebench.stages.parsed import finalize_run
-from inference.chat import reasoning_in_text
-from inference.records import RecordStore, ResponseRecord
-from inference.run_info import RunInfo
-from rendering.inputs import read_samples
-from tasks import get_task
+from candlebench.inference.chat import reasoning_in_text
+from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.inference.run_info import RunInfo
+from candlebench.rendering.inputs import read_samples
+from candlebench.tasks import get_task
 
 REQUIRED = ("sample_id", "text")
 # What json.loads makes of an unpaired "\ud800" escape (a pair becomes one character).

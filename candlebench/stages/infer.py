@@ -19,17 +19,17 @@ from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.render import render_done, settings_from
-from inference.backends import backend_kind, check_weights
-from inference.backends.server_http import ServerChanged
-from inference.backends.base import Backend, Media
-from inference.models import ModelSpec, ensure_built
-from inference.records import RecordStore
-from inference.run_info import RunInfo
-from inference.runner import Request, run_requests
-from rendering.inputs import TEXT_INPUT, read_samples, text_column
-from rendering.model_input import fit_size
-from tasks import get_task
-from tasks.base import Earlier, Task
+from candlebench.inference.backends import backend_kind, check_weights
+from candlebench.inference.backends.server_http import ServerChanged
+from candlebench.inference.backends.base import Backend, Media
+from candlebench.inference.models import ModelSpec, ensure_built
+from candlebench.inference.records import RecordStore
+from candlebench.inference.run_info import RunInfo
+from candlebench.inference.runner import Request, run_requests
+from candlebench.rendering.inputs import TEXT_INPUT, read_samples, text_column
+from candlebench.rendering.model_input import fit_size
+from candlebench.tasks import get_task
+from candlebench.tasks.base import Earlier, Task
 
 
 class StaleInputs(UserError, FileNotFoundError):

@@ -6,13 +6,13 @@ from dataclasses import asdict
 
 from omegaconf import DictConfig, OmegaConf
 
-from inference.backends import backend_kind, served_model
-from inference.backends.base import GenerationSpec
-from inference.models import ModelSpec
-from inference.run_info import RunInfo
-from inference.runner import RunSettings, Shard, default_gil_switch_ms
-from rendering.model_input import ImagePolicy
-from tasks.base import Task
+from candlebench.inference.backends import backend_kind, served_model
+from candlebench.inference.backends.base import GenerationSpec
+from candlebench.inference.models import ModelSpec
+from candlebench.inference.run_info import RunInfo
+from candlebench.inference.runner import RunSettings, Shard, default_gil_switch_ms
+from candlebench.rendering.model_input import ImagePolicy
+from candlebench.tasks.base import Task
 
 
 def generation_spec(cfg: DictConfig, task: Task, model: ModelSpec) -> GenerationSpec:

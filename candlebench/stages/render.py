@@ -1,5 +1,5 @@
 """``candlebench render``: every input the task's samples declare (charts of its time frames, the
-OHLCV text blocks when it asks for them), drawn by :mod:`rendering.render`, or the task's own
+OHLCV text blocks when it asks for them), drawn by :mod:`candlebench.rendering.render`, or the task's own
 images copied in their place.
 
 At the end the manifest is written as ``images/manifest.parquet`` (sample_id, freq, path, sha256,
@@ -21,10 +21,10 @@ from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
 from candlebench.core.lock import Unit, one_writer
 from candlebench.market.data_source import open_market, same_market
-from rendering.inputs import read_samples
-from rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
+from candlebench.rendering.inputs import read_samples
+from candlebench.rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
                               render_samples, render_settings)
-from tasks import get_task
+from candlebench.tasks import get_task
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:

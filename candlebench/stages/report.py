@@ -20,13 +20,13 @@ from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages.score import read_metrics, score_settings
 from candlebench.stages.study import samples_fingerprint, scored_on_these
-from inference.run_info import RunInfo
-from rendering.inputs import read_samples
-from scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
-from scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
-from scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, with_answered, write_report
-from tasks import get_task, names as task_names
-from tasks.base import Task
+from candlebench.inference.run_info import RunInfo
+from candlebench.rendering.inputs import read_samples
+from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
+from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
+from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, with_answered, write_report
+from candlebench.tasks import get_task, names as task_names
+from candlebench.tasks.base import Task
 
 
 class StaleScores(UserError, FileNotFoundError):
@@ -195,7 +195,7 @@ def charts_within(browsed: list[BrowsedRun], limit: float) -> bool:
 
 
 def browser_settings(cfg: DictConfig, browsed: list[BrowsedRun]) -> BrowserSettings:
-    """Where the browser's charts go (scoring.browser.CHARTS), from report.embed / bundle and the study's size."""
+    """Where the browser's charts go (candlebench.scoring.browser.CHARTS), from report.embed / bundle and the study's size."""
     embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
     if embed is True:
         charts = "thumbnails"

@@ -11,8 +11,8 @@ from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
-from tasks import get_task
-from tasks.base import SAMPLE_KEYS
+from candlebench.tasks import get_task
+from candlebench.tasks.base import SAMPLE_KEYS
 
 
 def data_prepare(cfg: DictConfig) -> None:

@@ -23,11 +23,11 @@ from candlebench.stages.baseline import task_settings
 from candlebench.stages.infer import current_inputs
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.study import check_answers_these, samples_fingerprint, scored_on_these
-from inference.records import RecordStore
-from inference.run_info import RunInfo
-from rendering.inputs import read_samples
-from tasks import get_task
-from tasks.base import ScoreSettings, Task
+from candlebench.inference.records import RecordStore
+from candlebench.inference.run_info import RunInfo
+from candlebench.rendering.inputs import read_samples
+from candlebench.tasks import get_task
+from candlebench.tasks.base import ScoreSettings, Task
 
 
 def score_settings(cfg: DictConfig) -> ScoreSettings:

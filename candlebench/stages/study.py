@@ -11,8 +11,8 @@ import pandas as pd
 from candlebench.core.errors import UserError
 from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths
-from inference.records import RecordStore
-from inference.run_info import RunInfo
+from candlebench.inference.records import RecordStore
+from candlebench.inference.run_info import RunInfo
 
 
 class OtherSamples(UserError, ValueError):

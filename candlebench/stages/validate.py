@@ -14,9 +14,9 @@ from omegaconf import DictConfig
 from candlebench.core.rules import (ConfigError, Rule, check, check_early, date_or_null, integer, number, one_of,
                                     optional_integer, share, value)
 from candlebench.market.market import OnDefect
-from inference.backends.server_http import http_url
-from rendering.render import COLOR_CONVENTIONS, RENDERERS
-from tasks import get_task
+from candlebench.inference.backends.server_http import http_url
+from candlebench.rendering.render import COLOR_CONVENTIONS, RENDERERS
+from candlebench.tasks import get_task
 
 __all__ = ["ConfigError", "validate"]
 

@@ -15,16 +15,16 @@ from typing import Any, Callable, Mapping
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
-from inference.backends.base import Backend, GenerationSpec, Media
-from inference.models import ModelSpec, check_available, ensure_built, resolve_checkpoint
-from inference.vision_attention import VISION_CONFIG
+from candlebench.inference.backends.base import Backend, GenerationSpec, Media
+from candlebench.inference.models import ModelSpec, check_available, ensure_built, resolve_checkpoint
+from candlebench.inference.vision_attention import VISION_CONFIG
 
 # (model, generation, backend config, what each prompt carries) -> backend
 Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, Media], Backend]
 
 
 def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
-    from inference.backends.hf import TransformersBackend
+    from candlebench.inference.backends.hf import TransformersBackend
 
     return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout,
                               pixels_ahead=bool(backend.get("pixels_ahead", True)),
@@ -32,19 +32,19 @@ def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictCon
 
 
 def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
-    from inference.backends.vllm import VLLMBackend
+    from candlebench.inference.backends.vllm import VLLMBackend
 
     return VLLMBackend(model, generation, backend, media)
 
 
 def _server(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
-    from inference.backends.server import ServerBackend
+    from candlebench.inference.backends.server import ServerBackend
 
     return ServerBackend(model, generation, backend, media)
 
 
 def _server_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
-    from inference.backends.server import served_identity
+    from candlebench.inference.backends.server import served_identity
 
     return served_identity(backend, regex)
 

@@ -39,7 +39,7 @@ class Media:
 
     images: int
     size: tuple[int, int] | None = None
-    layout: str = "images_first"  # inference.chat.LAYOUTS: where the images go in the user turn
+    layout: str = "images_first"  # candlebench.inference.chat.LAYOUTS: where the images go in the user turn
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Generation:
 
 
 class Backend(Protocol):
-    """Everything the runner asks of a backend (inference.runner); :class:`Batched` gives the
+    """Everything the runner asks of a backend (candlebench.inference.runner); :class:`Batched` gives the
     defaults of a backend that generates batch by batch."""
 
     name: str

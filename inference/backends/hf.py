@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from candlebench.core.errors import UserError
-from inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
-from inference.backends.hf_pixels import PixelsAhead, pixel_dtype
-from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
-from inference.models import ModelSpec, resolve_checkpoint
+from candlebench.inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
+from candlebench.inference.backends.hf_pixels import PixelsAhead, pixel_dtype
+from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
+from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
 
 def torch_dtype(name: str) -> Any:
@@ -78,8 +78,8 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
     if torch.cuda.is_available():
         check_placement(model, path, device_map)
     if spec.vision_attention == "varlen":
-        from inference.vision_attention import use_varlen
-        from inference.vision_speedups import apply_speedups
+        from candlebench.inference.vision_attention import use_varlen
+        from candlebench.inference.vision_speedups import apply_speedups
 
         use_varlen(model)
         apply_speedups(model, spec.vision_speedups)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Iterator
 
-from inference.backends.base import PreparedRequest
+from candlebench.inference.backends.base import PreparedRequest
 
 # Model types whose vision tower's first step is ``pixel_values.to(<its weights' dtype>)``.
 CASTS_PIXELS = {"qwen2_5_vl"}

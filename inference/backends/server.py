@@ -34,13 +34,13 @@ from typing import Any, Iterable, Iterator, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.errors import UserError
-from inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
-from inference.backends.server_http import (LOUD_WAIT_S, Cancel, ConnectionLost, Endpoint, HTTPFailure, RetryPolicy,
+from candlebench.inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
+from candlebench.inference.backends.server_http import (LOUD_WAIT_S, Cancel, ConnectionLost, Endpoint, HTTPFailure, RetryPolicy,
                                             ServedModel, ServerChanged, ServerUnreachable, list_models, pick_model,
                                             with_retries)
-from inference.chat import LAYOUTS, reasoning_in_text
-from inference.models import ModelSpec
-from rendering.model_input import ENCODED_PNG
+from candlebench.inference.chat import LAYOUTS, reasoning_in_text
+from candlebench.inference.models import ModelSpec
+from candlebench.rendering.model_input import ENCODED_PNG
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,14 @@ from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import fingerprint
-from inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
-from inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
-from inference.models import ModelSpec, resolve_checkpoint
+from candlebench.inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
+from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
+from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
 
 def merged_checkpoint(spec: ModelSpec, cache_root: Path) -> Path:
     """A merged copy of base + adapter, built once with transformers and reused while sound."""
-    from inference.backends.hf import load_model
+    from candlebench.inference.backends.hf import load_model
 
     target = cache_root / f"{spec.name}-merged-{fingerprint(spec.identity())}"
     if (target / "config.json").exists() and _plain_keys(target):

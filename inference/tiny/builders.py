@@ -170,7 +170,7 @@ def build_tiny_qwen2_5_vl(dest: Path) -> Path:
         Qwen2VLVideoProcessor,
     )
 
-    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+    from candlebench.inference.tiny.tokenizer import build_tokenizer, family_tokens
 
     torch = _torch_setup()
     dest = Path(dest)
@@ -230,7 +230,7 @@ def build_tiny_qwen3_vl(dest: Path) -> Path:
         Qwen3VLVideoProcessor,
     )
 
-    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+    from candlebench.inference.tiny.tokenizer import build_tokenizer, family_tokens
 
     torch = _torch_setup()
     dest = Path(dest)
@@ -305,7 +305,7 @@ def build_tiny_gemma3(dest: Path) -> Path:
         Gemma3Processor,
     )
 
-    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+    from candlebench.inference.tiny.tokenizer import build_tokenizer, family_tokens
 
     torch = _torch_setup()
     dest = Path(dest)
@@ -386,7 +386,7 @@ def build_tiny_gemma4(dest: Path, variant: str) -> Path:
         Gemma4VideoProcessor,
     )
 
-    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+    from candlebench.inference.tiny.tokenizer import build_tokenizer, family_tokens
 
     torch = _torch_setup()
     dest = Path(dest)
@@ -477,7 +477,7 @@ def build_tiny_llava(dest: Path) -> Path:
     ``model.vision_tower.vision_model.*`` (vLLM's spelling; transformers loads it too)."""
     from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
-    from inference.tiny.tokenizer import build_tokenizer, family_tokens
+    from candlebench.inference.tiny.tokenizer import build_tokenizer, family_tokens
 
     torch = _torch_setup()
     dest = Path(dest)
@@ -624,7 +624,7 @@ def build_original_llava_checkpoint(dest: Path, weights_format: str = "bin", tex
     from safetensors.torch import save_file
     from transformers import LlamaForCausalLM
 
-    from inference.tiny.tokenizer import build_tokenizer
+    from candlebench.inference.tiny.tokenizer import build_tokenizer
 
     if weights_format not in ("bin", "safetensors"):
         raise ValueError(f"weights_format must be 'bin' or 'safetensors', got {weights_format!r}")

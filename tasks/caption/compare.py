@@ -11,9 +11,9 @@ import numpy as np
 from candlebench.core.errors import UserError
 from candlebench.core.io import json_safe
 from candlebench.core.results import RunData
-from scoring.bootstrap import date_weights, percentile_ci
-from tasks.base import ScoreSettings
-from tasks.caption.metrics import PER_SAMPLE
+from candlebench.scoring.bootstrap import date_weights, percentile_ci
+from candlebench.tasks.base import ScoreSettings
+from candlebench.tasks.caption.metrics import PER_SAMPLE
 
 
 class MissingScores(UserError, ValueError):

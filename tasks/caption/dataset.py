@@ -31,7 +31,7 @@ from PIL import Image, UnidentifiedImageError
 from candlebench.core.errors import UserError
 from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
-from tasks.caption.iou import CATEGORIES, length
+from candlebench.tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")
 NO_DATE = pd.Timestamp("1970-01-01")

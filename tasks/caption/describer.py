@@ -2,7 +2,7 @@
 
 StockGenChaR's references are ElliottWave-Forecast articles, which are not public. For the demo,
 the tests and any market without references, this writes one from the bars the chart shows (the
-same bars and axis labels as :func:`rendering.chart.layout`): the period, the trend, its size and
+same bars and axis labels as :func:`candlebench.rendering.chart.layout`): the period, the trend, its size and
 scale, the recent moves and the largest day, support and resistance at the drawn price labels, the
 close against each moving average, volume, the path through the labelled dates, and a closing
 opinion.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rendering.chart import ChartSpec, layout, price_label
+from candlebench.rendering.chart import ChartSpec, layout, price_label
 
 
 @dataclass(frozen=True)

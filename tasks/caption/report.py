@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from scoring.report import (  # first: selects Agg
+from candlebench.scoring.report import (  # first: selects Agg
     Headline, ScoredRun, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
 
 import numpy as np  # noqa: E402

@@ -1,7 +1,7 @@
 """Samples of the captioning task: one per stock x evaluation date, the chart of the bars before
-it, and the generated reference with its annotations (:mod:`tasks.caption.describer`).
+it, and the generated reference with its annotations (:mod:`candlebench.tasks.caption.describer`).
 
-The evaluation grid and the skipping rules are :mod:`tasks.windows`'. Each sample carries
+The evaluation grid and the skipping rules are :mod:`candlebench.tasks.windows`'. Each sample carries
 ``reference`` (the analyst's text), ``metadata`` (JSON: degree / time / price -> the items the
 chart shows), ``reference_opinion`` and ``reference_words``. The reference is written from the
 very bars the render stage draws for the sample (``chart_bars`` of the history before the date)
@@ -19,9 +19,9 @@ import pandas as pd
 
 from candlebench.market.bars import chart_bars
 from candlebench.market.market import Market
-from rendering.chart import ChartSpec
-from tasks.caption.describer import describe, seed_of
-from tasks.windows import evaluation_windows
+from candlebench.rendering.chart import ChartSpec
+from candlebench.tasks.caption.describer import describe, seed_of
+from candlebench.tasks.windows import evaluation_windows
 
 
 @dataclass(frozen=True)

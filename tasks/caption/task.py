@@ -2,10 +2,10 @@
 
 A sample is a stock and an evaluation date; the model gets one chart and the paper's instruction
 (§4.1, verbatim by default) and writes an analysis, scored against the sample's reference by
-:mod:`tasks.caption.metrics`. Unparseable answers (no text, an empty text) count as empty
+:mod:`candlebench.tasks.caption.metrics`. Unparseable answers (no text, an empty text) count as empty
 captions in the corpus metrics (as the paper's "all" column counts rejected answers); the
 ``valid`` block scores the parsed captions alone. Intervals: 95% percentile bootstrap over
-samples of each reported statistic itself (:meth:`tasks.caption.metrics.CaptionScorer.intervals`).
+samples of each reported statistic itself (:meth:`candlebench.tasks.caption.metrics.CaptionScorer.intervals`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import Parsed, RunData
 from candlebench.market.market import Market
-from rendering.render import render_settings
-from scoring.numbers import fmt, pct
-from tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
-from tasks.caption.baselines import BASELINES
-from tasks.caption.iou import length
-from tasks.caption.samples import CaptionSpec, build_samples
-from tasks.windows import codes_of
+from candlebench.rendering.render import render_settings
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.caption.baselines import BASELINES
+from candlebench.tasks.caption.iou import length
+from candlebench.tasks.caption.samples import CaptionSpec, build_samples
+from candlebench.tasks.windows import codes_of
 
 _THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
 _THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
@@ -41,8 +41,8 @@ def spec_of(cfg: DictConfig) -> CaptionSpec:
 
 
 def scorer_settings(cfg: DictConfig):
-    from tasks.caption.metrics import CaptionSettings
-    from tasks.caption.sentiment import SentimentSettings
+    from candlebench.tasks.caption.metrics import CaptionSettings
+    from candlebench.tasks.caption.sentiment import SentimentSettings
 
     m = OmegaConf.to_container(cfg.task.metrics, resolve=True)
     s = OmegaConf.to_container(cfg.task.sentiment, resolve=True)
@@ -70,7 +70,7 @@ class CaptionTask(Task):
 
     def build_samples(self, market: Market | None, cfg: DictConfig) -> BuiltSamples:
         if market is None:
-            from tasks.caption.dataset import read_dataset
+            from candlebench.tasks.caption.dataset import read_dataset
 
             path = Path(str(cfg.task.dataset))
             frame = read_dataset(path, name=path.stem)
@@ -109,7 +109,7 @@ class CaptionTask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.caption.metrics import PER_SAMPLE, scorer_for
+        from candlebench.tasks.caption.metrics import PER_SAMPLE, scorer_for
 
         table = run.parsed
         cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
@@ -146,12 +146,12 @@ class CaptionTask(Task):
                              "label": parsed["reference"].astype(str), "outcome": outcome, "detail": None})
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
-        from tasks.caption.compare import compare_captions
+        from candlebench.tasks.caption.compare import compare_captions
 
         return compare_captions(a, b, settings)
 
     def report(self, runs, comparisons, datasets=()):
-        from tasks.caption.report import sections
+        from candlebench.tasks.caption.report import sections
 
         return sections(runs, comparisons)
 

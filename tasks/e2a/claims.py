@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from tasks.e2a.anchors import Anchors
-from tasks.e2a.parse import stated_action
+from candlebench.tasks.e2a.anchors import Anchors
+from candlebench.tasks.e2a.parse import stated_action
 
 Verdict = Literal["supported", "contradicted", "unverifiable"]
 

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 
 from candlebench.core.io import json_safe
-from scoring.bootstrap import date_weights, percentile_ci
-from scoring.paired import mcnemar
-from tasks.e2a.metrics import MODALITIES, RATIOS, block, replicates, stock_terms
+from candlebench.scoring.bootstrap import date_weights, percentile_ci
+from candlebench.scoring.paired import mcnemar
+from candlebench.tasks.e2a.metrics import MODALITIES, RATIOS, block, replicates, stock_terms
 
 
 def _paired(a: pd.DataFrame, b: pd.DataFrame, n_boot: int, seed: int, eci_confidence: float,

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
 
 DIRECTIONAL = ("BUY", "SELL")
 TAUS = (1, 2, 3)

@@ -53,7 +53,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from tasks.base import REASONING_CUT
+from candlebench.tasks.base import REASONING_CUT
 
 Tier = Literal["json", "fields", "free", "none"]
 ACTIONS: Final = ("BUY", "SELL", "HOLD", "UNCERTAIN")

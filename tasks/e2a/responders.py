@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Final, Mapping
 
-from tasks.e2a.anchors import Anchors
+from candlebench.tasks.e2a.anchors import Anchors
 
 # anchor -> label -> (sentence, +1 bullish / -1 bearish / 0)
 STATEMENTS: Final[Mapping[str, Mapping[str, tuple[str, int]]]] = {

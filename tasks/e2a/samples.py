@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from candlebench.market.market import Market
-from tasks.e2a.anchors import ANCHORS, Anchors, AnchorSettings, compute_anchors
-from tasks.windows import evaluation_windows
+from candlebench.tasks.e2a.anchors import ANCHORS, Anchors, AnchorSettings, compute_anchors
+from candlebench.tasks.windows import evaluation_windows
 
 MODALITIES = ("text", "chart", "both")
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")

@@ -1,11 +1,11 @@
 """The E2A-style evidence-to-action task on the Task interface.
 
 A sample is a stock, an evaluation date and a modality (text / chart / both); the model answers
-``{"analysis", "rationale", "action", "confidence"}``. Anchors and samples: :mod:`tasks.e2a.samples`
-and :mod:`tasks.e2a.anchors`; parsing :mod:`tasks.e2a.parse`; claims and polarity
-:mod:`tasks.e2a.claims`; metrics :mod:`tasks.e2a.metrics`; the paired comparison
-:mod:`tasks.e2a.compare`; reference responders :mod:`tasks.e2a.responders`; the report section
-:mod:`tasks.e2a.report`.
+``{"analysis", "rationale", "action", "confidence"}``. Anchors and samples: :mod:`candlebench.tasks.e2a.samples`
+and :mod:`candlebench.tasks.e2a.anchors`; parsing :mod:`candlebench.tasks.e2a.parse`; claims and polarity
+:mod:`candlebench.tasks.e2a.claims`; metrics :mod:`candlebench.tasks.e2a.metrics`; the paired comparison
+:mod:`candlebench.tasks.e2a.compare`; reference responders :mod:`candlebench.tasks.e2a.responders`; the report section
+:mod:`candlebench.tasks.e2a.report`.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunData
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
-from rendering.inputs import text_column
-from scoring.numbers import fmt, pct
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
-from tasks.e2a.anchors import AnchorSettings
-from tasks.e2a.claims import extract_claims, judge
-from tasks.e2a.parse import parse_response
-from tasks.e2a.responders import RESPONDERS
-from tasks.e2a.samples import E2ASpec, anchors_of, build_samples
-from tasks.windows import codes_of
-from tasks.e2a.verify import verify_prompt
+from candlebench.rendering.inputs import text_column
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.e2a.anchors import AnchorSettings
+from candlebench.tasks.e2a.claims import extract_claims, judge
+from candlebench.tasks.e2a.parse import parse_response
+from candlebench.tasks.e2a.responders import RESPONDERS
+from candlebench.tasks.e2a.samples import E2ASpec, anchors_of, build_samples
+from candlebench.tasks.windows import codes_of
+from candlebench.tasks.e2a.verify import verify_prompt
 
 CHART = "daily"
 
@@ -68,7 +68,7 @@ def _said(row: Mapping[str, Any]) -> tuple[dict, str | None, str | None]:
 
 def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
     """Per parsed response: its action, confidence, rationale polarity and claim verdicts against
-    its window's anchors (the input of :func:`tasks.e2a.metrics.e2a_metrics`)."""
+    its window's anchors (the input of :func:`candlebench.tasks.e2a.metrics.e2a_metrics`)."""
     rows = []
     for row in parsed.to_dict("records"):
         answer, analysis, rationale = _said(row)
@@ -135,7 +135,7 @@ class E2ATask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.e2a.metrics import e2a_metrics
+        from candlebench.tasks.e2a.metrics import e2a_metrics
 
         rows = scored_rows(run.parsed)
         out = e2a_metrics(rows, float(cfg.task.eci_confidence), int(cfg.task.eci_signals),
@@ -146,14 +146,14 @@ class E2ATask(Task):
         return out
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
-        from tasks.e2a.compare import compare_e2a
+        from candlebench.tasks.e2a.compare import compare_e2a
 
         thresholds = dict(eci_confidence=float(a.metrics["eci_confidence"]), eci_signals=int(a.metrics["eci_signals"]))
         return compare_e2a(scored_rows(a.parsed), scored_rows(b.parsed), n_boot=settings.n_boot, seed=settings.seed,
                            **thresholds)
 
     def report(self, runs, comparisons, datasets=()):
-        from tasks.e2a.report import sections
+        from candlebench.tasks.e2a.report import sections
 
         return sections(runs, comparisons)
 

@@ -3,7 +3,7 @@
 The seed paper names the intervention (the model sees verified evidence and revises its answer;
 unsupported claims fall, coverage can collapse) but not its prompt, so this one is ours: the
 direct pass's prompt and inputs unchanged, then the model's earlier answer as it wrote it, each
-claim :func:`tasks.e2a.claims.extract_claims` found in its analysis and rationale with the
+claim :func:`candlebench.tasks.e2a.claims.extract_claims` found in its analysis and rationale with the
 anchor fact it was checked against and the verdict, and all ten anchor facts. Showing every fact,
 not only those behind its claims, is what makes the pass "oracle-aided": the model may also
 ground a new claim. An earlier answer that could not be parsed is shown as it was written (its
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from tasks.base import Earlier
-from tasks.e2a.anchors import Anchors
-from tasks.e2a.claims import extract_claims, fact_of
+from candlebench.tasks.base import Earlier
+from candlebench.tasks.e2a.anchors import Anchors
+from candlebench.tasks.e2a.claims import extract_claims, fact_of
 
 
 def _said(earlier: Earlier) -> str:

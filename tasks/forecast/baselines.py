@@ -7,10 +7,10 @@ so scoring counts it as unanswered rather than as "no trend"; :class:`Answers` a
 records it, and the report counts each reason).
 
 * ``xgboost`` — the paper's numerical baseline (Appendix A): gradient-boosted trees (squared error,
-  hist) on the chart-aligned features of :mod:`tasks.forecast.features`, trained walk-forward (see
+  hist) on the chart-aligned features of :mod:`candlebench.tasks.forecast.features`, trained walk-forward (see
   :func:`walk_forward`). The task trains it on a sample of every ``train_stride``-th trading day
   (default 1: every day) of the history and of the earlier test windows
-  (:func:`tasks.forecast.samples.training_spec`), not only on the test grid: on the paper's 30-day
+  (:func:`candlebench.tasks.forecast.samples.training_spec`), not only on the test grid: on the paper's 30-day
   grid a market of 5 stocks with 18 months of history has about 45 training samples, under
   ``min_train``, and the baseline answered nothing. Daily samples overlap (neighbouring 30-day labels
   share 29 days), so they add fewer independent labels than rows; they are what the features and
@@ -26,7 +26,7 @@ records it, and the report counts each reason).
 Leakage rule of the walk-forward (the one thing a numerical baseline can get wrong): a training
 sample's label ``r_H = close(T0 + H) / close(T0) - 1`` becomes known on its *target day*
 ``calendar[T0 + H]`` (``T0`` = the market's last trading day before its cutoff; see
-:mod:`tasks.forecast.samples`). A model predicting samples with cutoff ``c`` trains only on samples whose
+:mod:`candlebench.tasks.forecast.samples`). A model predicting samples with cutoff ``c`` trains only on samples whose
 target day is strictly before ``c`` — a close the test sample's own chart could show. Training on
 samples whose *cutoff* precedes ``c`` is not enough: their labels may still lie in the future.
 """
@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 
 from candlebench.market.market import Market
-from tasks.forecast.features import feature_table
-from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
+from candlebench.tasks.forecast.features import feature_table
+from candlebench.tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:  # optional dependency: imported where a model is fit
     import xgboost

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from candlebench.core.io import json_safe
-from scoring.bootstrap import date_weights, percentile_ci
-from scoring.paired import mcnemar, paired_tests
-from tasks.forecast.metrics import direction_metrics, per_date_ic, prepare, return_column
+from candlebench.scoring.bootstrap import date_weights, percentile_ci
+from candlebench.scoring.paired import mcnemar, paired_tests
+from candlebench.tasks.forecast.metrics import direction_metrics, per_date_ic, prepare, return_column
 
 DIFF_DECIMALS = 12
 

@@ -32,7 +32,7 @@ forward returns ``r_<h>``; optional ``regime``, ``continuous_rise``, ``continuou
   ``fp_share``/``fn_share`` here; ``fpr``/``fnr`` are the usual FP/(FP+TN) and FN/(FN+TP).
 * **Bias** (§5.2) = (pred_up - pred_down)/N - (true_up - true_down)/N with the binarisation above
   (so an unclear 0 is a predicted down); positive = optimistic. Grade bounds are inclusive.
-* **Intervals**: 95% percentile bootstrap resampling cutoff dates (see ``scoring.bootstrap``).
+* **Intervals**: 95% percentile bootstrap resampling cutoff dates (see ``candlebench.scoring.bootstrap``).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ import pandas as pd
 from scipy import stats
 
 from candlebench.core.io import json_safe
-from scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
-from tasks.base import REASONING_CUT
-from tasks.forecast.parse import SCORE_MAX, SCORE_MIN
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_mean_of_defined, weighted_ratio
+from candlebench.tasks.base import REASONING_CUT
+from candlebench.tasks.forecast.parse import SCORE_MAX, SCORE_MIN
 
 MIN_STOCKS_PER_DATE = 3
 SIGNIFICANCE = 0.05
@@ -303,7 +303,7 @@ def _trend_accuracy(scored: pd.DataFrame, correct: pd.Series, column: str) -> di
 def _bootstrap(
     scored: pd.DataFrame, table: pd.DataFrame, ret_col: str, n_boot: int, seed: int
 ) -> dict[str, Any]:
-    """95% percentile intervals resampling dates; see scoring.bootstrap for why dates, not rows."""
+    """95% percentile intervals resampling dates; see candlebench.scoring.bootstrap for why dates, not rows."""
     correct = ((scored["pred"] > 0) == (scored[ret_col] > 0)).to_numpy()
     codes = pd.Index(table["cutoff"]).get_indexer(scored["cutoff"])
     n_correct = np.bincount(codes, correct.astype(float), len(table))

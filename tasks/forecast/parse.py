@@ -96,8 +96,8 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from tasks.answer_text import THINK_MARK, normalise, split_reasoning, strip_fences
-from tasks.base import REASONING_CUT
+from candlebench.tasks.answer_text import THINK_MARK, normalise, split_reasoning, strip_fences
+from candlebench.tasks.base import REASONING_CUT
 
 __all__ = ["TIERS", "ParsedScore", "Tier", "parse_by_rules", "parse_score"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from scoring.report import (  # first: selects Agg
+from candlebench.scoring.report import (  # first: selects Agg
     Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, legend, nothing_to_draw, on_cell,
     png, ranked, reference_line, run_labels, say_why)
 
@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
+from candlebench.tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 
 
 # Why a date-level metric is missing: said under each table that shows one as "–".

@@ -2,10 +2,10 @@
 
 A sample is a stock and a cutoff; the model sees its daily and weekly charts and answers a score
 in [-0.5, 1.0], the expected return over ``task.horizon`` trading days. Labels, regimes and the
-continuous-trend groups come from :mod:`tasks.forecast.samples`, the parser's rule table is
-:mod:`tasks.forecast.parse`, the metrics :mod:`tasks.forecast.metrics`, the paired comparison
-:mod:`tasks.forecast.compare`, the report's tables and plots :mod:`tasks.forecast.report` and the
-numerical baselines :mod:`tasks.forecast.baselines`.
+continuous-trend groups come from :mod:`candlebench.tasks.forecast.samples`, the parser's rule table is
+:mod:`candlebench.tasks.forecast.parse`, the metrics :mod:`candlebench.tasks.forecast.metrics`, the paired comparison
+:mod:`candlebench.tasks.forecast.compare`, the report's tables and plots :mod:`candlebench.tasks.forecast.report` and the
+numerical baselines :mod:`candlebench.tasks.forecast.baselines`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 from candlebench.core.results import Parsed, RunData
 from candlebench.core.rules import ConfigError, Rule, check, integer, share, value
 from candlebench.market.market import Market
-from rendering.inputs import TEXT_INPUT, text_column
-from scoring.numbers import fmt, pct
-from rendering.render import render_settings
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task
-from tasks.forecast import baselines
-from tasks.forecast.parse import parse_score
-from tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
+from candlebench.rendering.inputs import TEXT_INPUT, text_column
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.rendering.render import render_settings
+from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.forecast import baselines
+from candlebench.tasks.forecast.parse import parse_score
+from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
 
 RULES: tuple[Rule, ...] = (
     ("task.horizon", *integer(1)),
@@ -150,13 +150,13 @@ class ForecastTask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.forecast.metrics import compute_metrics
+        from candlebench.tasks.forecast.metrics import compute_metrics
 
         return compute_metrics(run.parsed, horizon=int(cfg.task.horizon), release_date=run.info.get("release_date"),
                                n_boot=settings.n_boot, seed=settings.seed)
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
-        from tasks.forecast.compare import compare_runs
+        from candlebench.tasks.forecast.compare import compare_runs
 
         # b released after a (a later version of the family): split at b's release (§4.4).
         release_a, release_b = a.info.get("release_date"), b.info.get("release_date")
@@ -165,7 +165,7 @@ class ForecastTask(Task):
                             seed=settings.seed, split_date=split)
 
     def report(self, runs, comparisons, datasets=()):
-        from tasks.forecast.report import sections
+        from candlebench.tasks.forecast.report import sections
 
         return sections(runs, comparisons, datasets)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from candlebench.market.market import Market
-from tasks.reading.questions import CHOICES, UP_CANDLES
+from candlebench.tasks.reading.questions import CHOICES, UP_CANDLES
 
 _CHOICES = {**CHOICES, "up_candles": UP_CANDLES}
 

@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 
 from candlebench.core.io import json_safe
-from scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from scoring.paired import mcnemar
-from tasks.reading.metrics import date_terms, verdicts
-from tasks.reading.questions import QUESTIONS
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.paired import mcnemar
+from candlebench.tasks.reading.metrics import date_terms, verdicts
+from candlebench.tasks.reading.questions import QUESTIONS
 
 
 def _paired(both: pd.DataFrame, weights, dates: pd.Index) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from candlebench.core.layout import RunPaths
-from tasks.reading.metrics import verdicts
+from candlebench.tasks.reading.metrics import verdicts
 
 TREND = ("change", "ma20")
 

@@ -1,5 +1,5 @@
 """Reading metrics: accuracy per question, per time frame and modality, with 95% intervals from a
-bootstrap over cutoff dates (the stocks of one date share the market's move: :mod:`scoring.bootstrap`).
+bootstrap over cutoff dates (the stocks of one date share the market's move: :mod:`candlebench.scoring.bootstrap`).
 
 Each asked question of each answered sample is one verdict (:func:`verdicts`): right when the parsed
 answer equals the truth (highest_close within 1%); a question the answer leaves out, or an answer
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from tasks.reading.questions import QUESTIONS, is_right
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.tasks.reading.questions import QUESTIONS, is_right
 
 VERDICT_COLUMNS = ["sample_id", "code", "cutoff", "frame", "modality", "question", "answered", "right"]
 

@@ -44,9 +44,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tasks.base import REASONING_CUT
-from tasks.answer_text import normalise, split_reasoning, strip_fences
-from tasks.reading.questions import CHOICES, QUESTIONS, RECENT
+from candlebench.tasks.base import REASONING_CUT
+from candlebench.tasks.answer_text import normalise, split_reasoning, strip_fences
+from candlebench.tasks.reading.questions import CHOICES, QUESTIONS, RECENT
 
 _WORDS: Final[dict[str, dict[str, str]]] = {
     "position": {"above": r"above|over|higher|上方|之上|高于|站上", "below": r"below|under|lower|下方|之下|低于|跌破"},

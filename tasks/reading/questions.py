@@ -22,7 +22,7 @@ so nothing at or after the cutoff enters an answer. Each rule (docs/reading.md h
 * ``volume_above_mean`` (volume): the last bar's volume is above the mean volume of the drawn bars:
   ``yes`` / ``no``. Left out within 0.1% of the mean.
 * ``max_volume`` (volume): which of the four marked bars has the largest volume; ties as above.
-* ``pattern``: the pattern the last bar completes, by TA-Lib (:mod:`tasks.reading.patterns`).
+* ``pattern``: the pattern the last bar completes, by TA-Lib (:mod:`candlebench.tasks.reading.patterns`).
 
 A question left out is not asked; its reason is counted (the samples summary, the report).
 """
@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from tasks.reading.patterns import Ambiguous, last_pattern
+from candlebench.tasks.reading.patterns import Ambiguous, last_pattern
 
 # Relative distance under which two values read as one on a chart: the case is left out.
 AMBIGUOUS = 0.001

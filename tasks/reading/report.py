@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from scoring.report import Dataset, Headline, ScoredRun, Section, Table, fmt, headline_table  # first: selects Agg
+from candlebench.scoring.report import Dataset, Headline, ScoredRun, Section, Table, fmt, headline_table  # first: selects Agg
 
 import pandas as pd  # noqa: E402
 
-from tasks.reading.forecast_link import TREND  # noqa: E402
-from tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
+from candlebench.tasks.reading.forecast_link import TREND  # noqa: E402
+from candlebench.tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
 
 # What the naive baselines are, said under the headline table (a row keeps its run's label: the
 # report adds each run's Answered cell by it); the oracle is a reference (ReadingTask.references).

@@ -1,6 +1,6 @@
 """Samples of the reading task: one per stock x cutoff x time frame x modality, on the forecast
 task's grid (every ``interval`` trading days, the same ``min_bars`` and staleness rules:
-:mod:`tasks.windows`), so a model's reading and its forecast of the same chart can be joined on
+:mod:`candlebench.tasks.windows`), so a model's reading and its forecast of the same chart can be joined on
 (code, cutoff). Each sample carries its questions' true answers (``questions``, JSON), the questions
 left out and why (``left_out``), and the four marked bars (``marked``: bars from the right, date);
 the modalities of one chart share them. The bars are the renderer's own
@@ -18,8 +18,8 @@ import pandas as pd
 
 from candlebench.market.bars import FREQS, chart_bars
 from candlebench.market.market import Market
-from tasks.reading.questions import MA_WINDOWS, question_set
-from tasks.windows import evaluation_windows
+from candlebench.tasks.reading.questions import MA_WINDOWS, question_set
+from candlebench.tasks.windows import evaluation_windows
 
 MODALITIES = ("chart", "text")
 

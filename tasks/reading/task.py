@@ -2,10 +2,10 @@
 
 A sample is a stock, a cutoff of the forecast task's grid, a time frame (daily, weekly) and a
 modality (the chart, or the same bars as OHLCV text); its questions and their true answers are
-computed from the bars the chart draws (:mod:`tasks.reading.questions`). Samples
-:mod:`tasks.reading.samples`; parser :mod:`tasks.reading.parse`; metrics :mod:`tasks.reading.metrics`;
-paired comparison :mod:`tasks.reading.compare`; baselines :mod:`tasks.reading.baselines`; reading
-next to forecasting :mod:`tasks.reading.forecast_link`; the report section :mod:`tasks.reading.report`.
+computed from the bars the chart draws (:mod:`candlebench.tasks.reading.questions`). Samples
+:mod:`candlebench.tasks.reading.samples`; parser :mod:`candlebench.tasks.reading.parse`; metrics :mod:`candlebench.tasks.reading.metrics`;
+paired comparison :mod:`candlebench.tasks.reading.compare`; baselines :mod:`candlebench.tasks.reading.baselines`; reading
+next to forecasting :mod:`candlebench.tasks.reading.forecast_link`; the report section :mod:`candlebench.tasks.reading.report`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from candlebench.core.layout import Layout
 from candlebench.core.results import Parsed, RunData
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
-from rendering.inputs import text_column
-from rendering.render import render_settings
-from scoring.numbers import fmt, pct
-from tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
-from tasks.reading.baselines import BASELINES
-from tasks.reading.parse import parse_answer
-from tasks.reading.questions import MARKS, QUESTIONS, TYPES
-from tasks.reading.samples import ReadingSpec, build_samples
-from tasks.windows import codes_of
+from candlebench.rendering.inputs import text_column
+from candlebench.rendering.render import render_settings
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.reading.baselines import BASELINES
+from candlebench.tasks.reading.parse import parse_answer
+from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
+from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.tasks.windows import codes_of
 
 # The answer format the prompt shows, per question, in the order asked.
 FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
@@ -115,8 +115,8 @@ class ReadingTask(Task):
         return parse
 
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
-        from tasks.reading.forecast_link import forecast_link
-        from tasks.reading.metrics import per_sample, reading_metrics
+        from candlebench.tasks.reading.forecast_link import forecast_link
+        from candlebench.tasks.reading.metrics import per_sample, reading_metrics
 
         out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
         if run.info.get("kind") == "model":
@@ -127,19 +127,19 @@ class ReadingTask(Task):
         return out
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
-        from tasks.reading.compare import compare_runs
+        from candlebench.tasks.reading.compare import compare_runs
 
         return compare_runs(a.parsed, b.parsed, n_boot=settings.n_boot, seed=settings.seed)
 
     def report(self, runs, comparisons, datasets=()):
-        from tasks.reading.report import sections
+        from candlebench.tasks.reading.report import sections
 
         return sections(runs, comparisons, datasets)
 
     def browse(self, run: RunData) -> pd.DataFrame:
         """Group: time frame and modality; label: the true answers; right only when every question
         asked is; detail: each question's truth, answer and verdict."""
-        from tasks.reading.metrics import verdicts
+        from candlebench.tasks.reading.metrics import verdicts
 
         by_sample = dict(tuple(verdicts(run.parsed).groupby("sample_id")))
         rows = []

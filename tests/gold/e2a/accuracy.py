@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from facts import window_anchors  # noqa: E402
 from gold import answers  # noqa: E402
 
-from tasks.e2a.claims import extract_claims, polarity  # noqa: E402
-from tasks.e2a.parse import parse_response  # noqa: E402
+from candlebench.tasks.e2a.claims import extract_claims, polarity  # noqa: E402
+from candlebench.tasks.e2a.parse import parse_response  # noqa: E402
 
 FLOORS = {"claim_precision": 0.95, "claim_recall": 0.95, "polarity": 0.95, "action": 0.99, "confidence": 0.99}
 

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from reading_facts import chart  # noqa: E402
 from reading_gold import answers  # noqa: E402
 
-from tasks.reading.parse import parse_answer  # noqa: E402
-from tasks.reading.questions import is_right  # noqa: E402
+from candlebench.tasks.reading.parse import parse_answer  # noqa: E402
+from candlebench.tasks.reading.questions import is_right  # noqa: E402
 
 FLOORS = {"values": 0.95, "verdicts": 0.95, "answers": 0.85}
 

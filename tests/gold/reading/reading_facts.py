@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 
 from candlebench.market.bars import chart_bars, history_before  # noqa: E402
 from candlebench.market.market import load_market  # noqa: E402
-from tasks.reading.questions import MA_WINDOWS, QuestionSet, question_set  # noqa: E402
+from candlebench.tasks.reading.questions import MA_WINDOWS, QuestionSet, question_set  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 # (code, cutoff, frame): picked so that every answer of every question occurs or nearly.

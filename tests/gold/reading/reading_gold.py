@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reading_facts import CHARTS, chart
 
-from tasks.reading.questions import CHOICES, UP_CANDLES
+from candlebench.tasks.reading.questions import CHOICES, UP_CANDLES
 
 HERE = Path(__file__).resolve().parent
 

@@ -10,8 +10,8 @@ import pandas as pd
 
 from candlebench.core.results import Parsed, RunData
 from candlebench.market.market import Market
-from scoring.report import ScoredRun, Section, Table
-from tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.scoring.report import ScoredRun, Section, Table
+from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task
 
 
 def _always_up(samples: pd.DataFrame, market: Market, cfg, **params) -> Mapping[str, str | None]:
