@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from candlebench.tasks.e2a.anchors import Anchors, compute_anchors
-from candlebench.tasks.e2a.claims import _first_chars, extract_claims, judge, polarity
+from candlebench.tasks.e2a.claims import extract_claims, judge, polarity
+from candlebench.tasks.e2a.claims.scan import first_chars
 from candlebench.tasks.e2a.metrics import e2a_metrics
 from candlebench.tasks.e2a.parse import parse_response
 from candlebench.tasks.e2a.responders import RESPONDERS
@@ -167,7 +168,7 @@ def test_claim_matcher(sentence, anchors, expected):
 ])
 def test_first_characters_of_a_frame(pattern, expected):
     # A frame scan's look-ahead admits these characters only: a set too small would lose matches.
-    assert _first_chars(pattern) == (None if expected is None else frozenset(expected))
+    assert first_chars(pattern) == (None if expected is None else frozenset(expected))
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -4,7 +4,7 @@ window, and every hand-labelled verdict against the window's facts.
     .venv/bin/python tests/gold/e2a/gold.py            # checks every answers_*.jsonl, exit 1 on a problem
 
 The fact table below is written from the fact sheet's definitions, apart from the judge's own
-(tasks/e2a/claims.py), so that a labelling slip and a judge bug cannot hide each other.
+(tasks/e2a/claims/), so that a labelling slip and a judge bug cannot hide each other.
 """
 
 from __future__ import annotations
