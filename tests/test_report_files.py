@@ -16,8 +16,9 @@ import pytest
 
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunData
-from candlebench.scoring import browser
+from candlebench.scoring.browser import data as browser_data
 from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block, write_run_files
+from candlebench.scoring.browser.images import Images
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +78,7 @@ def test_each_run_is_its_own_file_read_and_let_go_one_at_a_time(tmp_path):
 
 
 def test_the_prompts_every_run_shares_are_written_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(browser, "PROMPTS_PER_FILE", 2)
+    monkeypatch.setattr(browser_data, "PROMPTS_PER_FILE", 2)
     out = tmp_path / "report"
     index = write_run_files(_runs(tmp_path, 2), out, BrowserSettings(split_above=0))
     ids = [_read(out / r["file"])["detail"]["prompt"] for r in index["runs"]]
@@ -112,7 +113,7 @@ def test_where_the_browsers_charts_go(tmp_path, charts):
     chart.parent.mkdir(parents=True)
     Image.new("RGB", (40, 30), "white").save(chart)
     out = tmp_path / "report"
-    images = browser._Images(out, BrowserSettings(charts=charts))
+    images = Images(out, BrowserSettings(charts=charts))
     src = images.table[images.of_run(ImagePolicy(), tmp_path / "forecast")("images/2024-01-02/AC/daily.png", "ab12")][0]
     if charts == "inline":
         assert base64.b64decode(src.split(",", 1)[1]) == chart.read_bytes()

@@ -195,7 +195,7 @@ def charts_within(browsed: list[BrowsedRun], limit: float) -> bool:
 
 
 def browser_settings(cfg: DictConfig, browsed: list[BrowsedRun]) -> BrowserSettings:
-    """Where the browser's charts go (candlebench.scoring.browser.CHARTS), from report.embed / bundle and the study's size."""
+    """Where the browser's charts go (candlebench.scoring.browser.settings.CHARTS), from report.embed / bundle and the study's size."""
     embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
     if embed is True:
         charts = "thumbnails"

@@ -1,57 +1,28 @@
-"""The report's sample browser: every answered sample of every run, inspectable from report.html.
-
-What it holds per run and sample: the generic columns of ``parsed.parquet`` (the raw text, the
-parsed answer, its tier or failure reason, the prompt as sent and which charts went with it), the
-task's view (:meth:`candlebench.tasks.base.Task.browse`: group, label, right / wrong, detail such as E2A's
-claims) and the per-sample ``score_*`` columns.
-
-Two layouts, by the study's size (``report.split_above`` answers):
-
-* small: the data travel as one gzip-compressed JSON document inside the page, which the page's
-  script (``browser.js``) unpacks with the browser's own ``DecompressionStream``; no server, no
-  network, it opens from disk. Prompts are stored once per distinct text (a sample's prompt is the
-  same in every first-pass run), which together with gzip keeps 10,000 samples x 3 runs mailable.
-* large (the paper's 1.6 M answers): the page holds only an index (runs, their failure counts);
-  each run's rows are a gzip'd JSON file under ``report/browser/runs/`` that the page fetches
-  when that run is chosen, and the prompts, shared by every run, are files of
-  :data:`PROMPTS_PER_FILE` under ``report/browser/prompts/`` fetched when a sample's detail opens.
-  The writer holds one run's rows at a time, so its memory and the page's first load stay those
-  of one run however many runs there are. Browsers refuse ``fetch`` from ``file://``:
-  ``candlebench view OUT_DIR`` serves the folder on localhost.
-
-Images are the exact ones the model received: the run's :class:`ImagePolicy` (run.json) applied to
-the sample's chart files. Under the identity policy (the default) those are the chart files
-themselves, referenced relative to the report; any other policy writes each preprocessed image
-once under ``report/inputs/<policy>/<chart sha256>.png`` (content-addressed, so a rebuilt report
-reuses them). Where the page must travel (:data:`CHARTS`): the images themselves inside it
-(``report.embed=auto``, a small study), WebP thumbnails inside it (``report.embed=true``), or
-copies inside the report folder (``report.bundle=true``, any size).
-"""
+"""The browser's rows: each run's answers, samples, prompts, images and scores as columnar tables,
+and the two layouts of their document: one inside the page (a small study), or one file per run
+with shared prompt files (a large one)."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
-import io
 import json
 import math
-import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
-from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
-import PIL.Image
 
-from candlebench.core.io import atomic_write, fingerprint
+from candlebench.core.io import atomic_write
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunData
 from candlebench.rendering.model_input import ImagePolicy
+from candlebench.scoring.browser.images import Images
+from candlebench.scoring.browser.settings import BrowserSettings
 
 ANSWER_CHARS = 80  # the table's answer column; the detail view shows it whole
 FILES = "browser"  # the large layout's folder, next to report.html
@@ -59,28 +30,6 @@ PROMPTS_PER_FILE = 2_000  # a detail view fetches one such file (~0.3 MB gzip'd 
 # The per-run files: level 6 writes about three times faster than 9 for a few per cent more bytes,
 # and these are read from the local disk, not mailed.
 FILE_LEVEL = 6
-
-
-# Where the browser's images live, each a way for the report to travel or not:
-#   thumbnails: WebP thumbnails inside the page (report.embed=true): one file, smaller images;
-#   inline: the images themselves inside the page (report.embed=auto under report.embed_max_mb);
-#   bundle: copies inside the report folder (report.bundle=true): the folder travels whole;
-#   files: the chart files where the study keeps them, referenced from the page: nothing travels.
-CHARTS = ("thumbnails", "inline", "bundle", "files")
-
-
-@dataclass(frozen=True)
-class BrowserSettings:
-    charts: str = "files"
-    thumb_px: int = 360  # longest side of an embedded thumbnail
-    page_size: int = 50
-    split_above: int = 250_000  # more answers than this: one data file per run instead of one page
-
-    def __post_init__(self) -> None:
-        if self.thumb_px < 16 or self.page_size < 1 or self.split_above < 0 or self.charts not in CHARTS:
-            raise ValueError(f"report.thumb_px must be >= 16, report.page_size >= 1 and report.split_above >= 0, "
-                             f"charts one of {CHARTS}; got {self.thumb_px}, {self.page_size}, {self.split_above}, "
-                             f"{self.charts!r}")
 
 
 class Browsable(Protocol):
@@ -104,70 +53,6 @@ class BrowsedRun:
     info: Mapping[str, Any]
     answers: int
     load: Callable[[], RunData]
-
-
-class _Images:
-    """Image sources by (policy, chart file): each prepared once, however many runs share it (a
-    large study's per-run files each list theirs, from the ``sources`` every file shares)."""
-
-    def __init__(self, out: Path, settings: BrowserSettings, sources: dict | None = None):
-        self.out, self.settings = out, settings
-        self.table: list[list[Any]] = []  # [src, width, height] (sizes known only where prepared here)
-        self.index: dict[tuple[str, str, str], int] = {}
-        self.sources: dict[tuple[str, str, str], list[Any]] = {} if sources is None else sources
-
-    def of_run(self, policy: ImagePolicy, root: Path) -> Callable[[str, str | None], int]:
-        """The index of a run's image: (chart file relative to the task folder ``root``, as
-        parsed.parquet names it; its sha256) -> its place in ``table``. The policy is fingerprinted
-        once per run, not once per image of 1.6 M rows."""
-        policy_key, folder = fingerprint(asdict(policy)), str(root)
-
-        def get(chart: str, sha256: str | None) -> int:
-            key = (policy_key, folder, chart)
-            found = self.index.get(key)
-            if found is None:
-                found = self.index[key] = len(self.table)
-                if key not in self.sources:
-                    self.sources[key] = self._source(policy, policy_key, root / chart, sha256)
-                self.table.append(self.sources[key])
-            return found
-
-        return get
-
-    def _source(self, policy: ImagePolicy, policy_key: str, chart: Path, sha256: str | None) -> list[Any]:
-        identity, charts = policy == ImagePolicy(), self.settings.charts
-        if charts == "files" and identity:
-            return [Path(os.path.relpath(chart, self.out)).as_posix(), None, None]
-        if charts in ("inline", "bundle") and identity and chart.is_file():  # the chart file itself, byte for byte
-            with PIL.Image.open(chart) as image:
-                width, height = image.size
-            if charts == "inline":
-                return [f"data:image/png;base64,{base64.b64encode(chart.read_bytes()).decode()}", width, height]
-            return [self._write(policy_key, chart, sha256, lambda p: shutil.copyfile(chart, p)), width, height]
-        try:
-            image = policy.apply(chart)
-        except ValueError as err:  # a chart gone since the run: say so in its place, keep the rest
-            return [None, None, None, str(err)]
-        width, height = image.size
-        if charts in ("thumbnails", "inline"):
-            if charts == "thumbnails":
-                image.thumbnail((self.settings.thumb_px, self.settings.thumb_px))
-            buf = io.BytesIO()
-            image.save(buf, format="WEBP", quality=60, method=4) if charts == "thumbnails" else image.save(buf, format="PNG")
-            kind = "webp" if charts == "thumbnails" else "png"
-            return [f"data:image/{kind};base64,{base64.b64encode(buf.getvalue()).decode()}", width, height]
-        return [self._write(policy_key, chart, sha256, lambda p: image.save(p, format="PNG")), width, height]
-
-    def _write(self, policy_key: str, chart: Path, sha256: str | None, save: Callable[[Path], Any]) -> str:
-        """The image's file inside the report folder (content-addressed: written once), relative to it."""
-        name = Path("inputs") / policy_key / f"{sha256 or fingerprint(str(chart))}.png"
-        target = self.out / name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(".part")
-            save(partial)
-            partial.replace(target)
-        return name.as_posix()
 
 
 def _text(value: Any) -> str | None:
@@ -251,7 +136,7 @@ class _Tables:
     """The browser's columnar tables (one list per field) of some runs: every run's for a small
     study's page, one run's for a large study's file."""
 
-    images: _Images
+    images: Images
     prompts: _InlinePrompts | _PromptFiles
     tasks: list[str]
     samples: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -336,7 +221,7 @@ def _tasks(runs: list[BrowsedRun]) -> list[str]:
 def browser_data(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
     """The JSON document the page's script reads, every run's rows in it (a small study)."""
     prompts = _InlinePrompts()
-    tables = _Tables(_Images(out, settings), prompts, _tasks(runs))
+    tables = _Tables(Images(out, settings), prompts, _tasks(runs))
     for index, b in enumerate(runs):
         tables.add(index, b, b.load())
     return {"runs": [_run_entry(b) for b in runs], "tasks": tables.tasks, **tables.document(),
@@ -362,7 +247,7 @@ def write_run_files(runs: list[BrowsedRun], out: Path, settings: BrowserSettings
     tasks = _tasks(runs)
     entries, groups, tiers, reasons, sources = [], set(), set(), set(), {}
     for index, b in enumerate(runs):
-        tables = _Tables(_Images(out, settings, sources), prompts, tasks)
+        tables = _Tables(Images(out, settings, sources), prompts, tasks)
         tables.add(index, b, b.load())
         name = _file_name(index, b)
         _write_gzip_json(tables.document(), folder / "runs" / name)
@@ -375,30 +260,3 @@ def write_run_files(runs: list[BrowsedRun], out: Path, settings: BrowserSettings
     return {"runs": entries, "tasks": tasks, "page_size": settings.page_size,
             "split": {"prompts": f"{FILES}/prompts/", "prompts_per_file": PROMPTS_PER_FILE},
             "groups": sorted(groups - {""}), "tiers": sorted(tiers), "reasons": sorted(reasons)}
-
-
-def browser_block(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> str:
-    """The page's browser: every row inside it for a small study, an index of per-run files for a
-    study of more than ``settings.split_above`` answers."""
-    if sum(b.answers for b in runs) > settings.split_above:
-        return browser_html(write_run_files(runs, out, settings))
-    shutil.rmtree(out / FILES, ignore_errors=True)  # no stale files from a larger study once
-    return browser_html(browser_data(runs, out, settings))
-
-
-def packed(data: dict[str, Any]) -> str:
-    """gzip (mtime 0: the same data give the same bytes) + base64 of the JSON."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode()
-
-
-def browser_html(data: dict[str, Any]) -> str:
-    """The browser's markup, its data and its script: a block for the report page's body."""
-    script = resources.files("candlebench.scoring").joinpath("browser.js").read_text(encoding="utf-8")
-    style = resources.files("candlebench.scoring").joinpath("browser.css").read_text(encoding="utf-8")
-    return (
-        f"<h2 id='samples'>Samples</h2><style>{style}</style>"
-        "<div id='cb-browser'><p id='cb-status'>Loading the samples…</p></div>"
-        f"<script type='application/octet-stream' id='cb-data'>{packed(data)}</script>"
-        f"<script>{script}</script>"
-    )
