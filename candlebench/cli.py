@@ -86,7 +86,7 @@ def convert_llava_command(args: list[str]) -> None:
     """Not a Hydra job: a one-off rewrite of a checkpoint, so plain arguments."""
     import argparse
 
-    from candlebench.inference.convert_llava import ConversionError, convert_llava
+    from candlebench.inference.convert.llava import ConversionError, convert_llava
 
     parser = argparse.ArgumentParser(
         prog="candlebench convert llava",

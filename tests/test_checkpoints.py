@@ -16,7 +16,7 @@ from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision 
 from candlebench.core.errors import UserError
 from helpers import infer
 from candlebench.inference.backends import AdapterMismatch, adapter_vision_modules, served_model
-from candlebench.inference.convert_llava import LLAMA3_SYSTEM, ConversionError, convert_llava
+from candlebench.inference.convert.llava import LLAMA3_SYSTEM, ConversionError, convert_llava
 from candlebench.inference.models import ModelSpec
 
 

@@ -1,4 +1,4 @@
-"""``candlebench.inference.convert_llava``: an original LLaVA-repo checkpoint (``LlavaLlamaForCausalLM`` + a
+"""``candlebench.inference.convert.llava``: an original LLaVA-repo checkpoint (``LlavaLlamaForCausalLM`` + a
 separate CLIP tower) converts to transformers' LLaVA layout, which reproduces the original model's
 computation (checked against a forward pass assembled by hand from the original weights), loads with
 ``from_pretrained``, answers a two-image chat, and runs in vLLM with the same greedy tokens."""
@@ -13,7 +13,7 @@ import pytest
 
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
 
-from candlebench.inference.convert_llava import ConversionError, convert_llava  # noqa: E402
+from candlebench.inference.convert.llava import ConversionError, convert_llava  # noqa: E402
 
 # Runs in the vLLM CPU environment (`make test` runs `pytest -m vllm` there).
 needs_vllm = pytest.mark.vllm
