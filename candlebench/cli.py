@@ -37,7 +37,7 @@ from candlebench.stages.per_task import apply_per_task
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
 from candlebench.status import status_command
-from candlebench.view import view_command
+from candlebench.report_server import view_command
 from candlebench.sweep import SweepError
 from candlebench.inference.backends import BACKEND_REQUIRES
 from candlebench.inference.runner import RunAborted

@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 from candlebench import tasks as registry
 from candlebench.core.overrides import without_keys
-from candlebench.stages.graph import Job, Unit, check_jobs, compose_config, plan, run_stage
+from candlebench.stages.graph import Job, ModelVariant, check_jobs, compose_config, plan, run_stage
 from candlebench.inference.backends import check_weights
 from candlebench.inference.models import ModelSpec
 from candlebench.tasks.base import MethodError
@@ -28,8 +28,8 @@ def chosen_tasks(cfg: DictConfig) -> list[str]:
     return chosen
 
 
-def run_names(base: list[str], tasks: list[str], models: list[Unit]) -> dict[tuple[str, str], str]:
-    """The run each unit writes: the model's own run name, plus "-<variant>" under a variant."""
+def run_names(base: list[str], tasks: list[str], models: list[ModelVariant]) -> dict[tuple[str, str], str]:
+    """The run each model variant writes: the model's own run name, plus "-<variant>" under a variant."""
     names = {}
     for t in tasks:
         for u in models:
@@ -75,7 +75,7 @@ def run_jobs(jobs: list[Job], skip: set[str] = frozenset(),
 def run(cfg: DictConfig) -> None:
     base = user_overrides()
     tasks = chosen_tasks(cfg)
-    model = [Unit(HydraConfig.get().runtime.choices["model"])]
+    model = [ModelVariant(HydraConfig.get().runtime.choices["model"])]
     check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
     jobs = plan(base, tasks, model, names, baselines=bool(cfg.task.baseline.names), passes=passes_of(base, tasks))

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
-from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, pass_run, plan, run_stage, units
+from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, model_variants, pass_run, plan, run_stage
 from candlebench.inference.backends import check_weights
 from candlebench.inference.models import ModelSpec
 
@@ -42,7 +42,7 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     s = cfg.sweep
     tasks = chosen_tasks(cfg)
     variants = {str(k): tuple(str(o) for o in v) for k, v in (s.get("variants") or {}).items()}
-    models = units([str(m) for m in s.models], variants)
+    models = model_variants([str(m) for m in s.models], variants)
     names = run_names(base, tasks, models)
     passes = passes_of(base, tasks)
     with_baselines = bool(s.baselines) and bool(cfg.task.baseline.names)

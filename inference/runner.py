@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 
 from candlebench.core.progress import progress
-from candlebench.core.split import in_part
+from candlebench.core.hash_partition import in_part
 from candlebench.inference.backends.base import Backend, Generation, PreparedRequest
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.rendering.model_input import ImagePolicy

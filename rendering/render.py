@@ -35,7 +35,7 @@ from candlebench.core.io import atomic_write, fingerprint
 from candlebench.core.jsonl import JsonlAppender, read_jsonl
 from candlebench.core.progress import progress
 from candlebench.core.schema import KEY, stamped, version_of
-from candlebench.core.split import in_part
+from candlebench.core.hash_partition import in_part
 from candlebench.market.bars import chart_bars, history_before
 from candlebench.rendering.chart import ChartSpec, render_chart
 from candlebench.rendering.chart_mpl import render_chart_mpl

@@ -34,7 +34,7 @@ def test_experiment_composes_validates_and_plans(name):
         from candlebench.tasks.forecast.task import TASK
 
         identity = TASK.prompt_identity(run)
-        assert "<score>" in identity and ("ohlcv" not in TASK.fed(run) or "{ohlcv}" in identity)
+        assert "<score>" in identity and ("ohlcv" not in TASK.given_inputs(run) or "{ohlcv}" in identity)
 
 
 def test_paper_experiments_train_xgboost_on_history_from_2015():

@@ -212,9 +212,9 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
 def test_run_and_sweep_score_a_models_forecast_before_its_reading_whatever_the_tasks_order():
     """The reading run's metrics hold the same model's forecast run next to it (forecast_link): its
     score job waits for the forecast score job, in `run`'s order and as a SLURM dependency."""
-    from candlebench.stages.graph import Unit, plan
+    from candlebench.stages.graph import ModelVariant, plan
 
-    models = [Unit("tiny_qwen2_5_vl")]
+    models = [ModelVariant("tiny_qwen2_5_vl")]
     names = {(t, "tiny_qwen2_5_vl"): "tiny" for t in ("reading", "forecast", "e2a")}
     for tasks in (["reading", "forecast"], ["forecast", "e2a", "reading"]):
         jobs = plan([], tasks, models, names, baselines=False)

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from candlebench.view import NoReport, serve
+from candlebench.report_server import NoReport, serve
 
 pytestmark = pytest.mark.unit
 

@@ -79,7 +79,7 @@ def held(path: Path, what: str, instead: str) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class Unit:
+class WriterLock:
     """What one command writes alone: its lock file, how to name it, what else the user can do."""
 
     lock: Path
@@ -87,17 +87,17 @@ class Unit:
     instead: str
 
 
-def one_writer(unit: Callable[[DictConfig], Unit]) -> Callable:
-    """A stage job that holds its unit's lock while it runs. Where the unit's folder does not
+def one_writer(lock: Callable[[DictConfig], WriterLock]) -> Callable:
+    """A stage job that holds the lock of what it writes while it runs. Where that folder does not
     exist yet (no samples) there is nothing to guard: the job fails at once, leaving no lock
     folder behind."""
     def decorate(job: Callable[[DictConfig], None]) -> Callable[[DictConfig], None]:
         @functools.wraps(job)
         def locked(cfg: DictConfig) -> None:
-            u = unit(cfg)
-            if not u.lock.parent.parent.exists():
+            writer = lock(cfg)
+            if not writer.lock.parent.parent.exists():
                 return job(cfg)
-            with held(u.lock, u.what, u.instead):
+            with held(writer.lock, writer.what, writer.instead):
                 return job(cfg)
         return locked
     return decorate

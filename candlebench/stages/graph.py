@@ -94,7 +94,7 @@ def _split(base: tuple[str, ...], block: str | None, count: int) -> tuple[tuple[
 
 
 @dataclass(frozen=True)
-class Unit:
+class ModelVariant:
     """One model run of a plan: a model config, optionally under a variant's overrides (an
     ablation: other inputs, another prompt). ``key`` names it: "model" or "model@variant"."""
 
@@ -107,11 +107,11 @@ class Unit:
         return self.model if self.variant is None else f"{self.model}@{self.variant}"
 
 
-def units(models: list[str], variants: dict[str, tuple[str, ...]] | None = None) -> list[Unit]:
+def model_variants(models: list[str], variants: dict[str, tuple[str, ...]] | None = None) -> list[ModelVariant]:
     """Every model, once per variant (``sweep.variants``: name -> overrides), or once without any."""
     if not variants:
-        return [Unit(m) for m in models]
-    return [Unit(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
+        return [ModelVariant(m) for m in models]
+    return [ModelVariant(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
 
 
 def pass_run(run: str, method: str) -> str:
@@ -122,7 +122,7 @@ def pass_run(run: str, method: str) -> str:
 def plan(
     base: list[str],
     tasks: list[str],
-    models: list[Unit],
+    models: list[ModelVariant],
     run_names: dict[tuple[str, str], str],
     baselines: bool,
     render_chunks: int = 1,
@@ -130,7 +130,7 @@ def plan(
     report: tuple[str, ...] = (),
     passes: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
 ) -> list[Job]:
-    """Every job in dependency order; ``run_names[(task, unit.key)]`` is that unit's run name,
+    """Every job in dependency order; ``run_names[(task, unit.key)]`` is that model variant's run name,
     ``passes[task]`` the second passes that follow each of the task's model runs."""
     jobs: list[Job] = []
     scored: list[str] = []

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import fingerprint, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
-from candlebench.core.lock import Unit, one_writer
+from candlebench.core.lock import WriterLock, one_writer
 from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
@@ -175,10 +175,10 @@ def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
         )
 
 
-def writing(cfg: DictConfig) -> Unit:
+def writing(cfg: DictConfig) -> WriterLock:
     """One infer per run and shard at a time: two would both generate every sample."""
     part, run = shard(cfg), run_paths(cfg)
-    return Unit(task_paths(cfg).lock(f"infer.{run.name}.shard{part.index}of{part.count}"),
+    return WriterLock(task_paths(cfg).lock(f"infer.{run.name}.shard{part.index}of{part.count}"),
                 f"run {run.root} (shard {part.index}/{part.count})", "give this one another infer.run_name")
 
 

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
-from candlebench.core.lock import Unit, one_writer
+from candlebench.core.lock import WriterLock, one_writer
 from candlebench.market.data_source import open_market, same_market
 from candlebench.rendering.inputs import read_samples
 from candlebench.rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
@@ -51,11 +51,11 @@ def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
     return manifest
 
 
-def writing(cfg: DictConfig) -> Unit:
+def writing(cfg: DictConfig) -> WriterLock:
     """One render per task and chunk at a time: two would both draw every chart."""
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
     paths = task_paths(cfg)
-    return Unit(paths.lock(f"render.chunk{chunk[0]}of{chunk[1]}"), f"the charts of {paths.images} (chunk "
+    return WriterLock(paths.lock(f"render.chunk{chunk[0]}of{chunk[1]}"), f"the charts of {paths.images} (chunk "
                 f"{chunk[0]}/{chunk[1]})", "let it draw: a render run after it finds its charts drawn")
 
 

@@ -108,7 +108,7 @@ class ForecastTask(Task):
     def inputs(self, cfg: DictConfig) -> Inputs:
         return Inputs(charts=tuple(cfg.task.images), text=bool(cfg.task.text))
 
-    def fed(self, cfg: DictConfig) -> tuple[str, ...]:
+    def given_inputs(self, cfg: DictConfig) -> tuple[str, ...]:
         """What the model is given out of what is rendered (``task.feed``; null = the charts of
         ``task.images``): the ablations give one chart, or the OHLCV text instead of or beside them."""
         rendered = (*cfg.task.images, *((TEXT_INPUT,) if cfg.task.text else ()))
@@ -130,13 +130,13 @@ class ForecastTask(Task):
         prompt = self._prompt(cfg, "{ohlcv}")
         if cfg.task.feed is None:
             return prompt
-        return f"[inputs given: {', '.join(self.fed(cfg))}]\n{prompt}"
+        return f"[inputs given: {', '.join(self.given_inputs(cfg))}]\n{prompt}"
 
     def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
-        fed = self.fed(cfg)
-        charts = tuple(c for c in cfg.task.images if c in fed)
-        if TEXT_INPUT not in fed:
+        given = self.given_inputs(cfg)
+        charts = tuple(c for c in cfg.task.images if c in given)
+        if TEXT_INPUT not in given:
             return RequestSpec(self._prompt(cfg, ""), charts)
         if "{ohlcv}" not in cfg.task.prompt:
             raise ValueError("task.feed gives the OHLCV text, but task.prompt has no {ohlcv} placeholder to put it in")
