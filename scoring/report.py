@@ -313,7 +313,7 @@ def _html_table(frame: pd.DataFrame) -> str:
 def write_report(sections: list[Section], out: Path, title: str, random_weights: bool,
                  browser: str = "", study: str = "") -> tuple[Path, Path]:
     """Write report.md (+ plots/*.png) and a self-contained report.html, with ``browser`` (the
-    sample browser's block, scoring/browser.py) at its end and ``study`` (what each task asked)
+    sample browser's block, scoring/browser/) at its end and ``study`` (what each task asked)
     under the title; returns both paths.
 
     Each file is written whole under a temporary name and renamed, so a reader (or ``status``)
