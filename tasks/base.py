@@ -9,9 +9,10 @@ failure as data) and lmms-eval (a task is a folder plus a yaml).
 
 Contracts:
 
-* ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable), ``task``,
-  ``market``, ``code`` and ``cutoff`` — the shared stages key, shard and render by these — plus
-  whatever labels and groups the task scores with.
+* ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable) and ``task``, plus
+  whatever labels and groups the task scores with. Samples drawn from the market data carry
+  ``market``, ``code`` and ``cutoff`` too (:data:`MARKET_KEYS`): the render stage draws their charts
+  by these, and the bootstrap resamples cutoff dates whole; a dataset of its own charts may have none.
 * ``parser(cfg)`` maps raw text (None when generation failed) to a
   :class:`~candlebench.core.results.Parsed`; it never raises: a failure is ``answer=None`` with a
   reason. It runs when a run is scored, on the stored text (records keep no verdict), so with
@@ -56,7 +57,16 @@ if TYPE_CHECKING:  # kept light
     from candlebench.scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
-SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
+SAMPLE_KEYS = ("sample_id", "task")
+# Columns of samples drawn from the market data (a stock at a cutoff date): charts are drawn by them.
+MARKET_KEYS = ("market", "code", "cutoff")
+
+
+def extent(samples: "pd.DataFrame") -> str:
+    """How far the samples reach into the market, "3 stocks × 12 dates"; "" for samples of a
+    dataset that has no stocks or dates."""
+    return " × ".join(f"{samples[c].nunique()} {what}" for c, what in (("code", "stocks"), ("cutoff", "dates"))
+                      if c in samples)
 # Every task's parser gives this reason (or flag) to a text whose reasoning block never closed: the
 # token budget ran out while the model was thinking.
 REASONING_CUT = "unclosed <think> block"
