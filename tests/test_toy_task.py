@@ -13,6 +13,7 @@ import pytest
 from candlebench import tasks
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
+from candlebench.status import report_lines
 from helpers import verdicts
 
 
@@ -91,3 +92,5 @@ def test_a_task_of_its_own_samples_without_market_keys_runs_every_stage(tmp_path
     assert "candle: 8 samples\n" in md and "## Candle colour" in md and f"| always_bullish → {model} | 8 |" in md
     assert "The bootstrap draws samples." in md
     assert "candle" in (tmp_path / "report" / "report.html").read_text()
+    lines = report_lines(tmp_path)
+    assert lines[0].split() == ["candle", "samples", "8", "samples"] and not any(" error " in line for line in lines)
