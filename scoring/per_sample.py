@@ -178,10 +178,11 @@ def _resampled(runs: list[ScoredRun]) -> str:
 
 
 def cluster_codes(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """Each row's cluster as 0..k-1 in the order of its values: ``column``'s where ``frame`` has it,
-    else each row (its index, the sample ids) its own."""
+    """Each row's cluster as 0..k-1 in the order of its values: ``column``'s where ``frame`` has it
+    (the rows without a value together, as one more cluster), else each row (its index, the sample
+    ids) its own."""
     values = frame[column] if column in frame else frame.index.to_series()
-    return pd.factorize(values, sort=True)[0]
+    return pd.factorize(values, sort=True, use_na_sentinel=False)[0]
 
 
 def _weights(codes: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:

@@ -49,6 +49,10 @@ def test_samples_without_the_cluster_column_are_each_their_own_cluster():
     assert m["resampled"] == "sample" and m["ci"]["error"] == [0.5, 0.5]
     low, high = m["ci"]["accuracy"]
     assert 0 <= low < 0.5 < high <= 1
+    # Samples without a cutoff where others have one: drawn together, as one more cluster.
+    dated = RunData("r", run.parsed.assign(cutoff=pd.to_datetime(["2020-01-01", None, "2020-01-01", None])),
+                    pd.DataFrame(), {})
+    assert SPEC.metrics(table, dated, n_boot=50, seed=0)["resampled"] == "cutoff"
     with pytest.raises(ValueError, match=r"lacks the columns \['error'\]"):
         SPEC.metrics(table.drop(columns="error"), run, 0, 0)
 
