@@ -73,7 +73,8 @@ class PerSample:
     def metrics(self, table: pd.DataFrame, run: RunData, n_boot: int, seed: int) -> dict[str, Any]:
         """A run's metrics from its per-sample ``table``: ``n``, each measure's mean over the samples
         where it is defined (``accuracy``: right over samples with a verdict), their 95% intervals
-        under ``ci``, the parse failure rate over answered samples, and the table as ``per_sample``."""
+        under ``ci``, the parse failure rate over the samples with an answer on record, and the table as
+        ``per_sample``."""
         missing = [c for c in ["sample_id", *self.columns()] if c not in table]
         if missing:
             raise ValueError(f"the per-sample table lacks the columns {missing} (has {list(table.columns)})")
