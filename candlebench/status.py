@@ -35,8 +35,8 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     now = samples_fingerprint(samples, paths)
     name = paths.task
     task = get_task(name)
-    lines = [f"{name:<9} samples  {len(samples)} samples, {samples['cutoff'].nunique()} cutoffs, "
-             f"{samples['code'].nunique()} stocks"]
+    lines = [f"{name:<9} samples  {len(samples)} samples" + "".join(
+        f", {samples[c].nunique()} {what}" for c, what in (("cutoff", "cutoffs"), ("code", "stocks")) if c in samples)]
     drawn = render_progress(paths, samples)
     lines.append(f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
                  f"{'' if drawn.merged else ' (not merged into samples yet)'}")

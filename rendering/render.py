@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import threading
 import time
@@ -112,6 +113,21 @@ def chart_path(cutoff: pd.Timestamp, code: str, freq: str) -> str:
     """Relative to the task's folder; ``freq`` is a time frame, or the text input (a .txt file)."""
     suffix = "txt" if freq == TEXT_INPUT else "png"
     return f"images/{cutoff:%Y-%m-%d}/{code}/{freq}.{suffix}"
+
+
+def input_paths(samples: pd.DataFrame, freq: str) -> list[str]:
+    """Each sample's file of input ``freq``, relative to the task's folder: its stock's chart at its
+    cutoff (every sample of that stock and date shares it), or, for samples of a dataset without
+    stocks and dates, a file of its own (its id where that is a safe file name, else a digest of it)."""
+    if {"code", "cutoff"} <= set(samples.columns):
+        return [chart_path(c, code, freq) for c, code in zip(samples["cutoff"], samples["code"])]
+    suffix = "txt" if freq == TEXT_INPUT else "png"
+    return [f"images/samples/{_file_name(str(sid))}/{freq}.{suffix}" for sid in samples["sample_id"]]
+
+
+def _file_name(sample_id: str) -> str:
+    safe = re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}", sample_id)
+    return sample_id if safe else hashlib.sha256(sample_id.encode()).hexdigest()[:16]
 
 
 def input_column(name: str) -> str:
@@ -323,21 +339,25 @@ def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: R
     recorded = recorded_charts(out_dir, settings)
     manifest_path = manifest_file(out_dir, chunk)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    # Split by stock as drawn charts are; samples without stocks (a dataset's own) by sample.
+    keys = samples["code"] if "code" in samples else samples["sample_id"]
+    cutoffs = samples["cutoff"] if "cutoff" in samples else [None] * len(samples)
     with JsonlAppender(manifest_path) as manifest:
-        for s in samples[["sample_id", "code", "cutoff"]].itertuples():
-            if not in_part(s.code, *chunk):
+        for sid, key, cutoff, rel in zip(samples["sample_id"], keys, cutoffs, input_paths(samples, freq)):
+            if not in_part(str(key), *chunk):
                 continue
-            source = Path(provided[s.sample_id])
+            source = Path(provided[sid])
             data = source.read_bytes()
             digest = hashlib.sha256(data).hexdigest()
-            rel = chart_path(s.cutoff, s.code, freq)
             target = out_dir / rel
             if recorded.get(rel) == (digest, digest) and _sha256(target) == digest:
                 continue
             atomic_write(target, lambda p: p.write_bytes(data))
-            manifest.write([stamped("render manifest", {"code": s.code, "cutoff": f"{s.cutoff:%Y-%m-%d}", "freq": freq, "path": rel, "sha256": digest,
-                             "width": settings.spec.width, "height": settings.spec.height, "settings": settings.key(),
-                             "data": digest, "source": str(source)})])
+            manifest.write([stamped("render manifest", {
+                "code": key if "code" in samples else None,
+                "cutoff": None if cutoff is None else f"{cutoff:%Y-%m-%d}", "freq": freq, "path": rel,
+                "sha256": digest, "width": settings.spec.width, "height": settings.spec.height,
+                "settings": settings.key(), "data": digest, "source": str(source)})])
 
 
 def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
@@ -346,16 +366,16 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
     recorded = recorded_charts(out_dir, settings)
     records = [
         {
-            "sample_id": s.sample_id,
+            "sample_id": sid,
             "freq": freq,
-            "path": chart_path(s.cutoff, s.code, freq),
-            "sha256": recorded.get(chart_path(s.cutoff, s.code, freq), (None,))[0],
+            "path": path,
+            "sha256": recorded.get(path, (None,))[0],
             "width": settings.spec.width,
             "height": settings.spec.height,
             "settings": settings.key(),
         }
-        for s in samples[["sample_id", "code", "cutoff"]].itertuples()
         for freq in settings.inputs
+        for sid, path in zip(samples["sample_id"], input_paths(samples, freq))
     ]
     manifest = pd.DataFrame(records)
     missing = manifest.loc[manifest["sha256"].isna(), "path"]

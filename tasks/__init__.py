@@ -20,8 +20,19 @@ from candlebench.tasks.base import Task
 # Where the shipped tasks stand in reports and listings (the primary task, forecast, first); a task
 # not named here joins after them, by name: this orders, it registers nothing.
 ORDER = ("forecast", "e2a", "caption")
-# Your own tasks' folders, found as the shipped ones are: `tasks.<name>.task` imports from there.
-__path__ += [p for p in os.environ.get("CANDLEBENCH_TASKS", "").split(os.pathsep) if p]
+
+
+def _joined() -> list[str]:
+    """Your own tasks' folders (CANDLEBENCH_TASKS), found as the shipped ones are: added to the
+    package's path, so `candlebench.tasks.<name>.task` imports from there. Read when tasks are
+    listed, not once on import: a process forked after the import (the CLI's test parent) sees its own."""
+    for folder in os.environ.get("CANDLEBENCH_TASKS", "").split(os.pathsep):
+        if folder and folder not in __path__:
+            __path__.append(folder)
+    return __path__
+
+
+_joined()
 
 
 class UnknownTask(UserError, ValueError):
@@ -39,7 +50,7 @@ def register(task: Task) -> Task:
 def _folders() -> dict[str, Path]:
     """name -> folder of every task folder on the package's path (the first of a name wins)."""
     found: dict[str, Path] = {}
-    for root in __path__:
+    for root in _joined():
         for code in sorted(Path(root).glob("*/task.py")):
             found.setdefault(code.parent.name, code.parent)
     return found

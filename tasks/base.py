@@ -9,9 +9,10 @@ failure as data) and lmms-eval (a task is a folder plus a yaml).
 
 Contracts:
 
-* ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable), ``task``,
-  ``market``, ``code`` and ``cutoff`` — the shared stages key, shard and render by these — plus
-  whatever labels and groups the task scores with.
+* ``build_samples`` returns a frame with at least ``sample_id`` (unique, stable) and ``task``, plus
+  whatever labels and groups the task scores with. Samples drawn from the market data carry
+  ``market``, ``code`` and ``cutoff`` too (:data:`MARKET_KEYS`): the render stage draws their charts
+  by these, and the bootstrap resamples cutoff dates whole; a dataset of its own charts may have none.
 * ``parser(cfg)`` maps raw text (None when generation failed) to a
   :class:`~candlebench.core.results.Parsed`; it never raises: a failure is ``answer=None`` with a
   reason. It runs when a run is scored, on the stored text (records keep no verdict), so with
@@ -21,6 +22,10 @@ Contracts:
 * ``score`` returns JSON-safe metrics, optionally with ``per_sample``: a frame of ``sample_id`` and
   per-sample scores that the score stage joins to ``parsed.parquet`` as ``score_<name>`` columns;
   ``compare`` returns JSON-safe paired differences.
+* ``per_sample`` (a :class:`~candlebench.scoring.per_sample.PerSample`) says which of those per-sample
+  scores are the task's measures; declared, ``compare``, ``report`` and ``browse`` have defaults
+  (bootstrap intervals, paired differences, the results table, the browser's verdicts) and ``score``
+  ends in ``self.per_sample.metrics(table, run, ...)``. A task with views of its own overrides them.
 * A second pass (E2A-style ``verify``) is a run of its own, chosen by ``task.method`` (one of
   ``methods``) and ``task.revises`` (the run it builds on): ``request`` gets each sample's
   :class:`Earlier` answer from that run, whose text enters the sample's input fingerprint, so a
@@ -40,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from candlebench.core.errors import UserError
 from candlebench.core.results import Parsed, RunData, bounded
+from candlebench.scoring.per_sample import PerSample
 
 if TYPE_CHECKING:  # kept light
     from pathlib import Path
@@ -51,7 +57,16 @@ if TYPE_CHECKING:  # kept light
     from candlebench.scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
-SAMPLE_KEYS = ("sample_id", "task", "market", "code", "cutoff")
+SAMPLE_KEYS = ("sample_id", "task")
+# Columns of samples drawn from the market data (a stock at a cutoff date): charts are drawn by them.
+MARKET_KEYS = ("market", "code", "cutoff")
+
+
+def extent(samples: "pd.DataFrame") -> str:
+    """How far the samples reach into the market, "3 stocks × 12 dates"; "" for samples of a
+    dataset that has no stocks or dates."""
+    return " × ".join(f"{samples[c].nunique()} {what}" for c, what in (("code", "stocks"), ("cutoff", "dates"))
+                      if c in samples)
 # Every task's parser gives this reason (or flag) to a text whose reasoning block never closed: the
 # token budget ran out while the model was thinking.
 REASONING_CUT = "unclosed <think> block"
@@ -139,6 +154,9 @@ class Task(ABC):
     judge_version: ClassVar[int] = 1
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
+    # Its results as one row per sample (scoring/per_sample.py): what the default compare, report
+    # and browse read. None: the task brings its own compare and report.
+    per_sample: ClassVar[PerSample | None] = None
 
     def validate(self, cfg: DictConfig) -> None:
         """Raise ``candlebench.core.rules.ConfigError`` for a value of the task's own config (its
@@ -201,24 +219,35 @@ class Task(ABC):
     @abstractmethod
     def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict: ...
 
-    @abstractmethod
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict: ...
+    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+        """Paired differences b - a of two runs over the same samples (JSON-safe); the default:
+        :meth:`PerSample.compare <candlebench.scoring.per_sample.PerSample.compare>`."""
+        return self._per_sample("compare").compare(a, b, settings.n_boot, settings.seed)
 
-    @abstractmethod
     def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict],
                datasets: Sequence[Dataset] = ()) -> list[Section]:
-        """The task's report sections; ``datasets``: one per market the runs come from."""
+        """The task's report sections; ``datasets``: one per market the runs come from. The default:
+        the results table and the paired comparisons of :attr:`per_sample`."""
+        return self._per_sample("report").sections(self.name, runs, comparisons)
 
     def browse(self, run: RunData) -> "pd.DataFrame":
         """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser
         filters by: regime, modality, ...), ``label`` (text), ``outcome`` ("right", "wrong" or None
         where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or
-        None, shown with the answer). The default knows no groups, labels or verdicts."""
-        import pandas as pd
+        None, shown with the answer). The default: :attr:`per_sample`'s group, label and verdict;
+        without it, no groups, labels or verdicts."""
+        return (self.per_sample or PerSample()).browse(run.parsed)
 
-        return pd.DataFrame({"sample_id": run.parsed["sample_id"], "group": "", "label": "", "outcome": None,
-                             "detail": None})
+    def _per_sample(self, method: str) -> PerSample:
+        if self.per_sample is None:
+            raise NotImplementedError(f"the {self.name} task declares no per_sample scores and no {method} of its own")
+        return self.per_sample
 
     def summary_line(self, metrics: Mapping[str, Any]) -> str:
-        """What `candlebench score` prints of a run's metrics."""
-        return ", ".join(f"{k} {metrics[k]}" for k in ("parse_failure_rate", "n_missing_records") if k in metrics)
+        """What `candlebench score` prints of a run's metrics: its :attr:`per_sample` measures, then
+        the parse failures and missing records."""
+        from candlebench.scoring.numbers import fmt
+
+        shown = [] if self.per_sample is None else self.per_sample.shown()
+        return ", ".join([*(f"{m.key} {fmt(metrics[m.key], m.digits)}" for m in shown if m.key in metrics),
+                          *(f"{k} {metrics[k]}" for k in ("parse_failure_rate", "n_missing_records") if k in metrics)])

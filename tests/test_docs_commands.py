@@ -6,7 +6,9 @@ newcomer would type them: `my.csv`, `exports/`, `yahoo/`, `dayfirst.csv`, `answe
 `mine.jsonl` and the demo market are small stand-ins made from the committed slice (two stocks,
 about half a year), so every stage of every task runs for real in seconds; the study one command
 makes (`outputs/my`, `outputs/demo-run`) is the one the next command finds. The only words added
-to a command are `render.workers=1` (no process pool on a small machine).
+to a command are `render.workers=1` (no process pool on a small machine). A command may start with
+environment assignments (`CANDLEBENCH_TASKS=docs/example_task candlebench ...`), set in its process;
+`docs/` is the checkout's, as for a user in the repository.
 
 A block that cannot run here (a GPU, real weights, a SLURM cluster, the network) is preceded by
 ``<!-- not run: why -->``; its Hydra commands must still compose (`--cfg job`: every key exists,
@@ -24,6 +26,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +41,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->", re.S)
 FENCE = re.compile(r"^```(\w*)\s*$")
 SMALL = ["render.workers=1"]
+ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=.*")
 
 
 @dataclass
@@ -45,6 +49,7 @@ class Block:
     page: str
     line: int  # of the opening fence, 1-based
     commands: list[list[str]]  # each a `candlebench ...` line split as bash would
+    environ: list[dict[str, str]]  # each command's leading VAR=value assignments
     other: list[str]  # lines that are not candlebench commands
     not_run: str | None  # the annotation's reason
 
@@ -72,13 +77,20 @@ def blocks(path: Path) -> list[Block]:
         before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
         note = NOT_RUN.fullmatch(before.strip())
         joined = "\n".join(body).replace("\\\n", " ").splitlines()
-        commands, other = [], []
+        commands, environ, other = [], [], []
         for text in joined:
             words = shlex.split(text, comments=True)
+            assigned = dict(w.split("=", 1) for w in takewhile(ASSIGNMENT.fullmatch, words))
+            words = words[len(assigned):]
             if not words:
                 continue
-            (commands if words[0] == "candlebench" else other).append(words[1:] if words[0] == "candlebench" else text)
-        found.append(Block(str(path.relative_to(ROOT)), start + 1, commands, other, note.group(1) if note else None))
+            if words[0] == "candlebench":
+                commands.append(words[1:])
+                environ.append(assigned)
+            else:
+                other.append(text)
+        found.append(Block(str(path.relative_to(ROOT)), start + 1, commands, environ, other,
+                           note.group(1) if note else None))
     return found
 
 
@@ -119,6 +131,7 @@ def make_sandbox(work: Path, cache: Path) -> None:
     dayfirst = mine[mine["date"].isin(days)].copy()
     dayfirst["date"] = pd.to_datetime(dayfirst["date"]).dt.strftime("%d/%m/%Y")
     dayfirst.to_csv(work / "dayfirst.csv", index=False)
+    (work / "docs").symlink_to(ROOT / "docs")  # the example task's folder, where the guide names it
 
 
 def answers_for(study: dict, path: Path) -> None:
@@ -150,9 +163,9 @@ class Shell:
         self.work, self.wall = work, 0.0
         self.parent = Parent(env, work.parent / "logs")
 
-    def __call__(self, argv: list[str]) -> tuple[int, str, float]:
+    def __call__(self, argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, str, float]:
         """(exit code, output, CPU seconds of the command and its children)."""
-        done = self.parent.run(argv, cwd=self.work, timeout=600, merge_stderr=True)
+        done = self.parent.run(argv, cwd=self.work, timeout=600, merge_stderr=True, environ=environ)
         self.wall += done.wall
         return done.rc, done.stdout, done.cpu
 
@@ -221,13 +234,13 @@ def run_block(shell: Shell, block: Block, timings: list, failed: list) -> None:
         failed.append(f"{block.where}: a runnable bash block holds only `candlebench` commands (found "
                       f"{block.other}); precede it with <!-- not run: why --> if it cannot run in the tests")
         return
-    for argv in block.commands:
+    for argv, environ in zip(block.commands, block.environ):
         if is_plain(argv):
-            rc, out, s = shell(argv)
+            rc, out, s = shell(argv, environ)
         else:
             prepare(shell, argv)
             extra = [] if any(w.startswith("render.workers=") for w in argv) else SMALL
-            rc, out, s = shell([*argv, *extra])
+            rc, out, s = shell([*argv, *extra], environ)
         timings.append((s, block.where, " ".join(argv)))
         if rc != 0:
             failed.append(f"{block.where}: candlebench {shlex.join(argv)} failed (exit {rc}):\n{out[-3000:]}")
@@ -239,11 +252,11 @@ def test_blocks_that_do_not_run_say_why_and_still_compose(shell):
         if block.not_run is None:
             continue
         assert len(block.not_run.split()) >= 3, f"{block.where}: say why the block cannot run here"
-        for argv in block.commands:
+        for argv, environ in zip(block.commands, block.environ):
             checked += 1
             if is_plain(argv):
                 continue
-            rc, out, used = shell([*single_job(argv), "--cfg", "job"])
+            rc, out, used = shell([*single_job(argv), "--cfg", "job"], environ)
             cpu += used
             assert rc == 0, f"{block.where}: candlebench {shlex.join(argv)} --cfg job failed:\n{out[-3000:]}"
     assert checked

@@ -23,6 +23,7 @@ from candlebench.rendering.render import (
     chart_path,
     chart_title,
     collect_manifest,
+    copy_images,
     read_manifest,
     render_samples,
 )
@@ -116,6 +117,27 @@ def test_chunks_split_the_stocks_and_together_equal_one_run(tmp_path, few_sample
     render_samples(few_samples, slice_market.bars, SETTINGS, tmp_path / "part", workers=1, chunk=(0, 2))
     with pytest.raises(FileNotFoundError, match="not rendered yet"):
         collect_manifest(few_samples, SETTINGS, tmp_path / "part")
+
+
+@pytest.mark.unit
+def test_images_of_samples_without_stock_or_date_are_kept_per_sample(tmp_path):
+    """A dataset's own images, its samples keyed by id alone: each copied to a file of its sample
+    (an id unfit for a file name by its digest), split over chunks by sample, and collected."""
+    sources = []
+    for i, colour in enumerate(("red", "blue", "green")):
+        sources.append(tmp_path / f"src{i}.png")
+        Image.new("RGB", (4, 4), colour).save(sources[-1])
+    samples = pd.DataFrame({"sample_id": ["a", "b", "../c"], "task": "mine"})
+    settings = RenderSettings(spec=ChartSpec(), freqs=("daily",), max_bars=50, renderer="pil")
+    provided = dict(zip(samples["sample_id"], sources))
+    for index in range(2):
+        copy_images(samples, provided, settings, tmp_path / "out", chunk=(index, 2))
+    manifest = collect_manifest(samples, settings, tmp_path / "out")
+    digest = hashlib.sha256(b"../c").hexdigest()[:16]
+    assert manifest["path"].tolist() == [f"images/samples/{digest}/daily.png", "images/samples/a/daily.png",
+                                         "images/samples/b/daily.png"]
+    for sid, path in zip(manifest["sample_id"], manifest["path"]):
+        assert (tmp_path / "out" / path).read_bytes() == provided[sid].read_bytes()
 
 
 def test_rerun_skips_valid_files_and_redraws_missing_corrupt_or_restyled(tmp_path, few_samples, slice_market):

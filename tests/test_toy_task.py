@@ -13,6 +13,7 @@ import pytest
 from candlebench import tasks
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
+from candlebench.status import report_lines
 from helpers import verdicts
 
 
@@ -67,3 +68,29 @@ def test_a_task_defined_in_a_test_runs_every_stage(toy, env, monkeypatch):
     run_stage("report", [*forecast, "tasks=[forecast]"])
     md = (toy / "report" / "report.md").read_text()
     assert md.index("## Forecast") < md.index("## Toy task") and "| elsewhere |" in md, md[:2000]
+
+
+def test_a_task_of_its_own_samples_without_market_keys_runs_every_stage(tmp_path, env, monkeypatch):
+    """The example task of docs/development.md: samples with no market, code or cutoff and no input
+    to draw; every stage copes, and its comparison, report and browser rows are the defaults of its
+    per-sample scores."""
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(Path(__file__).parents[1] / "docs" / "example_task")])
+    monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
+    common = ["task=candle", "task.samples.n=8", f"out_dir={tmp_path}", "render.workers=1", "infer.batch_size=4"]
+    for stage in ("samples", "render", "baseline", "infer"):
+        run_stage(stage, common)
+    samples = pd.read_parquet(tmp_path / "candle" / "samples.parquet")
+    assert len(samples) == 8 and not {"market", "code", "cutoff"} & set(samples.columns)
+    model = "tiny_qwen2_5_vl-transformers"
+    for name in ("always_bullish", "coin", model):
+        run_stage("score", [*common, f"score.run={name}"])
+    metrics = json.loads((tmp_path / "candle" / "runs" / "always_bullish" / "metrics.json").read_text())
+    assert metrics["accuracy"] == pytest.approx((samples["truth"] == "bullish").mean())
+    assert metrics["resampled"] == "sample" and metrics["n_missing_records"] == 0
+    run_stage("report", [*common, "tasks=[candle]", f"report.compare=[[always_bullish,{model}]]"])
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "candle: 8 samples\n" in md and "## Candle colour" in md and f"| always_bullish → {model} | 8 |" in md
+    assert "The bootstrap draws samples." in md
+    assert "candle" in (tmp_path / "report" / "report.html").read_text()
+    lines = report_lines(tmp_path)
+    assert lines[0].split() == ["candle", "samples", "8", "samples"] and not any(" error " in line for line in lines)

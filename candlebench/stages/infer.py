@@ -40,6 +40,8 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
     """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
     inputs = task.inputs(cfg)
     needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
+    if not needed:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
+        return pd.DataFrame(columns=["sample_id", "freq", "sha256"])
     missing = [c for c in needed if c not in samples]
     if missing or not paths.manifest.exists():
         raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "

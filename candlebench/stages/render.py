@@ -17,14 +17,21 @@ from dataclasses import dataclass
 import pandas as pd
 from omegaconf import DictConfig
 
+from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
 from candlebench.core.lock import WriterLock, one_writer
 from candlebench.market.data_source import open_market, same_market
 from candlebench.rendering.inputs import read_samples
-from candlebench.rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
-                              render_samples, render_settings)
+from candlebench.rendering.render import (RenderSettings, collect_manifest, copy_images, input_column, input_paths,
+                              read_manifest, render_samples, render_settings)
 from candlebench.tasks import get_task
+
+
+def draws_nothing(cfg: DictConfig) -> bool:
+    """The task's prompts carry no chart and no text file (its inputs are in the prompt itself)."""
+    inputs = get_task(cfg.task.name).inputs(cfg)
+    return not inputs.charts and not inputs.text
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
@@ -63,6 +70,9 @@ def writing(cfg: DictConfig) -> WriterLock:
 def render(cfg: DictConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
     paths = task_paths(cfg)
+    if draws_nothing(cfg):
+        print(f"{cfg.task.name}: no charts or text files to draw (its inputs are in its prompts)")
+        return
     samples = read_samples(paths)
     settings = settings_from(cfg)
     workers = int(cfg.render.workers or os.cpu_count() or 1)
@@ -71,6 +81,10 @@ def render(cfg: DictConfig) -> None:
     if provided is not None:
         copy_images(samples, provided, settings, paths.root, chunk)
     else:
+        lacking = [k for k in ("code", "cutoff") if k not in samples]
+        if lacking:
+            raise UserError(f"task {cfg.task.name}: its samples have no {' or '.join(lacking)} to draw charts of; a task "
+                            "whose samples have none gives their images (Task.provided_images)")
         market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data))
         render_samples(samples, market.bars, settings, paths.root, workers, chunk)
     manifest = finalize_render(cfg)
@@ -93,7 +107,7 @@ def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     (`candlebench status` reads a folder); :func:`render_done` asks the same under a config."""
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
-    needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in inputs}
+    needed = {path for f in inputs for path in input_paths(samples, f)}
     return RenderProgress(len(needed & {r["path"] for r in rows}), len(needed), inputs,
                           any(c.startswith(("image_", "text_")) for c in samples.columns))
 
@@ -103,6 +117,8 @@ def render_done(cfg: DictConfig) -> bool:
     paths = task_paths(cfg)
     if not paths.samples.exists():
         return False
+    if draws_nothing(cfg):
+        return True
     samples = read_samples(paths)
     settings = settings_from(cfg)
     try:

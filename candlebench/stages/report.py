@@ -26,7 +26,7 @@ from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, brow
 from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
 from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, with_answered, write_report
 from candlebench.tasks import get_task, names as task_names
-from candlebench.tasks.base import Task
+from candlebench.tasks.base import Task, extent
 
 
 class StaleScores(UserError, FileNotFoundError):
@@ -81,9 +81,10 @@ def study_line(tasks: list[TaskPaths]) -> str:
     """What each task asked, for the report's header: its samples, stocks and dates."""
     sizes = []
     for paths in tasks:
-        samples = pd.read_parquet(paths.samples, columns=["code", "cutoff"])
-        sizes.append(f"{paths.task}: {len(samples):,} samples ({samples['code'].nunique()} stocks × "
-                     f"{samples['cutoff'].nunique()} dates)")
+        keys = [k for k in ("code", "cutoff") if k in pq.read_schema(paths.samples).names]
+        samples = pd.read_parquet(paths.samples, columns=keys or ["sample_id"])
+        reach = extent(samples)
+        sizes.append(f"{paths.task}: {len(samples):,} samples" + (f" ({reach})" if reach else ""))
     return "; ".join(sizes)
 
 

@@ -12,7 +12,7 @@ from candlebench.core.layout import task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
 from candlebench.tasks import get_task
-from candlebench.tasks.base import SAMPLE_KEYS
+from candlebench.tasks.base import SAMPLE_KEYS, extent
 
 
 def data_prepare(cfg: DictConfig) -> None:
@@ -55,13 +55,13 @@ def samples(cfg: DictConfig) -> None:
     table = write_parquet(built.frame, paths.samples)
     summary = built.summary if market is None else {**built.summary, "data": {
         **built.summary.get("data", {}), "fingerprint": market.fingerprint(),
-        **built_from(market, cfg.data, built.frame["code"].unique())}}
+        **built_from(market, cfg.data, built.frame["code"].unique() if "code" in built.frame else ())}}
     write_json(stamped("samples summary", summary), paths.summary)
     # One line on the console; the whole summary (drops by reason, regimes, groups) is in its file.
     dropped = sum((built.summary.get("dropped_samples") or {}).values())
-    print(f"{task.name}: {len(built.frame):,} samples -> {table} ({built.frame['code'].nunique()} stocks × "
-          f"{built.frame['cutoff'].nunique()} dates" + (f", {dropped:,} dropped" if dropped else "")
-          + f"; summary in {paths.summary.name})")
+    reach = ", ".join(filter(None, [extent(built.frame), f"{dropped:,} dropped" if dropped else ""]))
+    print(f"{task.name}: {len(built.frame):,} samples -> {table} ({reach + '; ' if reach else ''}"
+          f"summary in {paths.summary.name})")
 
 
 def samples_done(cfg: DictConfig) -> bool:

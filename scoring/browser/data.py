@@ -175,8 +175,11 @@ class _Tables:
     def _samples(self, task_name: str, ids: list[str], parsed: pd.DataFrame, view: pd.DataFrame) -> list[int]:
         """Each row's sample, listed the first time a run answers it."""
         task = self.tasks.index(task_name)
-        markets = parsed["market"].tolist() if "market" in parsed else [""] * len(ids)
-        columns = zip(ids, _dates(parsed["cutoff"]), parsed["code"].tolist(), markets, view["group"].tolist(),
+        # A dataset task's samples may have no market, stock or date: those cells stay empty.
+        blank = [""] * len(ids)
+        columns = zip(ids, _dates(parsed["cutoff"]) if "cutoff" in parsed else blank,
+                      parsed["code"].tolist() if "code" in parsed else blank,
+                      parsed["market"].tolist() if "market" in parsed else blank, view["group"].tolist(),
                       view["label"].tolist())
         found = []
         for sid, date, code, market, group, label in columns:

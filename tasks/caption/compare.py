@@ -8,16 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from candlebench.core.errors import UserError
 from candlebench.core.io import json_safe
 from candlebench.core.results import RunData
-from candlebench.scoring.bootstrap import date_weights, percentile_ci
+from candlebench.scoring.bootstrap import date_weights
+from candlebench.scoring.per_sample import MissingScores, cluster_mean
 from candlebench.tasks.base import ScoreSettings
 from candlebench.tasks.caption.metrics import PER_SAMPLE
 
-
-class MissingScores(UserError, ValueError):
-    """A run's parsed.parquet has no per-sample scores (scored before they existed, or never)."""
+__all__ = ["MissingScores", "compare_captions"]
 
 
 def compare_captions(a: RunData, b: RunData, settings: ScoreSettings) -> dict[str, Any]:
@@ -30,12 +28,11 @@ def compare_captions(a: RunData, b: RunData, settings: ScoreSettings) -> dict[st
     shared = sorted(set(x.index) & set(y.index))
     out: dict[str, Any] = {"n": len(shared)}
     weights = date_weights(len(shared), settings.n_boot, settings.seed) if settings.n_boot > 0 and shared else None
+    each = np.arange(len(shared))  # every sample its own cluster: the captions' charts are not grouped
     for k in PER_SAMPLE:
-        diff = (y.loc[shared, f"score_{k}"] - x.loc[shared, f"score_{k}"]).to_numpy(float)
-        ok = np.isfinite(diff)  # IoU is undefined on a chart with no item of its category
-        out[k] = {"a": (a.metrics or {}).get(k), "b": (b.metrics or {}).get(k),
-                  "diff": float(diff[ok].mean()) if ok.any() else None,
-                  "ci": None if weights is None or not ok.any() else percentile_ci(weights[:, ok] @ diff[ok] / weights[:, ok].sum(axis=1))}
+        # NaN where undefined (IoU on a chart with no item of its category): counted nowhere.
+        diff, ci = cluster_mean((y.loc[shared, f"score_{k}"] - x.loc[shared, f"score_{k}"]).to_numpy(float), each, weights)
+        out[k] = {"a": (a.metrics or {}).get(k), "b": (b.metrics or {}).get(k), "diff": diff, "ci": ci}
     agree = [(r.loc[shared, "score_sa_candidate"] == r.loc[shared, "score_sa_reference"]).to_numpy(float) for r in (x, y)]
     out["sa_agreement"] = {"a": float(agree[0].mean()) if shared else None, "b": float(agree[1].mean()) if shared else None}
     out["sa_f1"] = {"a": (a.metrics or {}).get("sa_f1"), "b": (b.metrics or {}).get("sa_f1")}

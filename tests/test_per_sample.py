@@ -1,0 +1,137 @@
+"""The per-sample seam (scoring/per_sample.py, Task's defaults): a task that declares its
+per-sample scores gets its metrics with intervals, paired comparisons, report tables and browser
+verdicts without writing any of them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from candlebench.core.results import RunData
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.per_sample import Measure, MissingScores, PerSample
+from candlebench.scoring.report import scored_run
+from candlebench.tasks.base import ScoreSettings, Task
+
+pytestmark = pytest.mark.unit
+
+SPEC = PerSample(measures=(Measure("error", "Error", higher_is_better=False),), verdict=True, title="Toy",
+                 group="regime", label="truth")
+
+
+def parsed(ids, cutoffs, answers):
+    return pd.DataFrame({"sample_id": ids, "cutoff": pd.to_datetime(cutoffs), "regime": "calm", "truth": "up",
+                         "answer": answers})
+
+
+def test_metrics_are_means_over_defined_values_with_intervals_over_whole_cutoffs():
+    ids = [f"s{i}" for i in range(6)]
+    cutoffs = ["2020-01-01"] * 3 + ["2020-02-01"] * 3
+    table = pd.DataFrame({"sample_id": ids, "right": pd.array([True, False, None, True, True, False], "boolean"),
+                          "error": [1.0, np.nan, 3.0, 2.0, 2.0, 2.0]})
+    run = RunData("r", parsed(ids, cutoffs, ['"up"'] * 5 + [None]), pd.DataFrame(), {})
+    m = SPEC.metrics(table, run, n_boot=200, seed=3)
+    assert m["n"] == 6 and m["accuracy"] == pytest.approx(3 / 5) and m["error"] == pytest.approx(2.0)
+    assert m["parse_failure_rate"] == pytest.approx(1 / 6) and m["resampled"] == "cutoff"
+    assert m["per_sample"] is table
+    # The interval of the accuracy: the two cutoffs drawn whole, as reading's date terms do it.
+    weights = date_weights(2, 200, 3)
+    expected = percentile_ci(weighted_ratio(weights, np.array([1.0, 2.0]), np.array([2.0, 3.0])))
+    assert m["ci"]["accuracy"] == pytest.approx(list(expected))
+
+
+def test_samples_without_the_cluster_column_are_each_their_own_cluster():
+    ids = ["a", "b", "c", "d"]
+    run = RunData("r", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 4}), pd.DataFrame(), {})
+    table = pd.DataFrame({"sample_id": ids, "right": [True, True, False, False], "error": [0.5] * 4})
+    m = SPEC.metrics(table, run, n_boot=500, seed=0)
+    assert m["resampled"] == "sample" and m["ci"]["error"] == [0.5, 0.5]
+    low, high = m["ci"]["accuracy"]
+    assert 0 <= low < 0.5 < high <= 1
+    # Samples without a cutoff where others have one: drawn together, as one more cluster.
+    dated = RunData("r", run.parsed.assign(cutoff=pd.to_datetime(["2020-01-01", None, "2020-01-01", None])),
+                    pd.DataFrame(), {})
+    assert SPEC.metrics(table, dated, n_boot=50, seed=0)["resampled"] == "cutoff"
+    with pytest.raises(ValueError, match=r"lacks the columns \['error'\]"):
+        SPEC.metrics(table.drop(columns="error"), run, 0, 0)
+
+
+def scored(name, ids, right, error, cutoffs=None):
+    frame = pd.DataFrame({"sample_id": ids, "answer": ['"x"'] * len(ids), "score_right": right, "score_error": error})
+    if cutoffs is not None:
+        frame["cutoff"] = pd.to_datetime(cutoffs)
+    return RunData(name, frame, pd.DataFrame(), {})
+
+
+def test_compare_pairs_the_shared_samples_with_intervals_and_mcnemar():
+    ids = [f"s{i:02d}" for i in range(30)]
+    a = scored("a", ids, [i % 2 == 0 for i in range(30)], [1.0] * 30)
+    b = scored("b", ids[:28] + ["x1", "x2"], [True] * 30, [0.75] * 29 + [np.nan])
+    c = SPEC.compare(a, b, n_boot=300, seed=0)
+    assert c["n"] == 28
+    assert c["error"]["diff"] == pytest.approx(-0.25) and c["error"]["ci"] == [-0.25, -0.25]
+    assert c["error"]["t_p"] == 0.0  # a constant non-zero difference
+    acc = c["accuracy"]
+    assert acc["a"] == pytest.approx(0.5) and acc["b"] == 1.0 and acc["diff"] == pytest.approx(0.5)
+    assert acc["mcnemar"]["b_only"] == 14 and acc["mcnemar"]["a_only"] == 0 and acc["mcnemar"]["p"] < 0.001
+    low, high = acc["ci"]
+    assert 0.2 < low <= 0.5 <= high < 0.8
+    with pytest.raises(MissingScores, match=r"\['a'\]"):
+        SPEC.compare(RunData("a", a.parsed.drop(columns="score_error"), pd.DataFrame(), {}), b, 10, 0)
+
+
+def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
+    ids = [f"s{i}" for i in range(10)]
+    table = pd.DataFrame({"sample_id": ids, "right": [True] * 7 + [False] * 3, "error": np.linspace(0, 1, 10)})
+    run = RunData("m", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 10}), pd.DataFrame(), {})
+    metrics = {k: v for k, v in SPEC.metrics(table, run, 100, 0).items() if k != "per_sample"}
+    runs = [scored_run("m", metrics, False), scored_run("base", {**metrics, "accuracy": 0.5}, False)]
+    compared = SPEC.compare(scored("base", ids, [False] * 10, [1.0] * 10),
+                            scored("m", ids, table["right"], table["error"]), 100, 0)
+    (section,) = SPEC.sections("toy", runs, {"base → m": compared})
+    results, pairs = section.tables
+    assert section.title == "Toy" and list(results.frame.columns) == ["Model", "n", "Accuracy", "Error", "Parse fail"]
+    assert results.frame["Accuracy"].iloc[0].startswith("0.700 [") and results.frame["Accuracy"].iloc[0].endswith("★")
+    assert "The bootstrap draws samples." in results.note
+    row = pairs.frame.iloc[0]
+    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["McNemar p"] == "0.016"
+
+
+def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
+    frame = pd.DataFrame({"sample_id": ["a", "b", "c"], "regime": ["calm", None, "wild"], "truth": ["up", "down", "up"],
+                          "answer": ['"up"', '"up"', None], "score_right": [True, False, False]})
+    view = SPEC.browse(frame)
+    assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
+    assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
+    assert PerSample().browse(frame)["outcome"].tolist() == [None] * 3
+
+
+class _Declared(Task):
+    """A task that declares its per-sample scores and writes no compare, report or browse."""
+
+    name = "declared"
+    per_sample = SPEC
+    build_samples = inputs = prompt_identity = request = parser = score = None
+
+
+def test_a_task_that_declares_per_sample_scores_gets_compare_report_and_browse():
+    task = _Declared()
+    ids = ["a", "b"]
+    a, b = scored("a", ids, [True, False], [1.0, 2.0]), scored("b", ids, [True, True], [1.0, 1.0])
+    assert task.compare(a, b, ScoreSettings(n_boot=0)) == SPEC.compare(a, b, 0, 0)
+    assert [s.title for s in task.report([scored_run("a", {"accuracy": 0.5}, False)], {})] == ["Toy"]
+    assert task.browse(b)["outcome"].tolist() == ["right", "right"]
+    assert task.summary_line({"accuracy": 0.5, "error": 1.25, "parse_failure_rate": 0.0}) == \
+        "accuracy 0.500, error 1.250, parse_failure_rate 0.0"
+
+
+def test_a_task_without_per_sample_scores_must_bring_its_own_compare_and_report():
+    class Bare(_Declared):
+        name = "bare"
+        per_sample = None
+
+    with pytest.raises(NotImplementedError, match="bare task declares no per_sample scores and no compare"):
+        Bare().compare(scored("a", ["x"], [True], [0.0]), scored("b", ["x"], [True], [0.0]), ScoreSettings())
+    with pytest.raises(NotImplementedError, match="no report of its own"):
+        Bare().report([], {})

@@ -1,0 +1,118 @@
+"""What every registered task promises the shared stages (tasks/base.py), checked over
+``candlebench.tasks.names()``: the shipped tasks, the toy task of tests/toy_tasks and the example
+task of docs/development.md, so a task added as a folder is checked with no line added here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from candlebench import tasks
+from candlebench.core.results import MAX_TEXT_CHARS, Parsed
+from candlebench.stages.graph import compose_config
+from candlebench.tasks.base import Column, Inputs, Task
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[1]
+JOINED = (ROOT / "tests" / "toy_tasks", ROOT / "docs" / "example_task")  # as CANDLEBENCH_TASKS joins them
+# What an answer can be: no text (generation failed), nothing, Unicode's odd corners (NEL, a lone
+# surrogate, NUL), half a JSON object, an unclosed reasoning block, numbers out of range, and text
+# longer than a parser reads.
+HOSTILE = (None, "", " \n\t", "\x85", "\ud800", "a\ud800b", "\x00", "{", '{"answer": ', "[]", "null", "<think>",
+           "</think>", "<think>" + "x" * 1000, "1e309", "-0", "NaN", '{"a": 1e999}', "零" * 50, "\u202e" * 10,
+           "x" * 50_000, "word " * (MAX_TEXT_CHARS // 5 + 1))
+
+
+@pytest.fixture(scope="module")
+def registry():
+    """Every task: the registry's path with the toy and example folders joined, as the env var does."""
+    before = list(tasks.__path__)
+    tasks.__path__.extend(str(p) for p in JOINED if str(p) not in tasks.__path__)
+    names = tasks.names()
+    assert {"toy", "candle"} <= set(names), names
+    yield {name: tasks.get_task(name) for name in names}
+    tasks.__path__[:] = before
+
+
+@pytest.fixture(scope="module")
+def configs(registry):
+    return {name: compose_config([f"task={name}"]) for name in registry}
+
+
+def each(registry: Mapping[str, Task], check) -> None:
+    """``check(name, task)`` over every task, every failure named."""
+    failed = []
+    for name, task in registry.items():
+        try:
+            check(name, task)
+        except AssertionError as err:
+            failed.append(f"{name}: {err}")
+    assert not failed, "\n".join(failed)
+
+
+def test_class_attributes_have_their_declared_shapes(registry):
+    def check(name, task):
+        assert isinstance(task, Task) and task.name == name
+        assert isinstance(task.columns, tuple) and all(isinstance(c, Column) for c in task.columns)
+        for c in task.columns:
+            pd.api.types.pandas_dtype(c.dtype)  # a dtype pandas knows
+        assert len({c.name for c in task.columns}) == len(task.columns), "a column declared twice"
+        assert isinstance(task.baselines, Mapping) and all(callable(b) for b in task.baselines.values())
+        assert set(task.references) <= set(task.baselines), "a reference that is no baseline"
+        assert all(isinstance(m, str) and m != "direct" for m in task.methods)
+        assert set(task.scored_after) <= set(registry) - {name}, f"scored_after {task.scored_after}"
+        assert isinstance(task.judge_version, int) and task.judge_version >= 1
+        assert task.requires is None or (isinstance(task.requires[0], str) and isinstance(task.requires[1], tuple))
+
+    each(registry, check)
+
+
+def test_every_task_compares_and_reports_its_runs(registry):
+    """Either its per-sample scores (the defaults' input) or a compare and a report of its own."""
+    def check(name, task):
+        own = [m for m in ("compare", "report") if getattr(type(task), m) is not getattr(Task, m)]
+        assert task.per_sample is not None or own == ["compare", "report"], \
+            f"declares no per_sample scores and overrides only {own}"
+
+    each(registry, check)
+
+
+def test_config_yaml_loads_and_composes(registry, configs):
+    def check(name, task):
+        folder = next((Path(p) / name for p in tasks.__path__ if (Path(p) / name / "task.py").exists()), None)
+        if folder is not None:  # not a task registered in code
+            assert OmegaConf.load(folder / "config.yaml").name == name, "config.yaml's name is not its folder's"
+        cfg = configs[name]
+        assert cfg.task.name == name
+        assert set(cfg.task.baseline.names) <= set(task.baselines), "config.yaml names baselines the task lacks"
+        assert isinstance(task.inputs(cfg), Inputs) and isinstance(task.prompt_identity(cfg), str)
+
+    each(registry, check)
+
+
+def test_the_parser_never_raises_and_fails_as_data(registry, configs):
+    """Every hostile text gives a Parsed: a JSON-safe answer or None with tier "none" and a reason,
+    and only the task's declared columns."""
+    def check(name, task):
+        declared = {c.name for c in task.columns}
+        for parse in (task.parser(configs[name]), task.judge(configs[name])):
+            for text in HOSTILE:
+                shown = repr(text)[:40]
+                try:
+                    p = parse(text)
+                except Exception as err:  # noqa: BLE001 - the contract is that none escapes
+                    raise AssertionError(f"parser raised {type(err).__name__}: {err} on {shown}") from None
+                assert isinstance(p, Parsed), f"{shown}: returned {type(p).__name__}"
+                assert set(p.columns) <= declared, f"{shown}: columns {set(p.columns) - declared} not declared"
+                if p.answer is None:
+                    assert p.tier == "none" and p.reason, f"{shown}: no answer needs tier 'none' and a reason"
+                else:
+                    json.dumps(p.answer, allow_nan=False)
+
+    each(registry, check)
