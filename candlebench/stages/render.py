@@ -23,14 +23,13 @@ from candlebench.core.lock import Unit, one_writer
 from candlebench.market.data_source import open_market, same_market
 from candlebench.rendering.inputs import read_samples
 from candlebench.rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
-                              render_samples, render_settings)
-from candlebench.tasks import get_task
+                              render_samples)
+from candlebench.stages.task_setup import task_setup
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs: its inputs, drawn by cfg.render to its chart design (cfg.task.render)."""
-    inputs = get_task(cfg.task.name).inputs(cfg)
-    return render_settings(cfg.render, cfg.task.render, inputs.charts, inputs.text)
+    """The render settings of the task a stage runs (its context's)."""
+    return task_setup(cfg).context.render
 
 
 def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
@@ -64,10 +63,11 @@ def render(cfg: DictConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    settings = settings_from(cfg)
+    setup = task_setup(cfg)
+    settings = setup.context.render
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    provided = get_task(cfg.task.name).provided_images(cfg, samples)
+    provided = setup.task.provided_images(setup.settings, samples)
     if provided is not None:
         copy_images(samples, provided, settings, paths.root, chunk)
     else:
