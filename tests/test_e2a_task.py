@@ -84,11 +84,10 @@ def test_imported_answers_score_like_the_responder_that_wrote_them(run, tmp_path
 
 
 def test_chinese_prompt(tmp_path, env):
-    from candlebench.stages.graph import compose_config
-    from candlebench.stages.task_setup import task_setup
     from candlebench.tasks.e2a.task import TASK
+    from helpers import setup_of
 
-    setup = task_setup(compose_config(["task=e2a", "task.language=zh"]))
+    setup = setup_of("task=e2a", "task.language=zh")
     cfg = (setup.settings, setup.context)
     identity = TASK.prompt_identity(*cfg)
     assert "技术分析师" in identity and "观望" in identity

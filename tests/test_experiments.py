@@ -30,10 +30,10 @@ def test_experiment_composes_validates_and_plans(name):
     assert compare.count("[") - 1 == len(cfg.sweep.compare) * (len(cfg.sweep.models) if any(
         str(a).startswith("@") for a, _ in cfg.sweep.compare) else 1)
     for job in infer:  # each variant's prompt resolves to text with the placeholders it needs
-        from candlebench.stages.task_setup import task_setup
         from candlebench.tasks.forecast.task import TASK
+        from helpers import setup_of
 
-        run = task_setup(compose_config(list(job.overrides[0])))
+        run = setup_of(*job.overrides[0])
         identity = TASK.prompt_identity(run.settings, run.context)
         assert "<score>" in identity and ("ohlcv" not in TASK.fed(run.settings) or "{ohlcv}" in identity)
 

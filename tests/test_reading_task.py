@@ -14,10 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from candlebench.core.layout import TaskPaths
-from candlebench.stages.graph import compose_config
 from candlebench.core.results import RunData
 from candlebench.market.market import load_market
-from helpers import SLICE
+from helpers import SLICE, setup_of
 from candlebench.scoring.report import Dataset, scored_run, with_answered
 from candlebench.tasks import get_task
 from candlebench.tasks.base import ScoreSettings
@@ -47,9 +46,7 @@ def samples(market):
 
 @pytest.fixture(scope="module")
 def cfg():
-    from candlebench.stages.task_setup import task_setup
-
-    return task_setup(compose_config(["task=reading"]))
+    return setup_of("task=reading")
 
 
 def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFrame:
@@ -104,9 +101,7 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
     on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
     assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
-    from candlebench.stages.task_setup import task_setup
-
-    in_zh = task_setup(compose_config(["task=reading", "task.language=zh"]))
+    in_zh = setup_of("task=reading", "task.language=zh")
     zh = TASK.request(in_zh.settings, in_zh.context, chart, {"text_ohlcv": ohlcv})
     assert "周K线图" in zh.prompt and "从右数第" in zh.prompt
     assert TASK.prompt_identity(cfg.settings, cfg.context) != TASK.prompt_identity(in_zh.settings, in_zh.context)
