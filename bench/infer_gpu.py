@@ -170,6 +170,7 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     """n forecast requests over two real rendered charts, and the chart files for the runner."""
     from candlebench.market.market import load_market
     from candlebench.stages.graph import compose_config
+    from candlebench.stages.task_setup import task_setup
     from candlebench.rendering.chart import ChartSpec
     from candlebench.rendering.model_input import prepare_image
     from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples
@@ -182,8 +183,8 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     render_samples(samples, market.bars, settings, work, workers=1)
     manifest = collect_manifest(samples, settings, work)
     files = [work / p for p in manifest.sort_values("freq")["path"]]
-    prompt = TASK.request(compose_config([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]),
-                          samples.iloc[0].to_dict(), {}).prompt
+    setup = task_setup(compose_config([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]))
+    prompt = TASK.request(setup.settings, setup.context, samples.iloc[0].to_dict(), {}).prompt
     images = tuple(prepare_image(f.read_bytes(), None) for f in files)  # as the runner decodes them
     return [PreparedRequest(f"s{i:05d}", prompt, images) for i in range(n)], files, prompt
 

@@ -48,6 +48,7 @@ from candlebench.core.results import RunData  # noqa: E402
 from candlebench.stages.graph import compose_config  # noqa: E402
 from candlebench.stages.parsed import GENERIC  # noqa: E402
 from candlebench.report_server import serve  # noqa: E402
+from candlebench.stages.task_setup import task_setup  # noqa: E402
 from candlebench.rendering.inputs import read_samples  # noqa: E402
 from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block  # noqa: E402
 from candlebench.scoring.report import Section, write_report  # noqa: E402
@@ -76,7 +77,8 @@ def write_runs(common: list[str], n: int, n_runs: int, folder: Path, seed: int =
     copies = [base.assign(sample_id=base["sample_id"] + f"-{k}", code=base["code"] + f"{k}")
               for k in range(-(-n // len(base)))]
     samples = pd.concat(copies, ignore_index=True).iloc[:n].reset_index(drop=True)
-    prompts = [task.request(cfg, row, {}).prompt for row in samples.to_dict("records")]
+    setup = task_setup(cfg)
+    prompts = [task.request(setup.settings, setup.context, row, {}).prompt for row in samples.to_dict("records")]
     folder.mkdir(parents=True, exist_ok=True)
     floor_s = floor_mb = 0.0
     for r in range(n_runs):

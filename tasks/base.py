@@ -13,7 +13,11 @@ Contracts:
   whatever labels and groups the task scores with. Samples drawn from the market data carry
   ``market``, ``code`` and ``cutoff`` too (:data:`MARKET_KEYS`): the render stage draws their charts
   by these, and the bootstrap resamples cutoff dates whole; a dataset of its own charts may have none.
-* ``parser(cfg)`` maps raw text (None when generation failed) to a
+* ``settings_type`` is the task's settings: a frozen dataclass mirroring its ``config.yaml``
+  (:mod:`candlebench.tasks.settings`), built and checked once per job by :meth:`Task.settings`.
+  The methods get it (``s``) and, where they need the job beyond it, a :class:`TaskContext`
+  (the render settings, the study folder, the cache) — never the whole config.
+* ``parser(s)`` maps raw text (None when generation failed) to a
   :class:`~candlebench.core.results.Parsed`; it never raises: a failure is ``answer=None`` with a
   reason. It runs when a run is scored, on the stored text (records keep no verdict), so with
   ``score`` it is the task's judge, versioned by ``judge_version``.
@@ -39,21 +43,28 @@ Contracts:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from candlebench.core.errors import UserError
 from candlebench.core.results import Parsed, RunData, bounded
+from candlebench.core.rules import ConfigError
 from candlebench.scoring.per_sample import PerSample
+from candlebench.tasks.settings import TaskSettings, build
 
 if TYPE_CHECKING:  # kept light
     from pathlib import Path
 
     import pandas as pd
-    from omegaconf import DictConfig
 
     from candlebench.market.market import Market
+    from candlebench.rendering.render import RenderSettings
     from candlebench.scoring.report import Dataset, ScoredRun, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
@@ -95,6 +106,16 @@ class RequestSpec:
     texts: tuple[str, ...] = ()  # input names whose text the prompt holds (for the record)
 
 
+@dataclass(frozen=True)
+class TaskContext:
+    """What a task reads of the job beyond its own settings; the stages build it
+    (candlebench.stages.task_setup)."""
+
+    render: RenderSettings  # its charts as drawn: size, colours, chart design, time frames
+    out_dir: Path  # the study folder: another task's runs (reading next to forecast)
+    cache_dir: Path  # local model files and downloads
+
+
 class MethodError(UserError, ValueError):
     """task.method / task.revises name no pass this task has."""
 
@@ -129,14 +150,29 @@ class NoAnswer:
     reason: str
 
 
-# fn(samples, market, job config, **params) -> {sample_id: raw answer text, or NoAnswer(why) / None
-# (no reason known) = no answer}. The whole config, not only `task:`: a baseline that trains on
-# history needs the sample keys too.
+# fn(samples, market, task settings, **params) -> {sample_id: raw answer text, or NoAnswer(why) /
+# None (no reason known) = no answer}. The settings, not only the params: a baseline that trains on
+# history builds samples under the task's sample rules.
 Baseline = Callable[..., Mapping[str, "str | NoAnswer | None"]]
+
+
+@lru_cache(maxsize=64)
+def _built(task: "Task", values: str) -> TaskSettings:
+    return _checked(task, build(task.settings_type, json.loads(values)))
+
+
+def _checked(task: "Task", settings: TaskSettings) -> TaskSettings:
+    unknown = [n for n in settings.baseline.names if n not in task.baselines]
+    if unknown:
+        raise ConfigError(f"task.baseline.names={list(settings.baseline.names)}: {unknown} are not baselines of task "
+                          f"{task.name}; known: {sorted(task.baselines)}")
+    return settings
 
 
 class Task(ABC):
     name: ClassVar[str]
+    # The task's settings (candlebench.tasks.settings): its config.yaml as a frozen dataclass.
+    settings_type: ClassVar[type[TaskSettings]]
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
     methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
@@ -158,66 +194,71 @@ class Task(ABC):
     # and browse read. None: the task brings its own compare and report.
     per_sample: ClassVar[PerSample | None] = None
 
-    def validate(self, cfg: DictConfig) -> None:
-        """Raise ``candlebench.core.rules.ConfigError`` for a value of the task's own config (its
-        ``task:`` block) it cannot run with; the shared keys (samples window, chart size) are checked
-        by the stages."""
+    def settings(self, block: Any) -> TaskSettings:
+        """The task's settings from its ``task:`` block (a DictConfig or a plain mapping), checked:
+        ``candlebench.core.rules.ConfigError`` names the first key it cannot run with. Built once
+        per distinct block (the stages ask for it in every step of a job)."""
+        try:
+            values = OmegaConf.to_container(block, resolve=True) if OmegaConf.is_config(block) else dict(block)
+        except OmegaConfBaseException:  # built key by key, the first key that cannot be had says why
+            return _checked(self, build(self.settings_type, block))
+        return _built(self, json.dumps(values, sort_keys=True, default=str))
 
     @abstractmethod
-    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples: ...
+    def build_samples(self, market: Market, s: Any, ctx: TaskContext) -> BuiltSamples: ...
 
     @abstractmethod
-    def inputs(self, cfg: DictConfig) -> Inputs: ...
+    def inputs(self, s: Any) -> Inputs: ...
 
     @abstractmethod
-    def prompt_identity(self, cfg: DictConfig) -> str:
+    def prompt_identity(self, s: Any, ctx: TaskContext) -> str:
         """The prompt template as configured (colour convention, horizon, ...): part of the run key."""
 
     @abstractmethod
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: Any, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
         """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name;
         ``earlier`` its answer in the revised run (second passes only)."""
 
-    def revises(self, cfg: DictConfig) -> str | None:
+    def revises(self, s: TaskSettings) -> str | None:
         """The run whose answers this pass builds on; None for a first pass."""
-        method = cfg.task.get("method") or "direct"
+        method = s.method or "direct"
         if method == "direct":
             return None
         if method not in self.methods:
             raise MethodError(f"task.method={method}: the {self.name} task has the methods {['direct', *self.methods]}")
-        if not cfg.task.get("revises"):
+        if not s.revises:
             raise MethodError(f"task.method={method} needs task.revises: the run whose answers it revises")
-        return str(cfg.task.revises)
+        return str(s.revises)
 
-    def uses_market(self, cfg: DictConfig) -> bool:
+    def uses_market(self, s: Any) -> bool:
         """Whether the samples (and charts) come from the market data; False for a task whose
         samples bring their own images (captioning on your own charts)."""
         return True
 
-    def provided_images(self, cfg: DictConfig, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+    def provided_images(self, s: Any, samples: pd.DataFrame) -> Mapping[str, Path] | None:
         """sample_id -> an image file the render stage copies instead of drawing the chart (the
         task's one time frame); None: every chart is drawn from the market data."""
         return None
 
-    def images_per_prompt(self, cfg: DictConfig) -> int:
-        return len(self.inputs(cfg).charts)
+    def images_per_prompt(self, s: Any) -> int:
+        return len(self.inputs(s).charts)
 
-    def answer_constraint(self, cfg: DictConfig, constrain: bool = False) -> str | None:
+    def answer_constraint(self, s: TaskSettings, constrain: bool = False) -> str | None:
         """A regex that constrained decoding holds answers to (both backends), None = free text:
         ``task.answer_regex``, else the task's answer format when the model is to be held to it."""
-        return cfg.task.get("answer_regex") or (cfg.task.get("answer_format") if constrain else None)
+        return s.answer_regex or (s.answer_format if constrain else None)
 
     @abstractmethod
-    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]: ...
+    def parser(self, s: Any) -> Callable[[str | None], Parsed]: ...
 
-    def judge(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+    def judge(self, s: Any) -> Callable[[str | None], Parsed]:
         """The parser every stage uses: :meth:`parser` behind the input bounds of
         ``candlebench.core.results.bounded``, so no one answer can stall a run's scoring."""
-        return bounded(self.parser(cfg))
+        return bounded(self.parser(s))
 
     @abstractmethod
-    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict: ...
+    def score(self, run: RunData, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
         """Paired differences b - a of two runs over the same samples (JSON-safe); the default:

@@ -12,7 +12,6 @@ from typing import Collection, Iterator
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
 from candlebench.market.market import Market
 from candlebench.market.calendar import every_nth_day
@@ -56,9 +55,3 @@ def evaluation_windows(market: Market, start: str | None, end: str | None, inter
                 yield Window(str(code), date, bars, n)
 
     return dates, windows()
-
-
-def codes_of(samples: DictConfig) -> tuple[str, ...] | None:
-    """A task's ``samples.codes``: the stocks it asks about (null = every stock of the data)."""
-    codes = samples.get("codes")
-    return None if codes is None else tuple(str(c) for c in codes)

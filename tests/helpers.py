@@ -125,3 +125,12 @@ def forecast_snapshot(out: Path) -> dict:
             metrics.pop(key)
         snapshot["metrics"][run] = metrics
     return snapshot
+
+
+def setup_of(*overrides: str):
+    """The task, settings and context a job under these config overrides runs with, as the stages
+    build them (candlebench.stages.task_setup)."""
+    from candlebench.stages.graph import compose_config
+    from candlebench.stages.task_setup import task_setup
+
+    return task_setup(compose_config(list(overrides)))

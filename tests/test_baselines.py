@@ -286,11 +286,18 @@ def test_momentum_is_clipped_and_absent_without_history(samples, slice_market):
 # --- training on the history before the test window ------------------------------------------------
 
 
-def _job_config(start: str, **xgb) -> "DictConfig":
-    from omegaconf import OmegaConf
+def _settings(spec: SampleSpec):
+    """The forecast task's settings with the samples ``spec`` and the horizon H."""
+    from candlebench.stages.graph import compose_config
+    from candlebench.tasks.forecast.task import TASK
 
-    spec = dataclasses.asdict(SampleSpec(start=start))
-    return OmegaConf.create({"task": {"samples": {k: v for k, v in spec.items() if k != "task"}, "horizon": H}})
+    shipped = TASK.settings(compose_config(["task=forecast"]).task)
+    samples = dataclasses.replace(shipped.samples, **{k: v for k, v in dataclasses.asdict(spec).items() if k != "task"})
+    return dataclasses.replace(shipped, horizon=H, samples=samples)
+
+
+def _job_config(start: str, **xgb):
+    return _settings(SampleSpec(start=start))
 
 
 def test_xgboost_trains_on_history_before_the_test_window(slice_market):
@@ -353,11 +360,8 @@ def _defaults() -> dict:
     return OmegaConf.to_container(conf.baseline.params.xgboost)
 
 
-def _window_config(start: str | None, end: str | None = None, interval: int = 30) -> "DictConfig":
-    from omegaconf import OmegaConf
-
-    spec = dataclasses.asdict(SampleSpec(start=start, end=end, interval=interval))
-    return OmegaConf.create({"task": {"samples": {k: v for k, v in spec.items() if k != "task"}, "horizon": H}})
+def _window_config(start: str | None, end: str | None = None, interval: int = 30):
+    return _settings(SampleSpec(start=start, end=end, interval=interval))
 
 
 def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):

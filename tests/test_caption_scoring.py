@@ -160,11 +160,10 @@ def test_each_reported_value_lies_in_its_own_interval_and_bleu_is_the_toolkits(s
 
 
 def test_a_chinese_caption_has_a_real_length():
-    from omegaconf import OmegaConf
-
     from candlebench.tasks.caption.task import TASK
+    from helpers import setup_of
 
-    parse = TASK.parser(OmegaConf.create({"task": {"words": [100, 400]}}))
+    parse = TASK.parser(setup_of("task=caption", "task.words=[100,400]").settings)
     caption = "该股在2019年3月15日收于52.50元，随后放量上涨至60.00元，短期趋势向上。" * 4
     parsed = parse(caption)
     assert parsed.columns["words"] > 100 and "1 words" not in str(parsed.reason)
@@ -173,12 +172,11 @@ def test_a_chinese_caption_has_a_real_length():
 def test_a_caption_cut_while_reasoning_is_no_caption_and_says_so():
     """A closed reasoning block is not the caption; an unclosed one (the budget ran out while the model
     thought, or the template opened it) leaves only what came before it, and here that is nothing."""
-    from omegaconf import OmegaConf
-
     from candlebench.tasks.base import REASONING_CUT
     from candlebench.tasks.caption.task import TASK
+    from helpers import setup_of
 
-    parse = TASK.parser(OmegaConf.create({"task": {"words": [1, 400]}}))
+    parse = TASK.parser(setup_of("task=caption", "task.words=[1,400]").settings)
     assert parse("<think>\nthe close is up</think>\nThe stock rose 5%.").answer == "The stock rose 5%."
     cut = parse("<think>\nThe chart shows a rise; the close is 52.50 and")
     assert cut.answer is None and cut.reason == REASONING_CUT

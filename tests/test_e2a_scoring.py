@@ -362,14 +362,13 @@ def test_every_judge_reads_a_bounded_answer():
     """An answer over MAX_TEXT_CHARS is not parsed, a parsed answer over MAX_ANSWER_CHARS is not
     judged (both: no answer, with a reason giving the length), and the claim matcher reads an
     unparsed text's first MAX_ANSWER_CHARS characters: a 10 MB answer costs milliseconds."""
-    from omegaconf import OmegaConf
-
     from candlebench.core.results import MAX_ANSWER_CHARS, MAX_TEXT_CHARS
     from candlebench.tasks.caption.task import TASK as CAPTION
     from candlebench.tasks.e2a.task import _said
     from candlebench.tasks.forecast.task import TASK as FORECAST
+    from helpers import setup_of
 
-    caption = CAPTION.judge(OmegaConf.create({"task": {"words": [1, 400]}}))
+    caption = CAPTION.judge(setup_of("task=caption", "task.words=[1,400]").settings)
     assert caption("The stock rose 5%.").answer == "The stock rose 5%." and caption(None).reason == "no text (generation failed)"
     started = time.perf_counter()
     giant = caption("up " * 3_500_000)  # 10.5 MB
@@ -378,7 +377,7 @@ def test_every_judge_reads_a_bounded_answer():
     assert (giant.answer, giant.tier, giant.columns) == (None, "none", {"words": None})
     assert giant.reason == f"answer of 10,500,000 characters, over the {MAX_TEXT_CHARS:,} a parser reads: scored as no answer"
     assert long.answer is None and long.reason.startswith("parsed answer of 16,001 characters") and f"over the {MAX_ANSWER_CHARS:,}" in long.reason
-    forecast = FORECAST.judge(OmegaConf.create({"task": {"horizon": 5, "answer_format": None}}))
+    forecast = FORECAST.judge(setup_of("task=forecast", "task.horizon=5", "task.answer_format=null").settings)
     assert forecast("<score>0.5</score>" + " " * MAX_TEXT_CHARS).answer is None
     answer, analysis, rationale = _said({"answer": None, "text": "Volume rose. " * 800_000})
     assert answer == {} and len(analysis) == len(rationale) == MAX_ANSWER_CHARS

@@ -84,15 +84,16 @@ def test_imported_answers_score_like_the_responder_that_wrote_them(run, tmp_path
 
 
 def test_chinese_prompt(tmp_path, env):
-    from candlebench.stages.graph import compose_config
     from candlebench.tasks.e2a.task import TASK
+    from helpers import setup_of
 
-    cfg = compose_config(["task=e2a", "task.language=zh"])
-    identity = TASK.prompt_identity(cfg)
+    setup = setup_of("task=e2a", "task.language=zh")
+    cfg = (setup.settings, setup.context)
+    identity = TASK.prompt_identity(*cfg)
     assert "技术分析师" in identity and "观望" in identity
-    spec = TASK.request(cfg, {"modality": "text"}, {"text_ohlcv": "2024-01-02, 1, 2, 1, 2, 100"})
+    spec = TASK.request(*cfg, {"modality": "text"}, {"text_ohlcv": "2024-01-02, 1, 2, 1, 2, 100"})
     assert "2024-01-02, 1, 2, 1, 2, 100" in spec.prompt and spec.charts == ()
-    assert TASK.request(cfg, {"modality": "chart"}, {}).charts == ("daily",)
+    assert TASK.request(*cfg, {"modality": "chart"}, {}).charts == ("daily",)
 
 
 def test_anchors_never_see_the_evaluation_date_or_later(slice_market):

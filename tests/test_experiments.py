@@ -30,11 +30,12 @@ def test_experiment_composes_validates_and_plans(name):
     assert compare.count("[") - 1 == len(cfg.sweep.compare) * (len(cfg.sweep.models) if any(
         str(a).startswith("@") for a, _ in cfg.sweep.compare) else 1)
     for job in infer:  # each variant's prompt resolves to text with the placeholders it needs
-        run = compose_config(list(job.overrides[0]))
         from candlebench.tasks.forecast.task import TASK
+        from helpers import setup_of
 
-        identity = TASK.prompt_identity(run)
-        assert "<score>" in identity and ("ohlcv" not in TASK.given_inputs(run) or "{ohlcv}" in identity)
+        run = setup_of(*job.overrides[0])
+        identity = TASK.prompt_identity(run.settings, run.context)
+        assert "<score>" in identity and ("ohlcv" not in TASK.given_inputs(run.settings) or "{ohlcv}" in identity)
 
 
 def test_paper_experiments_train_xgboost_on_history_from_2015():

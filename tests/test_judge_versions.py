@@ -38,7 +38,7 @@ def corpus() -> list[str | None]:
 @pytest.mark.parametrize("name", ["forecast", "e2a", "caption"])
 def test_a_judge_whose_verdicts_change_has_a_new_version(name):
     task = get_task(name)
-    parse = task.parser(compose_config([f"task={name}"]))
+    parse = task.parser(task.settings(compose_config([f"task={name}"]).task))
     verdicts = [(p.answer, p.tier, p.reason, dict(sorted(p.columns.items()))) for p in map(parse, corpus())]
     assert fingerprint(verdicts) == PINNED.get((name, task.judge_version)), (
         f"the {name} judge's verdicts changed: raise {type(task).__name__}.judge_version and pin the new digest")

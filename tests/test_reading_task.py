@@ -14,10 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from candlebench.core.layout import TaskPaths
-from candlebench.stages.graph import compose_config
 from candlebench.core.results import RunData
 from candlebench.market.market import load_market
-from helpers import SLICE
+from helpers import SLICE, setup_of
 from candlebench.scoring.report import Dataset, scored_run, with_answered
 from candlebench.tasks import get_task
 from candlebench.tasks.base import ScoreSettings
@@ -47,7 +46,7 @@ def samples(market):
 
 @pytest.fixture(scope="module")
 def cfg():
-    return compose_config(["task=reading"])
+    return setup_of("task=reading")
 
 
 def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFrame:
@@ -93,18 +92,19 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
                  & (frame["frame"] == "daily")].iloc[0]
     ohlcv = "AC daily bars before x\ndate,open\n1,2\n\nAC weekly bars before x\ndate,open\n3,4"
     asked = json.loads(chart["questions"])
-    spec = TASK.request(cfg, chart, {"text_ohlcv": ohlcv})
+    spec = TASK.request(cfg.settings, cfg.context, chart, {"text_ohlcv": ohlcv})
     assert spec.charts == ("weekly",) and spec.texts == () and "weekly candlestick chart" in spec.prompt
     assert all(f"{q}:" in spec.prompt for q in asked) and "MA5 black, MA20 blue, MA90 purple" in spec.prompt
     back, date = json.loads(chart["marked"])[0]
     assert f"A = bar {back} from the right ({date})" in spec.prompt
     assert spec.prompt.count("\n1. ") == 1 and f"{len(asked)}. " in spec.prompt
-    on_text = TASK.request(cfg, text, {"text_ohlcv": ohlcv})
+    on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
     assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
-    zh = TASK.request(compose_config(["task=reading", "task.language=zh"]), chart, {"text_ohlcv": ohlcv})
+    in_zh = setup_of("task=reading", "task.language=zh")
+    zh = TASK.request(in_zh.settings, in_zh.context, chart, {"text_ohlcv": ohlcv})
     assert "周K线图" in zh.prompt and "从右数第" in zh.prompt
-    assert TASK.prompt_identity(cfg) != TASK.prompt_identity(compose_config(["task=reading", "task.language=zh"]))
+    assert TASK.prompt_identity(cfg.settings, cfg.context) != TASK.prompt_identity(in_zh.settings, in_zh.context)
     with pytest.raises(ValueError, match="no weekly block"):
         frame_block("AC daily bars before x\ndate", "weekly")
 
@@ -143,19 +143,19 @@ def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
     frame, _ = samples
     scores = {}
     for name, baseline in BASELINES.items():
-        texts = baseline(frame, market, cfg)
+        texts = baseline(frame, market, cfg.settings)
         assert set(texts) == set(frame["sample_id"])
         scores[name] = reading_metrics(answered(frame, dict(texts)))
     assert scores["oracle"]["all"]["accuracy"] == 1.0
     assert scores["uniform_random"]["all"]["accuracy"] < scores["majority"]["all"]["accuracy"] < 1.0
     assert scores["majority"]["questions"]["highest_close"]["answered"] == 0.0
-    assert BASELINES["uniform_random"](frame, market, cfg) == BASELINES["uniform_random"](frame, market, cfg)
+    assert BASELINES["uniform_random"](frame, market, cfg.settings) == BASELINES["uniform_random"](frame, market, cfg.settings)
 
 
 def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
     frame, _ = samples
-    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg)))
-    chance = answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg)))
+    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg.settings)))
+    chance = answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg.settings)))
     c = compare_runs(chance, oracle, n_boot=200)
     v = verdicts(chance)
     assert c["n"] == len(v) and c["accuracy_b"] == 1.0 and c["diff"] == pytest.approx(1 - v["right"].mean())
@@ -167,7 +167,7 @@ def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
 
 def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg, tmp_path):
     frame, summary = samples
-    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg)))
+    oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg.settings)))
     # A forecast run of the same name that says "up" everywhere, on the same stocks and cutoffs.
     windows = frame.drop_duplicates(["code", "cutoff"])[["code", "cutoff"]].reset_index(drop=True)
     r_30 = np.where(np.arange(len(windows)) % 3 == 0, -0.02, 0.03)
@@ -183,10 +183,10 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
     assert forecast_link(wrong, run)["read_right"]["n"] == 0
     assert forecast_link(oracle, TaskPaths(tmp_path / "forecast").run("other")) is None
 
-    metrics = {**TASK.score(RunData("m", oracle, frame, {"kind": "baseline"}), cfg, ScoreSettings(n_boot=50)),
+    metrics = {**TASK.score(RunData("m", oracle, frame, {"kind": "baseline"}), cfg.settings, cfg.context, ScoreSettings(n_boot=50)),
                "forecast": link}
     metrics.pop("per_sample")
-    chance = reading_metrics(answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg))))
+    chance = reading_metrics(answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg.settings))))
     found = sections([scored_run("oracle", metrics, False, reference=TASK.references["oracle"]), scored_run("m", metrics, True),
                       scored_run("uniform_random", chance, False)],
                      {"uniform_random → oracle": compare_runs(oracle, oracle, n_boot=0)},

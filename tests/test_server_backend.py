@@ -122,7 +122,7 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
     from candlebench.tasks import get_task
     from candlebench.tasks.base import REASONING_CUT
 
-    parse = get_task(task).parser(compose_config([f"data.path={SLICE}", f"task={task}"]))
+    parse = get_task(task).parser(get_task(task).settings(compose_config([f"data.path={SLICE}", f"task={task}"]).task))
     thought = "The close rose 5%, so I would BUY; the score is 0.12 and"
     apart = {"choices": [{"message": {"content": None, "reasoning_content": thought}, "finish_reason": "length"}]}
     inside = {"choices": [{"message": {"content": thought}, "finish_reason": "length"}]}

@@ -15,7 +15,9 @@ from omegaconf import OmegaConf
 from candlebench import tasks
 from candlebench.core.results import MAX_TEXT_CHARS, Parsed
 from candlebench.stages.graph import compose_config
+from candlebench.stages.task_setup import task_setup
 from candlebench.tasks.base import Column, Inputs, Task
+from candlebench.tasks.settings import TaskSettings
 
 pytestmark = pytest.mark.unit
 
@@ -45,6 +47,11 @@ def configs(registry):
     return {name: compose_config([f"task={name}"]) for name in registry}
 
 
+@pytest.fixture(scope="module")
+def setups(configs):
+    return {name: task_setup(cfg) for name, cfg in configs.items()}
+
+
 def each(registry: Mapping[str, Task], check) -> None:
     """``check(name, task)`` over every task, every failure named."""
     failed = []
@@ -68,6 +75,7 @@ def test_class_attributes_have_their_declared_shapes(registry):
         assert all(isinstance(m, str) and m != "direct" for m in task.methods)
         assert set(task.scored_after) <= set(registry) - {name}, f"scored_after {task.scored_after}"
         assert isinstance(task.judge_version, int) and task.judge_version >= 1
+        assert isinstance(task.settings_type, type) and issubclass(task.settings_type, TaskSettings)
         assert task.requires is None or (isinstance(task.requires[0], str) and isinstance(task.requires[1], tuple))
 
     each(registry, check)
@@ -83,7 +91,7 @@ def test_every_task_compares_and_reports_its_runs(registry):
     each(registry, check)
 
 
-def test_config_yaml_loads_and_composes(registry, configs):
+def test_config_yaml_loads_and_composes(registry, configs, setups):
     def check(name, task):
         folder = next((Path(p) / name for p in tasks.__path__ if (Path(p) / name / "task.py").exists()), None)
         if folder is not None:  # not a task registered in code
@@ -91,17 +99,21 @@ def test_config_yaml_loads_and_composes(registry, configs):
         cfg = configs[name]
         assert cfg.task.name == name
         assert set(cfg.task.baseline.names) <= set(task.baselines), "config.yaml names baselines the task lacks"
-        assert isinstance(task.inputs(cfg), Inputs) and isinstance(task.prompt_identity(cfg), str)
+        setup = setups[name]
+        assert isinstance(setup.settings, task.settings_type) and setup.settings.name == name
+        assert isinstance(task.inputs(setup.settings), Inputs)
+        assert isinstance(task.prompt_identity(setup.settings, setup.context), str)
 
     each(registry, check)
 
 
-def test_the_parser_never_raises_and_fails_as_data(registry, configs):
+def test_the_parser_never_raises_and_fails_as_data(registry, setups):
     """Every hostile text gives a Parsed: a JSON-safe answer or None with tier "none" and a reason,
     and only the task's declared columns."""
     def check(name, task):
         declared = {c.name for c in task.columns}
-        for parse in (task.parser(configs[name]), task.judge(configs[name])):
+        s = setups[name].settings
+        for parse in (task.parser(s), task.judge(s)):
             for text in HOSTILE:
                 shown = repr(text)[:40]
                 try:

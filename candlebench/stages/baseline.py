@@ -27,13 +27,14 @@ def task_settings(cfg: DictConfig) -> dict:
 
 def baseline(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
-    names = list(cfg.task.baseline.names)  # each a baseline of the task (validate)
+    settings = task.settings(cfg.task)
+    names = list(settings.baseline.names)  # each a baseline of the task (Task.settings checks)
     if not names:
         return
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(cfg) else None
-    parse = task.judge(cfg)
+    market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(settings) else None
+    parse = task.judge(settings)
     task_config = task_settings(cfg)
     for name in names:
         given = cfg.task.baseline.params.get(name)
@@ -47,7 +48,7 @@ def baseline(cfg: DictConfig) -> None:
         store = RecordStore(run.root)
         todo = sorted(set(samples["sample_id"]) - store.answered(info.run_key))
         if todo:
-            answers = task.baselines[name](samples, market, cfg, **params)
+            answers = task.baselines[name](samples, market, settings, **params)
             with store.writer(name) as writer:
                 writer.write(_record(info.run_key, name, sid, answers.get(sid)) for sid in todo)
         table = finalize_run(run, samples, task, parse)

@@ -115,7 +115,7 @@ def import_responses(cfg: DictConfig) -> None:
     if todo:
         with store.writer("import") as writer:
             writer.write(todo)
-    table = finalize_run(run, samples, task, task.judge(cfg))
+    table = finalize_run(run, samples, task, task.judge(task.settings(cfg.task)))
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
           f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "

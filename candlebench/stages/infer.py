@@ -19,6 +19,7 @@ from candlebench.market.data_source import same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.render import render_done, settings_from
+from candlebench.stages.task_setup import task_setup
 from candlebench.inference.backends import backend_kind, check_weights
 from candlebench.inference.backends.server_http import ServerChanged
 from candlebench.inference.backends.base import Backend, Media
@@ -38,7 +39,7 @@ class StaleInputs(UserError, FileNotFoundError):
 
 def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> pd.DataFrame:
     """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
-    inputs = task.inputs(cfg)
+    inputs = task.inputs(task.settings(cfg.task))
     needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
     if not needed:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
         return pd.DataFrame(columns=["sample_id", "freq", "sha256"])
@@ -105,8 +106,9 @@ def input_fingerprint(shas: Mapping[str, str], earlier: Earlier | None) -> str:
 
 
 def _earlier(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> dict[str, Earlier]:
-    revised = task.revises(cfg)
-    return earlier_answers(paths, revised, samples, str(cfg.task.method)) if revised else {}
+    settings = task.settings(cfg.task)
+    revised = task.revises(settings)
+    return earlier_answers(paths, revised, samples, str(settings.method)) if revised else {}
 
 
 def _shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -118,14 +120,16 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     second pass, of the earlier answer it shows); and what :func:`current_inputs` reads back of them:
     per sample the names of the inputs sent (run/inputs.parquet)."""
     sha = _shas(rendered_inputs(cfg, task, samples, paths))
-    with_text = task.inputs(cfg).text
+    setup = task_setup(cfg)
+    with_text = task.inputs(setup.settings).text
     earlier = _earlier(cfg, task, samples, paths)
     requests, sent = [], []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
         before = earlier.get(row["sample_id"])
         # A first pass calls the three-argument form: a task without second passes need not take `earlier`.
-        spec = task.request(cfg, row, texts) if before is None else task.request(cfg, row, texts, before)
+        asked = (setup.settings, setup.context, row, texts)
+        spec = task.request(*asked) if before is None else task.request(*asked, before)
         names = [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]
         inputs = input_fingerprint({name: sha[(row["sample_id"], name)] for name in names}, before)
         requests.append(
@@ -159,10 +163,11 @@ def media(cfg: DictConfig, task: Task) -> Media:
     the image policy (``render.width`` x ``render.height`` through its pixel budget); images a
     dataset brings have no size known ahead."""
     size = None
-    if task.uses_market(cfg) and task.images_per_prompt(cfg):
+    settings = task.settings(cfg.task)
+    if task.uses_market(settings) and task.images_per_prompt(settings):
         policy = image_policy(cfg)
         size = fit_size((int(cfg.render.width), int(cfg.render.height)), policy.max_pixels, policy.min_pixels)
-    return Media(task.images_per_prompt(cfg), size, str(cfg.infer.prompt_layout))
+    return Media(task.images_per_prompt(settings), size, str(cfg.infer.prompt_layout))
 
 
 def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
@@ -187,9 +192,10 @@ def writing(cfg: DictConfig) -> WriterLock:
 @one_writer(writing)
 def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
+    settings = task.settings(cfg.task)
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    if task.uses_market(cfg):
+    if task.uses_market(settings):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     kind = backend_kind(str(cfg.backend.name))
     check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))
@@ -227,7 +233,7 @@ def infer(cfg: DictConfig) -> None:
         if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
             shutil.rmtree(run.root)
         else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-            table = finalize_run(run, samples, task, task.judge(cfg), dict(zip(sent["sample_id"], sent["inputs"])))
+            table = finalize_run(run, samples, task, task.judge(settings), dict(zip(sent["sample_id"], sent["inputs"])))
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "

@@ -12,12 +12,13 @@ from candlebench.inference.models import ModelSpec
 from candlebench.inference.run_info import RunInfo
 from candlebench.inference.runner import RunSettings, Shard, default_gil_switch_ms
 from candlebench.rendering.model_input import ImagePolicy
+from candlebench.stages.task_setup import task_setup
 from candlebench.tasks.base import Task
 
 
 def generation_spec(cfg: DictConfig, task: Task, model: ModelSpec) -> GenerationSpec:
     values = OmegaConf.to_container(cfg.infer.generation, resolve=True)
-    return GenerationSpec(**values, regex=task.answer_constraint(cfg, model.constrain_answers))
+    return GenerationSpec(**values, regex=task.answer_constraint(task.settings(cfg.task), model.constrain_answers))
 
 
 def image_policy(cfg: DictConfig) -> ImagePolicy:
@@ -71,12 +72,13 @@ def served_settings(model: ModelSpec) -> dict:
 def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
     """Everything that changes an answer; batch size, shards and paths stay out on purpose."""
     generation = generation_spec(cfg, task, model)
+    setup = task_setup(cfg)
     kind = backend_kind(str(cfg.backend.name))
     identity = {
         "model": model.identity() if kind.served is None else served_settings(model),
         "backend": cfg.backend.name,
-        "prompt": task.prompt_identity(cfg),
-        "inputs": asdict(task.inputs(cfg)),
+        "prompt": task.prompt_identity(setup.settings, setup.context),
+        "inputs": asdict(task.inputs(setup.settings)),
         "image_policy": asdict(image_policy(cfg)),
         "generation": asdict(generation),
     }
@@ -84,9 +86,9 @@ def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
         identity["served"] = kind.served(cfg.backend, generation.regex)
     if cfg.infer.prompt_layout != "images_first":  # a protocol variant: the default keeps earlier run keys
         identity["prompt_layout"] = str(cfg.infer.prompt_layout)
-    revised = task.revises(cfg)
+    revised = task.revises(setup.settings)
     if revised:  # a second pass: the report pairs it with the run it revises
-        identity |= {"method": str(cfg.task.method), "revises": revised}
+        identity |= {"method": str(setup.settings.method), "revises": revised}
     return RunInfo(
         task=task.name, kind="model", model_name=model.name, identity=identity,
         release_date=model.release_date, random_weights=model.random_weights,

@@ -24,20 +24,20 @@ from candlebench.core.lock import WriterLock, one_writer
 from candlebench.market.data_source import open_market, same_market
 from candlebench.rendering.inputs import read_samples
 from candlebench.rendering.render import (RenderSettings, collect_manifest, copy_images, input_column, input_paths,
-                              read_manifest, render_samples, render_settings)
-from candlebench.tasks import get_task
+                              read_manifest, render_samples)
+from candlebench.stages.task_setup import task_setup
 
 
 def draws_nothing(cfg: DictConfig) -> bool:
     """The task's prompts carry no chart and no text file (its inputs are in the prompt itself)."""
-    inputs = get_task(cfg.task.name).inputs(cfg)
+    setup = task_setup(cfg)
+    inputs = setup.task.inputs(setup.settings)
     return not inputs.charts and not inputs.text
 
 
 def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs: its inputs, drawn by cfg.render to its chart design (cfg.task.render)."""
-    inputs = get_task(cfg.task.name).inputs(cfg)
-    return render_settings(cfg.render, cfg.task.render, inputs.charts, inputs.text)
+    """The render settings of the task a stage runs (its context's)."""
+    return task_setup(cfg).context.render
 
 
 def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
@@ -74,10 +74,11 @@ def render(cfg: DictConfig) -> None:
         print(f"{cfg.task.name}: no charts or text files to draw (its inputs are in its prompts)")
         return
     samples = read_samples(paths)
-    settings = settings_from(cfg)
+    setup = task_setup(cfg)
+    settings = setup.context.render
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    provided = get_task(cfg.task.name).provided_images(cfg, samples)
+    provided = setup.task.provided_images(setup.settings, samples)
     if provided is not None:
         copy_images(samples, provided, settings, paths.root, chunk)
     else:

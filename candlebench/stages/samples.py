@@ -11,7 +11,7 @@ from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
-from candlebench.tasks import get_task
+from candlebench.stages.task_setup import task_setup
 from candlebench.tasks.base import SAMPLE_KEYS, extent
 
 
@@ -35,12 +35,13 @@ def data_check(cfg: DictConfig) -> None:
 
 
 def samples(cfg: DictConfig) -> None:
-    task = get_task(cfg.task.name)
-    market = open_market(cfg.data) if task.uses_market(cfg) else None
-    built = task.build_samples(market, cfg)
+    setup = task_setup(cfg)
+    task, settings = setup.task, setup.settings
+    market = open_market(cfg.data) if task.uses_market(settings) else None
+    built = task.build_samples(market, settings, setup.context)
     paths = task_paths(cfg)
     if built.frame.empty:
-        window = f"[{cfg.task.samples.get('start')}, {cfg.task.samples.get('end')})"
+        window = f"[{getattr(settings.samples, 'start', None)}, {getattr(settings.samples, 'end', None)})"
         runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
         raise UserError(
             f"task {task.name}: no samples in the window task.samples.start/end = {window}{runs}"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig, open_dict
+from omegaconf import DictConfig, ListConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
@@ -23,6 +23,7 @@ from candlebench.stages.baseline import task_settings
 from candlebench.stages.infer import current_inputs
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.study import check_answers_these, samples_fingerprint, scored_on_these
+from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
@@ -111,10 +112,9 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
         revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
-        asked = cfg.copy()
-        with open_dict(asked):  # a task's config need not declare the pass keys (the toy task's does not)
-            asked.task.merge_with(revised or {"method": "direct", "revises": None})
-        prompt, inputs = task.prompt_identity(asked), asdict(task.inputs(asked))
+        setup = task_setup(cfg)
+        asked = replace(setup.settings, **(revised or {"method": "direct", "revises": None}))
+        prompt, inputs = task.prompt_identity(asked, setup.context), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
                                   f"({_first_difference(info.identity['prompt'], prompt)}); {redo}")
@@ -143,8 +143,10 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
-    parsed = finalize_run(run, samples, task, task.judge(cfg), inputs)
-    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), cfg, score_settings(cfg))
+    setup = task_setup(cfg)
+    parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
+    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
+                         score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
         scores = per_sample.set_index("sample_id").add_prefix("score_")
@@ -175,7 +177,7 @@ def score(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
     samples = read_samples(paths)
-    if task.uses_market(cfg):
+    if task.uses_market(task.settings(cfg.task)):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []
     now = samples_fingerprint(samples, paths)  # once: every run is checked against and scored on it

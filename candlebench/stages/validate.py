@@ -2,17 +2,17 @@
 the value and what is allowed — not a traceback after the model loaded, nor a run that does
 nothing and exits 0.
 
-The shared stages' rules are a table (candlebench.core.rules); the task's own keys are its to
-check (``Task.validate``). A key that is absent from the config (a task without that block) is not checked.
+The shared stages' rules are a table (candlebench.core.rules); the task's keys are checked by its
+settings dataclass (``Task.settings``, candlebench.tasks.settings), built here once for the job. A
+key that is absent from the config (a backend without that block) is not checked.
 """
 
 from __future__ import annotations
 
-import pandas as pd
 from omegaconf import DictConfig
 
-from candlebench.core.rules import (ConfigError, Rule, check, check_early, date_or_null, integer, number, one_of,
-                                    optional_integer, share, value)
+from candlebench.core.rules import (ConfigError, Rule, check, check_early, integer, number, one_of, optional_integer,
+                                    share, value)
 from candlebench.market.market import OnDefect
 from candlebench.inference.backends.server_http import http_url
 from candlebench.rendering.render import COLOR_CONVENTIONS, RENDERERS
@@ -55,13 +55,6 @@ RULES: tuple[Rule, ...] = (
     ("render.chunk.index", *integer(0)),
     ("render.width", *integer(200)),
     ("render.height", *integer(150)),
-    # Every task's samples and chart design (the stages key, render and resume by them).
-    ("task.render.max_bars", *integer(1)),
-    ("task.samples.interval", *integer(1)),
-    ("task.samples.min_bars", *integer(1)),
-    ("task.samples.max_stale_days", *integer(0)),
-    ("task.samples.start", date_or_null, "a date (YYYY-MM-DD) or null"),
-    ("task.samples.end", date_or_null, "a date (YYYY-MM-DD) or null"),
     ("score.n_boot", *integer(0)),
     ("sweep.render_chunks", *integer(1)),
     ("sweep.infer_shards", *integer(1)),
@@ -76,19 +69,4 @@ def validate(cfg: DictConfig) -> None:
         present, part = value(cfg, block)
         if present and part["index"] >= part["count"]:
             raise ConfigError(f"{block}.index={part['index']}: must be < {block}.count={part['count']}")
-    _, windows = value(cfg, "task.render.ma_windows")
-    _, colors = value(cfg, "task.render.ma_colors")
-    if windows is not None and colors is not None and len(windows) != len(colors):
-        raise ConfigError(f"task.render.ma_windows={windows} and task.render.ma_colors={colors}: must be as long as "
-                          "each other (one colour per moving average)")
-    _, start = value(cfg, "task.samples.start")
-    _, end = value(cfg, "task.samples.end")
-    if start is not None and end is not None and pd.Timestamp(str(start)) >= pd.Timestamp(str(end)):
-        raise ConfigError(f"task.samples.start={start} is not before task.samples.end={end}: the window holds no cutoff")
-    task = get_task(str(cfg.task.name))
-    present, names = value(cfg, "task.baseline.names")
-    unknown = [n for n in names or () if n not in task.baselines] if present else []
-    if unknown:
-        raise ConfigError(f"task.baseline.names={names}: {unknown} are not baselines of task {task.name}; "
-                          f"known: {sorted(task.baselines)}")
-    task.validate(cfg)
+    get_task(str(cfg.task.name)).settings(cfg.task)

@@ -13,7 +13,6 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
 TEMPLATE = ("The chart shows the stock's recent price action with its moving averages and volume. Prices moved "
             "within a range over the period, with several swings between support and resistance. The moving "
@@ -24,11 +23,11 @@ TEMPLATE = ("The chart shows the stock's recent price action with its moving ave
             "position in the stock for now.")
 
 
-def template(samples: pd.DataFrame, market: Any, cfg: DictConfig, text: str = TEMPLATE, **_: Any) -> Mapping[str, str]:
+def template(samples: pd.DataFrame, market: Any, s: Any, text: str = TEMPLATE, **_: Any) -> Mapping[str, str]:
     return {sid: text for sid in samples["sample_id"]}
 
 
-def shuffled(samples: pd.DataFrame, market: Any, cfg: DictConfig, seed: int = 0, **_: Any) -> Mapping[str, str]:
+def shuffled(samples: pd.DataFrame, market: Any, s: Any, seed: int = 0, **_: Any) -> Mapping[str, str]:
     ids = samples["sample_id"].tolist()
     refs = samples["reference"].tolist()
     if len(ids) < 2:
@@ -39,7 +38,7 @@ def shuffled(samples: pd.DataFrame, market: Any, cfg: DictConfig, seed: int = 0,
     return {ids[i]: refs[give[i]] for i in range(len(ids))}
 
 
-def describer(samples: pd.DataFrame, market: Any, cfg: DictConfig, **_: Any) -> Mapping[str, str]:
+def describer(samples: pd.DataFrame, market: Any, s: Any, **_: Any) -> Mapping[str, str]:
     return dict(zip(samples["sample_id"], samples["reference"]))
 
 

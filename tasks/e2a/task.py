@@ -11,42 +11,53 @@ and :mod:`candlebench.tasks.e2a.anchors`; parsing :mod:`candlebench.tasks.e2a.pa
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunData
-from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
 from candlebench.tasks.e2a.anchors import AnchorSettings
 from candlebench.tasks.e2a.claims import extract_claims, judge
 from candlebench.tasks.e2a.parse import parse_response
 from candlebench.tasks.e2a.responders import RESPONDERS
 from candlebench.tasks.e2a.samples import E2ASpec, anchors_of, build_samples
-from candlebench.tasks.windows import codes_of
 from candlebench.tasks.e2a.verify import verify_prompt
+from candlebench.tasks.settings import StockWindow, TaskSettings, setting
 
 CHART = "daily"
 
 
-def spec_of(cfg: DictConfig) -> E2ASpec:
-    s = cfg.task.samples
-    return E2ASpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
-                   interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
-                   codes=codes_of(s), modalities=tuple(str(m) for m in cfg.task.modalities))
+@dataclass(frozen=True, kw_only=True)
+class E2ASettings(TaskSettings):
+    modalities: tuple[str, ...]
+    prompts: dict[str, str]  # language -> the prompt
+    language: str = setting(key_of="prompts")
+    prompt: str  # the language's prompt
+    inputs: dict[str, dict[str, str]]  # language -> modality -> what {inputs} says
+    verify: dict[str, dict[str, str]]  # language -> the verify pass's prompt and words
+    answer_tokens: int
+    eci_confidence: float
+    eci_signals: int
+    anchors: dict[str, Any]  # AnchorSettings' thresholds
+    samples: StockWindow
 
 
-def anchor_settings(cfg: DictConfig) -> AnchorSettings:
-    return AnchorSettings(**OmegaConf.to_container(cfg.task.anchors, resolve=True))
+def spec_of(s: E2ASettings) -> E2ASpec:
+    return E2ASpec(**s.samples.window, codes=s.samples.codes, modalities=s.modalities)
+
+
+def anchor_settings(s: E2ASettings) -> AnchorSettings:
+    return AnchorSettings(**s.anchors)
 
 
 def _responder(name: str) -> Callable[..., Mapping[str, str | None]]:
-    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | None]:
+    def answers(samples: pd.DataFrame, market: Market, s: E2ASettings, **params: Any) -> Mapping[str, str | None]:
         respond = RESPONDERS[name]
         return {row["sample_id"]: respond(anchors_of(row)) for _, row in samples.iterrows()}
 
@@ -89,43 +100,36 @@ class E2ATask(Task):
     references = MappingProxyType({"anchor_oracle": "acts on the very anchor facts the judge checks against: "
                                                     "UCR, RCI and ECI 0 by construction, a ceiling"})
     methods = ("verify",)
+    settings_type = E2ASettings
 
-    def validate(self, cfg: DictConfig) -> None:
-        language, prompts = cfg.task.language, list(cfg.task.prompts)
-        if language not in prompts:
-            raise ConfigError(f"task.language={language!r}: must be one of {sorted(prompts)} (task.prompts)")
-
-    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(cfg), anchor_settings(cfg))
+    def build_samples(self, market: Market, s: E2ASettings, ctx: TaskContext) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(s), anchor_settings(s))
         return BuiltSamples(frame, summary)
 
-    def inputs(self, cfg: DictConfig) -> Inputs:
+    def inputs(self, s: E2ASettings) -> Inputs:
         return Inputs(charts=(CHART,), text=True)
 
-    def prompt_identity(self, cfg: DictConfig) -> str:
-        language = str(cfg.task.language)
-        intros = {m: cfg.task.inputs[language][m] for m in cfg.task.modalities}
-        identity = cfg.task.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
-        if self.revises(cfg):
-            verify = OmegaConf.to_container(cfg.task.verify[language], resolve=True)
-            identity += "\n" + json.dumps(verify, ensure_ascii=False, sort_keys=True)
+    def prompt_identity(self, s: E2ASettings, ctx: TaskContext) -> str:
+        intros = {m: s.inputs[s.language][m] for m in s.modalities}
+        identity = s.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
+        if self.revises(s):
+            identity += "\n" + json.dumps(s.verify[s.language], ensure_ascii=False, sort_keys=True)
         return identity
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: E2ASettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
         modality = str(sample["modality"])
-        language = str(cfg.task.language)
-        intro = cfg.task.inputs[language][modality]
+        intro = s.inputs[s.language][modality]
         with_text = modality in ("text", "both")
         inputs = intro.format(ohlcv=texts[text_column()]) if with_text else intro
-        prompt = cfg.task.prompt.format(inputs=inputs)
+        prompt = s.prompt.format(inputs=inputs)
         if earlier is not None:
-            words = cfg.task.verify[language]
-            prompt = verify_prompt(words.prompt, words, prompt, earlier, anchors_of(sample))
+            words = s.verify[s.language]
+            prompt = verify_prompt(words["prompt"], words, prompt, earlier, anchors_of(sample))
         return RequestSpec(prompt, (CHART,) if modality in ("chart", "both") else (),
                            (text_column(),) if with_text else ())
 
-    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+    def parser(self, s: E2ASettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
             a = parse_response(text)
             answer = None if a.action is None else {"analysis": a.analysis, "rationale": a.rationale,
@@ -134,13 +138,13 @@ class E2ATask(Task):
 
         return parse
 
-    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+    def score(self, run: RunData, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.e2a.metrics import e2a_metrics
 
         rows = scored_rows(run.parsed)
-        out = e2a_metrics(rows, float(cfg.task.eci_confidence), int(cfg.task.eci_signals),
-                          modalities=tuple(cfg.task.modalities), n_boot=settings.n_boot, seed=settings.seed)
-        out["eci_confidence"], out["eci_signals"] = float(cfg.task.eci_confidence), int(cfg.task.eci_signals)
+        out = e2a_metrics(rows, float(s.eci_confidence), int(s.eci_signals),
+                          modalities=tuple(s.modalities), n_boot=settings.n_boot, seed=settings.seed)
+        out["eci_confidence"], out["eci_signals"] = float(s.eci_confidence), int(s.eci_signals)
         identity = run.info.get("identity") or {}
         out["method"], out["revises"] = identity.get("method", "direct"), identity.get("revises")
         return out

@@ -10,38 +10,58 @@ numerical baselines :mod:`candlebench.tasks.forecast.baselines`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.results import Parsed, RunData
-from candlebench.core.rules import ConfigError, Rule, check, integer, share, value
+from candlebench.core.rules import ConfigError, integer, share
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import TEXT_INPUT, text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.rendering.render import render_settings
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.base import (BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
 from candlebench.tasks.forecast import baselines
 from candlebench.tasks.forecast.parse import parse_score
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
-
-RULES: tuple[Rule, ...] = (
-    ("task.horizon", *integer(1)),
-    ("task.samples.horizons", lambda v: isinstance(v, list) and len(v) > 0 and all(integer(1)[0](h) for h in v),
-     "a non-empty list of integers >= 1"),
-    ("task.samples.regime_threshold", *share(closed=False)),
-    ("task.samples.trend_threshold", *share(closed=False)),
-)
+from candlebench.tasks.settings import MarketWindow, TaskSettings, setting
 
 
-def sample_spec(cfg: DictConfig, task: str) -> SampleSpec:
-    values = OmegaConf.to_container(cfg.task.samples, resolve=True)
-    values["horizons"] = tuple(values["horizons"])
-    for key in ("start", "end"):
-        values[key] = None if values[key] is None else str(values[key])
-    return SampleSpec(task=task, **values)
+@dataclass(frozen=True, kw_only=True)
+class ForecastSamples(MarketWindow):
+    horizons: tuple[int, ...] = setting((lambda v: isinstance(v, list) and len(v) > 0 and all(integer(1)[0](h) for h in v),
+                                         "a non-empty list of integers >= 1"))
+    regime_threshold: float = setting(share(closed=False))
+    trend_threshold: float = setting(share(closed=False))
+    trend_by: str
+    trend_horizon: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForecastSettings(TaskSettings):
+    images: tuple[str, ...]
+    text: bool
+    feed: tuple[str, ...] | None
+    horizon: int = setting(integer(1))
+    prompt: str
+    # Named alternative prompts, which an experiment adds and picks with task.prompt=${task.prompts.<name>}
+    # (conf/experiment/ablation_*.yaml); not in config.yaml, whose keys are every forecast
+    # baseline's identity (stages/baseline.py).
+    prompts: dict[str, str] = field(default_factory=dict)
+    samples: ForecastSamples
+
+    def __post_init__(self) -> None:
+        if self.horizon not in self.samples.horizons:
+            raise ConfigError(f"task.horizon={self.horizon}: must be one of task.samples.horizons="
+                              f"{list(self.samples.horizons)} (its label is scored)")
+
+
+def sample_spec(s: ForecastSettings, task: str) -> SampleSpec:
+    w = s.samples
+    return SampleSpec(task=task, **w.window, horizons=w.horizons, regime_threshold=w.regime_threshold,
+                      trend_threshold=w.trend_threshold, trend_by=w.trend_by, trend_horizon=w.trend_horizon)
 
 
 def _score_text(value: float | None) -> str | None:
@@ -50,8 +70,8 @@ def _score_text(value: float | None) -> str | None:
 
 
 def _baseline(predict: Callable[..., baselines.Answers | pd.Series]) -> Callable[..., Mapping[str, str | NoAnswer | None]]:
-    def answers(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> Mapping[str, str | NoAnswer | None]:
-        found = predict(samples, market, cfg, **params)
+    def answers(samples: pd.DataFrame, market: Market, s: ForecastSettings, **params: Any) -> Mapping[str, str | NoAnswer | None]:
+        found = predict(samples, market, s, **params)
         found = found if isinstance(found, baselines.Answers) else baselines.Answers(found, {})
         values, why = found.predictions, found.unanswered
         return {sid: _score_text(values.get(sid)) if sid in values.index else NoAnswer(why[sid]) if sid in why else None
@@ -61,24 +81,24 @@ def _baseline(predict: Callable[..., baselines.Answers | pd.Series]) -> Callable
     return answers
 
 
-def _xgboost(samples: pd.DataFrame, market: Market, cfg: DictConfig, *, train_start: str | None = None,
+def _xgboost(samples: pd.DataFrame, market: Market, s: ForecastSettings, *, train_start: str | None = None,
              train_stride: int = 1, min_train: int = 100, **params: Any) -> baselines.Answers:
     """Walk-forward XGBoost trained on every ``train_stride``-th trading day of the history before the
     test window (from ``train_start``) and of the test window, under the samples' own rules
     (:func:`training_spec`), plus the test samples; each test cutoff learns only from those whose
     labels are realised before it."""
-    spec = sample_spec(cfg, TASK.name)
+    spec = sample_spec(s, TASK.name)
     start = None if train_start is None else str(train_start)
     days = training_spec(market.calendar, spec, start, int(train_stride), samples["cutoff"].max()) if len(samples) else None
     pool = samples if days is None else pd.concat([build_samples(market, days).frame, samples], ignore_index=True)
-    wf = baselines.xgboost_walk_forward(samples, market, int(cfg.task.horizon), train_samples=pool, min_train=min_train,
+    wf = baselines.xgboost_walk_forward(samples, market, s.horizon, train_samples=pool, min_train=min_train,
                                         settings=baselines.XGBSettings(**params))
     return baselines.Answers(wf.predictions, wf.unanswered(samples.set_index("sample_id")["cutoff"]))
 
 
 def _on_horizon(predict: Callable[..., baselines.Answers | pd.Series]) -> Callable[..., baselines.Answers | pd.Series]:
-    def run(samples: pd.DataFrame, market: Market, cfg: DictConfig, **params: Any) -> baselines.Answers | pd.Series:
-        return predict(samples, market, int(cfg.task.horizon), **params)
+    def run(samples: pd.DataFrame, market: Market, s: ForecastSettings, **params: Any) -> baselines.Answers | pd.Series:
+        return predict(samples, market, s.horizon, **params)
 
     run.__doc__ = predict.__doc__
     return run
@@ -86,6 +106,7 @@ def _on_horizon(predict: Callable[..., baselines.Answers | pd.Series]) -> Callab
 
 class ForecastTask(Task):
     name = "forecast"
+    settings_type = ForecastSettings
     columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))
     baselines = MappingProxyType({
         "xgboost": _baseline(_xgboost),
@@ -93,66 +114,59 @@ class ForecastTask(Task):
         **{name: _baseline(_on_horizon(baselines.BASELINES[name])) for name in ("constant", "random")},
     })
 
-    def validate(self, cfg: DictConfig) -> None:
-        check(cfg, RULES)
-        _, horizons = value(cfg, "task.samples.horizons")
-        horizon = cfg.task.horizon
-        if horizon not in horizons:
-            raise ConfigError(f"task.horizon={horizon}: must be one of task.samples.horizons={horizons} (its label is scored)")
-
-    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
-        spec = sample_spec(cfg, self.name)
+    def build_samples(self, market: Market, s: ForecastSettings, ctx: TaskContext) -> BuiltSamples:
+        spec = sample_spec(s, self.name)
         built = build_samples(market, spec)
         return BuiltSamples(built.frame, summarize(built, market, spec))
 
-    def inputs(self, cfg: DictConfig) -> Inputs:
-        return Inputs(charts=tuple(cfg.task.images), text=bool(cfg.task.text))
+    def inputs(self, s: ForecastSettings) -> Inputs:
+        return Inputs(charts=tuple(s.images), text=bool(s.text))
 
-    def given_inputs(self, cfg: DictConfig) -> tuple[str, ...]:
+    def given_inputs(self, s: ForecastSettings) -> tuple[str, ...]:
         """What the model is given out of what is rendered (``task.feed``; null = the charts of
         ``task.images``): the ablations give one chart, or the OHLCV text instead of or beside them."""
-        rendered = (*cfg.task.images, *((TEXT_INPUT,) if cfg.task.text else ()))
-        if cfg.task.feed is None:
-            return tuple(cfg.task.images)
-        feed = tuple(str(f) for f in cfg.task.feed)
+        rendered = (*s.images, *((TEXT_INPUT,) if s.text else ()))
+        if s.feed is None:
+            return tuple(s.images)
+        feed = tuple(str(f) for f in s.feed)
         unknown = [f for f in feed if f not in rendered]
         if unknown or not feed:
             raise ValueError(f"task.feed={list(feed)}: feed from what is rendered, {list(rendered)} "
                              "(task.images, and 'ohlcv' when task.text=true)")
         return feed
 
-    def _prompt(self, cfg: DictConfig, ohlcv: str) -> str:
-        up, down = render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).colors
-        return cfg.task.prompt.format(up=up.upper(), down=down.upper(), horizon=cfg.task.horizon, ohlcv=ohlcv)
+    def _prompt(self, s: ForecastSettings, ctx: TaskContext, ohlcv: str) -> str:
+        up, down = ctx.render.colors
+        return s.prompt.format(up=up.upper(), down=down.upper(), horizon=s.horizon, ohlcv=ohlcv)
 
-    def prompt_identity(self, cfg: DictConfig) -> str:
+    def prompt_identity(self, s: ForecastSettings, ctx: TaskContext) -> str:
         # {ohlcv} stays a placeholder here: the sample's own OHLCV text goes there (request).
-        prompt = self._prompt(cfg, "{ohlcv}")
-        if cfg.task.feed is None:
+        prompt = self._prompt(s, ctx, "{ohlcv}")
+        if s.feed is None:
             return prompt
-        return f"[inputs given: {', '.join(self.given_inputs(cfg))}]\n{prompt}"
+        return f"[inputs given: {', '.join(self.given_inputs(s))}]\n{prompt}"
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: ForecastSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
-        given = self.given_inputs(cfg)
-        charts = tuple(c for c in cfg.task.images if c in given)
+        given = self.given_inputs(s)
+        charts = tuple(c for c in s.images if c in given)
         if TEXT_INPUT not in given:
-            return RequestSpec(self._prompt(cfg, ""), charts)
-        if "{ohlcv}" not in cfg.task.prompt:
+            return RequestSpec(self._prompt(s, ctx, ""), charts)
+        if "{ohlcv}" not in s.prompt:
             raise ValueError("task.feed gives the OHLCV text, but task.prompt has no {ohlcv} placeholder to put it in")
-        return RequestSpec(self._prompt(cfg, texts[text_column()]), charts, (text_column(),))
+        return RequestSpec(self._prompt(s, ctx, texts[text_column()]), charts, (text_column(),))
 
-    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+    def parser(self, s: ForecastSettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
             p = parse_score(text)
             return Parsed(p.value, p.tier, p.reason, {"pred": p.value, "pred_in_range": p.in_range})
 
         return parse
 
-    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+    def score(self, run: RunData, s: ForecastSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.forecast.metrics import compute_metrics
 
-        return compute_metrics(run.parsed, horizon=int(cfg.task.horizon), release_date=run.info.get("release_date"),
+        return compute_metrics(run.parsed, horizon=s.horizon, release_date=run.info.get("release_date"),
                                n_boot=settings.n_boot, seed=settings.seed)
 
     def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:

@@ -28,7 +28,7 @@ def _texts(samples: pd.DataFrame, answer) -> dict[str, str]:
             for row in samples[["sample_id", "frame", "questions"]].to_dict("records")}
 
 
-def uniform_random(samples: pd.DataFrame, market: Market, cfg: Any, *, seed: int = 0) -> Mapping[str, str]:
+def uniform_random(samples: pd.DataFrame, market: Market, s: Any, *, seed: int = 0) -> Mapping[str, str]:
     """Uniformly random among each question's choices (highest_close unanswered)."""
     rng = np.random.default_rng(int(seed))
 
@@ -43,7 +43,7 @@ def uniform_random(samples: pd.DataFrame, market: Market, cfg: Any, *, seed: int
     return _texts(samples, answer)
 
 
-def majority(samples: pd.DataFrame, market: Market, cfg: Any) -> Mapping[str, str]:
+def majority(samples: pd.DataFrame, market: Market, s: Any) -> Mapping[str, str]:
     """Each question's most common true answer per time frame, over these samples (highest_close unanswered)."""
     truths = [(row["frame"], q, t) for row in samples[["frame", "questions"]].to_dict("records")
               for q, t in json.loads(row["questions"]).items() if q in _CHOICES]
@@ -58,7 +58,7 @@ def majority(samples: pd.DataFrame, market: Market, cfg: Any) -> Mapping[str, st
     return _texts(samples, answer)
 
 
-def oracle(samples: pd.DataFrame, market: Market, cfg: Any) -> Mapping[str, str]:
+def oracle(samples: pd.DataFrame, market: Market, s: Any) -> Mapping[str, str]:
     """The true answers (a ceiling check, not a model)."""
     return _texts(samples, lambda row, truths: truths)
 

@@ -11,25 +11,24 @@ next to forecasting :mod:`candlebench.tasks.reading.forecast_link`; the report s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import Layout
 from candlebench.core.results import Parsed, RunData
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
-from candlebench.rendering.render import render_settings
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
-from candlebench.tasks.windows import codes_of
+from candlebench.tasks.settings import StockWindow, TaskSettings, setting
 
 # The answer format the prompt shows, per question, in the order asked.
 FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
@@ -39,13 +38,33 @@ FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below
 assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
 
 
-def spec_of(cfg: DictConfig) -> ReadingSpec:
-    s = cfg.task.samples
-    return ReadingSpec(start=None if s.start is None else str(s.start), end=None if s.end is None else str(s.end),
-                       interval=int(s.interval), min_bars=int(s.min_bars), max_stale_days=int(s.max_stale_days),
-                       codes=codes_of(s), frames=tuple(str(f) for f in cfg.task.frames),
-                       modalities=tuple(str(m) for m in cfg.task.modalities), max_bars=int(cfg.task.render.max_bars),
-                       ma_windows=tuple(int(w) for w in cfg.task.render.ma_windows))
+@dataclass(frozen=True, kw_only=True)
+class ReadingSettings(TaskSettings):
+    frames: tuple[str, ...]
+    modalities: tuple[str, ...]
+    # Per language: the prompt, what {inputs} says per modality, the frames' names, the questions
+    # and how a marked bar is named.
+    prompts: dict[str, str]
+    language: str = setting(key_of="prompts")
+    prompt: str  # the language's prompt
+    inputs: dict[str, dict[str, str]]
+    frame_names: dict[str, dict[str, str]]
+    questions: dict[str, dict[str, str]]
+    mark: dict[str, str]
+    answer_tokens: int
+    samples: StockWindow
+
+    def __post_init__(self) -> None:
+        try:
+            spec_of(self)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+
+def spec_of(s: ReadingSettings) -> ReadingSpec:
+    return ReadingSpec(**s.samples.window, codes=s.samples.codes, frames=tuple(str(f) for f in s.frames),
+                       modalities=tuple(str(m) for m in s.modalities), max_bars=s.render.max_bars,
+                       ma_windows=tuple(int(w) for w in s.render.ma_windows))
 
 
 def frame_block(text: str, frame: str) -> str:
@@ -60,6 +79,7 @@ def frame_block(text: str, frame: str) -> str:
 
 class ReadingTask(Task):
     name = "reading"
+    settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
     judge_version = 1  # raise with every change of a verdict or metric (tests/test_judge_versions.py pins them)
@@ -67,36 +87,25 @@ class ReadingTask(Task):
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})
 
-    def validate(self, cfg: DictConfig) -> None:
-        language = cfg.task.language
-        if language not in cfg.task.prompts:
-            raise ConfigError(f"task.language={language!r}: must be one of {sorted(cfg.task.prompts)} (task.prompts)")
-        try:
-            spec_of(cfg)
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
-
-    def build_samples(self, market: Market, cfg: DictConfig) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(cfg))
+    def build_samples(self, market: Market, s: ReadingSettings, ctx: TaskContext) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(s))
         return BuiltSamples(frame, summary)
 
-    def inputs(self, cfg: DictConfig) -> Inputs:
-        return Inputs(charts=tuple(str(f) for f in cfg.task.frames), text="text" in cfg.task.modalities)
+    def inputs(self, s: ReadingSettings) -> Inputs:
+        return Inputs(charts=tuple(str(f) for f in s.frames), text="text" in s.modalities)
 
-    def _words(self, cfg: DictConfig) -> dict[str, Any]:
-        language = str(cfg.task.language)
-        return {k: OmegaConf.to_container(cfg.task, resolve=True)[k][language]
-                for k in ("inputs", "frame_names", "questions", "mark")}
+    def _words(self, s: ReadingSettings) -> dict[str, Any]:
+        return {k: getattr(s, k)[s.language] for k in ("inputs", "frame_names", "questions", "mark")}
 
-    def prompt_identity(self, cfg: DictConfig) -> str:
-        return cfg.task.prompt + "\n" + json.dumps(self._words(cfg), ensure_ascii=False, sort_keys=True)
+    def prompt_identity(self, s: ReadingSettings, ctx: TaskContext) -> str:
+        return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
 
-    def request(self, cfg: DictConfig, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: ReadingSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 earlier: Earlier | None = None) -> RequestSpec:
-        words = self._words(cfg)
+        words = self._words(s)
         frame, modality = str(sample["frame"]), str(sample["modality"])
-        up, down = render_settings(cfg.render, cfg.task.render, self.inputs(cfg).charts).colors
-        mas = ", ".join(f"MA{w} {c}" for w, c in zip(cfg.task.render.ma_windows, cfg.task.render.ma_colors))
+        up, down = ctx.render.colors
+        mas = ", ".join(f"MA{w} {c}" for w, c in zip(s.render.ma_windows, s.render.ma_colors))
         ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
         inputs = words["inputs"][modality].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
         marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
@@ -104,23 +113,23 @@ class ReadingTask(Task):
         asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
         questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up) for i, q in enumerate(asked, 1))
         answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
-        prompt = cfg.task.prompt.format(inputs=inputs, questions=questions, format=answer)
+        prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)
         return RequestSpec(prompt, (frame,) if modality == "chart" else (), (text_column(),) if modality == "text" else ())
 
-    def parser(self, cfg: DictConfig) -> Callable[[str | None], Parsed]:
+    def parser(self, s: ReadingSettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
             a = parse_answer(text)
             return Parsed(a.answers, a.tier, a.reason, {"n_answered": len(a.answers or {})})
 
         return parse
 
-    def score(self, run: RunData, cfg: DictConfig, settings: ScoreSettings) -> dict:
+    def score(self, run: RunData, s: ReadingSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.reading.forecast_link import forecast_link
         from candlebench.tasks.reading.metrics import per_sample, reading_metrics
 
         out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
         if run.info.get("kind") == "model":
-            link = forecast_link(run.parsed, Layout.of(cfg).task("forecast").run(run.name))
+            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name))
             if link is not None:
                 out["forecast"] = link
         out["per_sample"] = per_sample(run.parsed)

@@ -4,6 +4,7 @@ config.yaml, on the registry's path through CANDLEBENCH_TASKS; nothing shared na
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import pandas as pd
@@ -11,10 +12,24 @@ import pandas as pd
 from candlebench.core.results import Parsed, RunData
 from candlebench.market.market import Market
 from candlebench.scoring.report import ScoredRun, Section, Table
-from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task
+from candlebench.core.rules import integer
+from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.tasks.settings import TaskSettings, setting
 
 
-def _always_up(samples: pd.DataFrame, market: Market, cfg, **params) -> Mapping[str, str | None]:
+@dataclass(frozen=True, kw_only=True)
+class ToySamples:
+    every: int = setting(integer(1))  # trading days between cutoffs
+    min_bars: int = setting(integer(1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToySettings(TaskSettings):
+    prompt: str
+    samples: ToySamples
+
+
+def _always_up(samples: pd.DataFrame, market: Market, s: ToySettings, **params) -> Mapping[str, str | None]:
     return {sid: "UP" for sid in samples["sample_id"]}
 
 
@@ -22,13 +37,14 @@ class ToyTask(Task):
     """Did the stock close up on the cutoff day? One daily chart and the OHLCV text per sample."""
 
     name = "toy"
+    settings_type = ToySettings
     columns = (Column("direction", "string"),)
     baselines = {"always_up": _always_up}
 
-    def build_samples(self, market: Market, cfg) -> BuiltSamples:
+    def build_samples(self, market: Market, s: ToySettings, ctx: TaskContext) -> BuiltSamples:
         cal, bars = market.calendar, market.bars
         rows = []
-        for cutoff in cal[int(cfg.task.samples.min_bars):: int(cfg.task.samples.every)]:
+        for cutoff in cal[s.samples.min_bars:: s.samples.every]:
             day = bars[bars["date"] == cutoff].set_index("code")["close"]
             before = bars[bars["date"] < cutoff].groupby("code")["close"].last()
             for code in sorted(set(day.index) & set(before.index)):
@@ -37,17 +53,17 @@ class ToyTask(Task):
         frame = pd.DataFrame(rows)
         return BuiltSamples(frame, {"samples": len(frame)})
 
-    def inputs(self, cfg) -> Inputs:
+    def inputs(self, s: ToySettings) -> Inputs:
         return Inputs(charts=("daily",), text=True)
 
-    def prompt_identity(self, cfg) -> str:
-        return cfg.task.prompt
+    def prompt_identity(self, s: ToySettings, ctx: TaskContext) -> str:
+        return s.prompt
 
-    def request(self, cfg, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
-        prompt = cfg.task.prompt.format(cutoff=f"{sample['cutoff']:%Y-%m-%d}", ohlcv=texts["text_ohlcv"])
+    def request(self, s: ToySettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str]) -> RequestSpec:
+        prompt = s.prompt.format(cutoff=f"{sample['cutoff']:%Y-%m-%d}", ohlcv=texts["text_ohlcv"])
         return RequestSpec(prompt, ("daily",), ("text_ohlcv",))
 
-    def parser(self, cfg) -> Callable[[str | None], Parsed]:
+    def parser(self, s: ToySettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
             found = re.search(r"\b(UP|DOWN)\b", text or "")
             if found is None:
@@ -56,7 +72,7 @@ class ToyTask(Task):
 
         return parse
 
-    def score(self, run: RunData, cfg, settings: ScoreSettings) -> dict:
+    def score(self, run: RunData, s: ToySettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         answered = run.parsed[run.parsed["direction"].notna()]
         right = (answered["direction"] == "up") == answered["up"]
         return {"accuracy": float(right.mean()) if len(answered) else None,
