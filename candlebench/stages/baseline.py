@@ -7,6 +7,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
 from candlebench.market.data_source import open_market, same_market
+from candlebench.stages.freshness import task_settings
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
@@ -15,14 +16,6 @@ from candlebench.tasks import get_task
 from candlebench.tasks.base import NoAnswer
 
 NO_ANSWER = "no prediction"
-# Keys of the task's config that say nothing of a baseline's answers: which pass a run is, the
-# chart design (baselines read bars, not charts), and the baselines' own list (its params are kept apart).
-NOT_ITS_SETTINGS = ("method", "revises", "passes", "render", "baseline")
-
-
-def task_settings(cfg: DictConfig) -> dict:
-    """The task settings a baseline's answers depend on: part of its run key, checked by score."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.task, resolve=True).items() if k not in NOT_ITS_SETTINGS}
 
 
 def baseline(cfg: DictConfig) -> None:

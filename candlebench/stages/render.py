@@ -90,23 +90,9 @@ class RenderProgress:
 
 def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     """What the manifests on disk hold of what the samples need, whatever config drew them
-    (`candlebench status` reads a folder); :func:`render_done` asks the same under a config."""
+    (`candlebench status` reads a folder); freshness's :func:`charts` asks the same under a config."""
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
     needed = {chart_path(c, code, f) for c, code in zip(samples["cutoff"], samples["code"]) for f in inputs}
     return RenderProgress(len(needed & {r["path"] for r in rows}), len(needed), inputs,
                           any(c.startswith(("image_", "text_")) for c in samples.columns))
-
-
-def render_done(cfg: DictConfig) -> bool:
-    """Every input of every sample is drawn under this config's settings and merged into the samples."""
-    paths = task_paths(cfg)
-    if not paths.samples.exists():
-        return False
-    samples = read_samples(paths)
-    settings = settings_from(cfg)
-    try:
-        collect_manifest(samples, settings, paths.root)
-    except FileNotFoundError:
-        return False
-    return {input_column(name) for name in settings.inputs} <= set(samples.columns)

@@ -62,8 +62,3 @@ def samples(cfg: DictConfig) -> None:
     print(f"{task.name}: {len(built.frame):,} samples -> {table} ({built.frame['code'].nunique()} stocks × "
           f"{built.frame['cutoff'].nunique()} dates" + (f", {dropped:,} dropped" if dropped else "")
           + f"; summary in {paths.summary.name})")
-
-
-def samples_done(cfg: DictConfig) -> bool:
-    """The task's samples are on disk."""
-    return task_paths(cfg).samples.exists()
