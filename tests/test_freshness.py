@@ -189,3 +189,16 @@ def test_the_samples_fingerprint_is_of_their_definitions_and_market_in_any_row_o
     summary = json.loads(paths.summary.read_text())
     write_json({**summary, "data": {**summary["data"], "fingerprint": "another market"}}, other.summary)
     assert freshness.samples_fingerprint(samples, other) != now
+
+
+def test_a_baseline_keeps_its_answers_over_the_same_samples_in_another_row_order(ws):
+    """A baseline's run key holds the samples' fingerprint that scores hold (one notion of "the same
+    samples"), not a hash of the rows in file order."""
+    stage = [*COMMON, f"out_dir={ws}", "task.baseline.names=[momentum]"]
+    run_stage("baseline", stage)
+    paths = task_paths(_cfg(ws))
+    run = paths.run("momentum")
+    key, parts = json.loads(run.info.read_text())["run_key"], sorted(run.root.glob("parts/*"))
+    write_parquet(read_samples(paths).iloc[::-1], paths.samples)
+    run_stage("baseline", stage)
+    assert (json.loads(run.info.read_text())["run_key"], sorted(run.root.glob("parts/*"))) == (key, parts)

@@ -7,11 +7,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
 from candlebench.market.data_source import open_market, same_market
-from candlebench.stages.freshness import task_settings
+from candlebench.stages.freshness import samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
-from candlebench.rendering.inputs import read_samples, samples_fingerprint
+from candlebench.rendering.inputs import read_samples
 from candlebench.tasks import get_task
 from candlebench.tasks.base import NoAnswer
 
@@ -28,13 +28,13 @@ def baseline(cfg: DictConfig) -> None:
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(cfg) else None
     parse = task.judge(cfg)
     task_config = task_settings(cfg)
+    # The market and the samples are inputs too: walk-forward models train on both.
+    inputs = {"data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples, paths)}
     for name in names:
         given = cfg.task.baseline.params.get(name)
         params = {} if given is None else OmegaConf.to_container(given, resolve=True)
-        # The market and the samples are inputs too: walk-forward models train on both.
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
-                       identity={"baseline": name, "params": params, "task_config": task_config,
-                                 "data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples)})
+                       identity={"baseline": name, "params": params, "task_config": task_config, **inputs})
         run = paths.run(name)
         info.write(run.info)
         store = RecordStore(run.root)
