@@ -79,13 +79,13 @@ def test_a_manifest_is_fresh_only_under_the_settings_it_records(drawn):
         "drawn under other render settings (['(unknown)'])")
 
 
-def _answer(cfg, sample_ids: set[str], label: str) -> None:
+def _answer(cfg, sample_ids: set[str], label: str, text: str = "<score>0.100</score>") -> None:
     """The run's answers to ``sample_ids``, for the inputs infer's requests send now."""
     task, paths = get_task(cfg.task.name), task_paths(cfg)
     requests, _ = build_requests(cfg, task, read_samples(paths), paths)
     key = model_run_info(cfg, task, model_spec(cfg)).run_key
     with RecordStore(run_paths(cfg).root).writer(label) as writer:
-        writer.write(ResponseRecord.answered(key, r.sample_id, "m", "transformers", "<score>0.100</score>", inputs=r.inputs)
+        writer.write(ResponseRecord.answered(key, r.sample_id, "m", "transformers", text, inputs=r.inputs)
                      for r in requests if r.sample_id in sample_ids)
 
 
@@ -114,6 +114,46 @@ def test_a_run_is_fresh_once_every_sample_is_answered_for_its_inputs_of_now(ws):
     run = run_paths(cfg)
     write_parquet(pd.read_parquet(run.inputs).iloc[1:], run.inputs)  # as if a sample was added since
     assert freshness.answers(cfg) == Stale("1 of 6 samples never asked (samples added since it ran)")
+
+
+def _finish(cfg) -> None:
+    """What infer does once its answers are in: parsed.parquet under the run's key."""
+    task = get_task(cfg.task.name)
+    finalize_run(run_paths(cfg), read_samples(task_paths(cfg)), task, task.judge(cfg))
+
+
+def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_path):
+    """E2A's verify pass shows each sample's first answer: a first pass answered again makes its
+    answers stale, and a first pass redone under another key is not one to revise."""
+    first = [*COMMON, "task=e2a", "data.codes=[AC]", f"out_dir={tmp_path}"]
+    run_stage("samples", first)
+    run_stage("render", first)
+    cfg = compose_config(first)
+    verify = compose_config([*first, "infer.run_name=r-verify", "task.method=verify", "task.revises=r"])
+    ids = _start_run(cfg)
+    _answer(cfg, set(ids), "first", "up")
+    _finish(cfg)
+    assert _start_run(verify) == ids
+    _answer(verify, set(ids), "verify")
+    assert freshness.answers(verify) == FRESH
+    shutil.rmtree(run_paths(cfg).root / "parts")  # the first pass answered again, otherwise
+    _answer(cfg, set(ids), "again", "down")
+    _finish(cfg)
+    key = model_run_info(verify, get_task("e2a"), model_spec(verify)).run_key
+    assert freshness.answers(verify) == Stale(
+        f"{len(ids)} of {len(ids)} samples not answered under run key {key} for the inputs they have now")
+    first_run = run_paths(cfg)
+    redone = model_run_info(compose_config([*first, "infer.generation.max_new_tokens=20"]), get_task("e2a"),
+                            model_spec(cfg))
+    redone.write(first_run.info)
+    was = model_run_info(cfg, get_task("e2a"), model_spec(cfg)).run_key
+    assert freshness.answers(verify) == Stale(
+        f"the run it revises is not ready: {first_run.root}: parsed.parquet holds run key(s) ['{was}'], but run.json "
+        f"says {redone.run_key} (the run was redone since they were written); finish the first pass first "
+        "(`candlebench infer task=e2a` with the model that wrote r)")
+    first_run.parsed.unlink()
+    assert freshness.answers(verify).reason.startswith(
+        f"the run it revises is not ready: task.method=verify revises run r, which {first_run.root} does not hold")
 
 
 def test_parsed_answers_and_scores_are_of_the_run_key_in_run_json(ws):
