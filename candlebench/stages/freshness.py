@@ -98,16 +98,17 @@ def drawn_under(manifest: pd.DataFrame, settings: RenderSettings) -> Freshness:
 
 def charts(cfg: DictConfig) -> Freshness:
     """Every input of every sample is drawn under this config's settings and merged into the samples."""
+    built = samples(cfg)
+    if not built.fresh:
+        return built
     paths = task_paths(cfg)
-    if not paths.samples.exists():
-        return Stale(f"no samples yet under {paths.root}")
-    samples = read_samples(paths)
+    table = read_samples(paths)
     settings = settings_from(cfg)
     try:
-        collect_manifest(samples, settings, paths.root)
+        collect_manifest(table, settings, paths.root)
     except FileNotFoundError as err:
         return Stale(str(err))
-    unmerged = sorted({input_column(name) for name in settings.inputs} - set(samples.columns))
+    unmerged = sorted({input_column(name) for name in settings.inputs} - set(table.columns))
     return Stale(f"{paths.samples}: no {unmerged} yet (the last render chunk merges them)") if unmerged else FRESH
 
 
