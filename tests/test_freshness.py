@@ -21,11 +21,12 @@ from candlebench.stages.graph import compose_config, run_stage
 from candlebench.stages.infer import build_requests
 from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.render import settings_from
+from candlebench.stages.render_settings import settings_from
 from candlebench.stages.score import score_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.rendering.inputs import read_samples
 from candlebench.tasks import get_task
+from helpers import SLICE
 
 COMMON = ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=180", "render.workers=1",
           "render.width=200", "render.height=200", "infer.run_name=r"]
@@ -53,6 +54,33 @@ def drawn(tmp_path_factory) -> Path:
 @pytest.fixture
 def ws(tmp_path, drawn) -> Path:
     return Path(shutil.copytree(drawn, tmp_path / "ws"))
+
+
+def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from(drawn, tmp_path):
+    paths = task_paths(_cfg(drawn))
+    codes = read_samples(paths)["code"].unique()
+    assert freshness.market(_cfg(drawn).data, paths.summary, codes) == FRESH
+
+    def csv(path: Path):
+        return compose_config([*(o for o in COMMON if o != "data=slice"), "data=csv", f"data.path={path}",
+                               "data.market=PSE", f"out_dir={drawn}"]).data
+
+    frame = pd.read_csv(SLICE)
+    later = (frame["code"] == "AC") & (frame["date"] >= "2019-06-01")
+    frame.loc[later, ["open", "high", "low", "close"]] *= 1.1  # AC restated from a date
+    frame.to_csv(tmp_path / "restated.csv", index=False)
+    restated = csv(tmp_path / "restated.csv")
+    assert freshness.market(restated, paths.summary, codes) == Stale(
+        f"{paths.samples} was built from other market data than data.path={tmp_path / 'restated.csv'} "
+        f"(data={restated.get('name')}) gives for its stocks now")
+    with pytest.raises(freshness.MarketChanged, match="run `candlebench samples` with this data first"):
+        freshness.same_market(restated, paths.summary, codes)
+    shutil.copy(SLICE, tmp_path / "same.csv")  # the same bars under another name and time
+    assert freshness.market(csv(tmp_path / "same.csv"), paths.summary, codes) == FRESH
+    summary = json.loads(paths.summary.read_text())
+    before = tmp_path / "samples_summary.json"  # samples from before markets were recorded: nothing to check
+    write_json({**summary, "data": {k: v for k, v in summary["data"].items() if k != "stocks_fingerprint"}}, before)
+    assert freshness.market(restated, before, codes) == FRESH
 
 
 def test_charts_are_fresh_under_the_settings_they_were_drawn_under_and_merged(ws):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
-from candlebench.market.data_source import open_market, same_market
-from candlebench.stages.freshness import samples_fingerprint, task_settings
+from candlebench.market.data_source import open_market
+from candlebench.stages.freshness import same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo

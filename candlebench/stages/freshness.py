@@ -5,7 +5,8 @@ already done), so no stage reads another stage's bookkeeping to know whether its
 Each artefact has one question, answered :class:`Fresh` or :class:`Stale` with the reason a person
 reads (status prints it, score says it beside a run it scores again, a refusal quotes it):
 
-* :func:`samples`: the task's samples are built;
+* :func:`samples`: the task's samples are built; :func:`market`: the market data a stage is given
+  are those the samples were built from (:func:`same_market` refuses otherwise);
 * :func:`charts`: every input of every sample is drawn under this config's render settings and
   merged into the samples; :func:`drawn_under`: a render manifest is of these settings;
 * :func:`answers`: a model run answered every sample under this config's run key, for the inputs
@@ -21,7 +22,7 @@ baseline's answers depend on (:func:`task_settings`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -34,8 +35,10 @@ from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.schema import NewerSchema, read_versioned
+from candlebench.market.data_source import open_market, source_stamp
+from candlebench.market.market import Market
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.render import settings_from
+from candlebench.stages.render_settings import settings_from
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples, text_column
@@ -77,6 +80,41 @@ def samples(cfg: DictConfig) -> Freshness:
     by the stages that read them, never silently rebuilt)."""
     paths = task_paths(cfg)
     return FRESH if paths.samples.exists() else Stale(f"no samples yet under {paths.root}")
+
+
+# ---- the market: every stage after samples ----
+
+class MarketChanged(UserError, ValueError):
+    """A stage's market data are not those its task's samples were built from: its predictions,
+    charts or labels would mix two markets."""
+
+
+def market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Freshness:
+    """``data`` gives the bars the samples in ``summary``'s folder were built from, for their stocks.
+    Loads the market only when its files or reading settings changed since (their stamp), or takes
+    ``loaded`` (a stage that loads it anyway)."""
+    recorded = (read_versioned("samples summary", summary) if summary.exists() else {}).get("data") or {}
+    if "stocks_fingerprint" not in recorded:
+        return FRESH  # samples written before this check: nothing to check against
+    if loaded is None:
+        if recorded.get("stamp") == source_stamp(data):
+            return FRESH
+        loaded = open_market(data)
+    if loaded.stocks_fingerprint(codes) == recorded["stocks_fingerprint"]:
+        return FRESH
+    return Stale(f"{summary.parent / 'samples.parquet'} was built from other market data than data.path={data.path} "
+                 f"(data={data.get('name')}) gives for its stocks now")
+
+
+def same_market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Market | None:
+    """Refuses (:class:`MarketChanged`) a stage whose ``data`` is not the market its samples came
+    from (:func:`market`); returns ``loaded``, so a stage that loads the market anyway checks it in
+    the same expression."""
+    now = market(data, summary, codes, loaded)
+    if not now.fresh:
+        raise MarketChanged(f"{now.reason}: run `candlebench samples` with this data first (then render, baseline, "
+                            "infer and score), or point data.path at the data the samples came from")
+    return loaded
 
 
 # ---- charts: render ----

@@ -13,8 +13,7 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.lock import Unit, one_writer
-from candlebench.market.data_source import same_market
-from candlebench.stages.freshness import EARLIER, input_fingerprint, input_shas, rendered_inputs, revised_answers
+from candlebench.stages.freshness import EARLIER, input_fingerprint, input_shas, rendered_inputs, revised_answers, same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.backends import backend_kind, check_weights

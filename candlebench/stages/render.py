@@ -20,17 +20,13 @@ from omegaconf import DictConfig
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
 from candlebench.core.lock import Unit, one_writer
-from candlebench.market.data_source import open_market, same_market
+from candlebench.market.data_source import open_market
+from candlebench.stages.freshness import same_market
+from candlebench.stages.render_settings import settings_from
 from candlebench.rendering.inputs import read_samples
-from candlebench.rendering.render import (RenderSettings, chart_path, collect_manifest, copy_images, input_column, read_manifest,
-                              render_samples, render_settings)
+from candlebench.rendering.render import (chart_path, collect_manifest, copy_images, input_column, read_manifest,
+                              render_samples)
 from candlebench.tasks import get_task
-
-
-def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs: its inputs, drawn by cfg.render to its chart design (cfg.task.render)."""
-    inputs = get_task(cfg.task.name).inputs(cfg)
-    return render_settings(cfg.render, cfg.task.render, inputs.charts, inputs.text)
 
 
 def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:

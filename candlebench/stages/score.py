@@ -17,9 +17,8 @@ from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
 from candlebench.core.results import RunData
-from candlebench.market.data_source import same_market
 from candlebench.stages import freshness
-from candlebench.stages.freshness import current_inputs, samples_fingerprint, task_settings
+from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.study import check_answers_these
 from candlebench.inference.records import RecordStore
