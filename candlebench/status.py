@@ -12,10 +12,9 @@ from pathlib import Path
 
 from candlebench.core.errors import UserError
 from candlebench.core.layout import Layout, RunPaths, TaskPaths
+from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
-from candlebench.stages.score import stale
-from candlebench.stages.study import samples_fingerprint
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
 from candlebench.tasks import get_task
@@ -32,7 +31,7 @@ def _shards_of(layout: Layout) -> int:
 def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     samples = read_samples(paths)
     ids = set(samples["sample_id"])
-    now = samples_fingerprint(samples, paths)
+    now = freshness.samples_fingerprint(samples, paths)
     name = paths.task
     task = get_task(name)
     lines = [f"{name:<9} samples  {len(samples)} samples" + "".join(
@@ -59,10 +58,11 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
 
 def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
     """"scored" only for the scores of the run's records now, by the task's judge of now; else why not."""
-    why = stale(task, run, samples_now, n_samples)
-    if why is None:
+    scored = freshness.scores(task, run, samples_now, n_samples)
+    if scored.fresh:
         return f"scored (judge v{task.judge_version})"
-    return "not scored" if why == "not scored yet" else f"scores out of date: {why} (`candlebench score` redoes it)"
+    return ("not scored" if scored == freshness.NOT_SCORED
+            else f"scores out of date: {scored.reason} (`candlebench score` redoes it)")
 
 
 def report_lines(out_dir: Path) -> list[str]:

@@ -34,7 +34,7 @@ class SweepError(RuntimeError):
 def finished_jobs(jobs: list[Job]) -> set[str]:
     return {
         job.key for job in jobs
-        if BY_NAME[job.stage].done is not None and BY_NAME[job.stage].done(compose_config(list(job.overrides[0])))
+        if BY_NAME[job.stage].done is not None and BY_NAME[job.stage].done(compose_config(list(job.overrides[0]))).fresh
     }
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 
 from candlebench.core.errors import CorruptFile
@@ -28,9 +26,3 @@ def read_samples(paths: TaskPaths) -> pd.DataFrame:
         raise CorruptFile(
             f"{paths.samples}: unreadable ({type(err).__name__}: {err}); re-run `candlebench samples task={paths.task}`"
         ) from None
-
-
-def samples_fingerprint(samples: pd.DataFrame) -> str:
-    """Of the samples' definitions and labels (not the paths of their rendered inputs)."""
-    own = samples[[c for c in samples.columns if not c.startswith(("image_", "text_"))]]
-    return hashlib.sha256(pd.util.hash_pandas_object(own, index=False).to_numpy().tobytes()).hexdigest()[:16]

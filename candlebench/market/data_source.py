@@ -9,8 +9,6 @@ from typing import Any, Callable, Iterable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from candlebench.core.errors import UserError
-from candlebench.core.schema import read_versioned
 
 from candlebench.market.demo import prepare_demo
 from candlebench.market.market import Market, MarketDataError, load_market
@@ -66,11 +64,6 @@ def open_market(data: DictConfig) -> Market:
     )
 
 
-class MarketChanged(UserError, ValueError):
-    """A stage's market data are not those its task's samples were built from: its predictions,
-    charts or labels would mix two markets."""
-
-
 # The data settings that change the bars a file gives (data.codes only selects stocks: not one).
 _READING = ("market", "layout", "on_defect", "code", "weekdays", "date_format", "adjust")
 
@@ -86,26 +79,5 @@ def source_stamp(data: DictConfig) -> dict[str, Any]:
 
 
 def built_from(market: Market, data: DictConfig, codes: Iterable[str]) -> dict[str, Any]:
-    """What the samples stage records of its market, for :func:`same_market` to check later stages against."""
+    """What the samples stage records of its market, for freshness's :func:`market` to check later stages against."""
     return {"stocks_fingerprint": market.stocks_fingerprint(codes), "stamp": source_stamp(data)}
-
-
-def same_market(data: DictConfig, summary: Path, codes: Iterable[str], market: Market | None = None) -> Market | None:
-    """Refuses (:class:`MarketChanged`) when ``data`` gives other bars for the samples' stocks than
-    the samples in ``summary``'s folder were built from. Loads the market only when its files or
-    reading settings changed (or ``market`` is given: a stage that loads it anyway); returns it
-    when it was loaded."""
-    recorded = (read_versioned("samples summary", summary) if summary.exists() else {}).get("data") or {}
-    if "stocks_fingerprint" not in recorded:
-        return market  # samples written before this check: nothing to check against
-    if market is None:
-        if recorded.get("stamp") == source_stamp(data):
-            return None
-        market = open_market(data)
-    if market.stocks_fingerprint(codes) != recorded["stocks_fingerprint"]:
-        raise MarketChanged(
-            f"{summary.parent / 'samples.parquet'} was built from other market data than data.path={data.path} "
-            f"(data={data.get('name')}) gives for its stocks now: run `candlebench samples` with this data first "
-            "(then render, baseline, infer and score), or point data.path at the data the samples came from"
-        )
-    return market

@@ -6,23 +6,16 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
-from candlebench.market.data_source import open_market, same_market
+from candlebench.market.data_source import open_market
+from candlebench.stages.freshness import same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
-from candlebench.rendering.inputs import read_samples, samples_fingerprint
+from candlebench.rendering.inputs import read_samples
 from candlebench.tasks import get_task
 from candlebench.tasks.base import NoAnswer
 
 NO_ANSWER = "no prediction"
-# Keys of the task's config that say nothing of a baseline's answers: which pass a run is, the
-# chart design (baselines read bars, not charts), and the baselines' own list (its params are kept apart).
-NOT_ITS_SETTINGS = ("method", "revises", "passes", "render", "baseline")
-
-
-def task_settings(cfg: DictConfig) -> dict:
-    """The task settings a baseline's answers depend on: part of its run key, checked by score."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.task, resolve=True).items() if k not in NOT_ITS_SETTINGS}
 
 
 def baseline(cfg: DictConfig) -> None:
@@ -36,13 +29,13 @@ def baseline(cfg: DictConfig) -> None:
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(settings) else None
     parse = task.judge(settings)
     task_config = task_settings(cfg)
+    # The market and the samples are inputs too: walk-forward models train on both.
+    inputs = {"data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples, paths)}
     for name in names:
         given = cfg.task.baseline.params.get(name)
         params = {} if given is None else OmegaConf.to_container(given, resolve=True)
-        # The market and the samples are inputs too: walk-forward models train on both.
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
-                       identity={"baseline": name, "params": params, "task_config": task_config,
-                                 "data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples)})
+                       identity={"baseline": name, "params": params, "task_config": task_config, **inputs})
         run = paths.run(name)
         info.write(run.info)
         store = RecordStore(run.root)

@@ -35,13 +35,14 @@ from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.core.rules import ConfigError
 from candlebench.stages.baseline import baseline
 from candlebench.stages.import_responses import import_responses
-from candlebench.stages.infer import infer, infer_done
+from candlebench.stages import freshness
+from candlebench.stages.infer import infer
 from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.stages.per_task import apply_per_task, is_setting
 from candlebench.stages.provenance import record_config
-from candlebench.stages.render import render, render_done
+from candlebench.stages.render import render
 from candlebench.stages.report import report
-from candlebench.stages.samples import samples, samples_done
+from candlebench.stages.samples import samples
 from candlebench.stages.score import score
 from candlebench.stages.validate import validate
 from candlebench.tasks import get_task, store_configs
@@ -58,18 +59,18 @@ class StageDef:
     gpu: bool = False
     positional: tuple[str, ...] = ()  # command-line words taken as these keys (`import FILE`)
     planned: bool = True  # part of `run` / `sweep`; import stands in for infer when you have answers
-    # Whether a job's work is complete on disk under its config (a sweep leaves such jobs out);
-    # None: the stage is cheap and always runs (it skips what is done itself).
-    done: Callable[[DictConfig], bool] | None = None
+    # Whether a job's work is complete on disk under its config, asked of freshness (a sweep leaves
+    # fresh jobs out); None: the stage is cheap and always runs (it skips what is done itself).
+    done: Callable[[DictConfig], freshness.Freshness] | None = None
 
 
 STAGES: tuple[StageDef, ...] = (
-    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task", done=samples_done),
+    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task", done=freshness.samples),
     StageDef("render", render, "draw every input the task's samples need (parallel, resumable)", "task", "render.chunk",
-             done=render_done),
+             done=freshness.charts),
     StageDef("baseline", baseline, "the task's non-VLM baselines, as runs", "task"),
     StageDef("infer", infer, "run a model over the task's samples (transformers or vLLM), resumable", "model",
-             "infer.shard", gpu=True, done=infer_done),
+             "infer.shard", gpu=True, done=freshness.answers),
     StageDef("import", import_responses, "responses made elsewhere (JSONL/CSV: sample_id, text) as a run", "model",
              positional=("import_file",), planned=False),
     StageDef("score", score, "parse and score runs: metrics.json", "model"),

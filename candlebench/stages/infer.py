@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from omegaconf import DictConfig
 
-from candlebench.core.errors import CorruptFile, UserError
-from candlebench.core.io import fingerprint, write_parquet
+from candlebench.core.errors import UserError
+from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.lock import WriterLock, one_writer
-from candlebench.market.data_source import same_market
+from candlebench.stages.freshness import EARLIER, input_fingerprint, input_shas, rendered_inputs, revised_answers, same_market
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.render import render_done, settings_from
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.backends import backend_kind, check_weights
 from candlebench.inference.backends.server_http import ServerChanged
@@ -30,99 +27,17 @@ from candlebench.inference.runner import Request, run_requests
 from candlebench.rendering.inputs import TEXT_INPUT, read_samples, text_column
 from candlebench.rendering.model_input import fit_size
 from candlebench.tasks import get_task
-from candlebench.tasks.base import Earlier, Task
-
-
-class StaleInputs(UserError, FileNotFoundError):
-    """The rendered inputs on disk do not belong to this config: answers would describe other charts."""
-
-
-def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> pd.DataFrame:
-    """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
-    inputs = task.inputs(task.settings(cfg.task))
-    needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
-    if not needed:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
-        return pd.DataFrame(columns=["sample_id", "freq", "sha256"])
-    missing = [c for c in needed if c not in samples]
-    if missing or not paths.manifest.exists():
-        raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
-                                f"run `candlebench render task={task.name}` first")
-    rerender = f"run `candlebench render task={task.name}` again"
-    try:
-        manifest = pd.read_parquet(paths.manifest)
-    except Exception as err:  # pyarrow raises several types for a damaged file
-        raise CorruptFile(f"{paths.manifest}: unreadable ({type(err).__name__}); {rerender}") from None
-    lacking = sorted({"sample_id", "freq", "sha256"} - set(manifest.columns))
-    if lacking:
-        raise CorruptFile(f"{paths.manifest}: no column {lacking}, not a render manifest of this candlebench; {rerender}")
-    settings = settings_from(cfg)
-    expected = settings.key()
-    drawn = set(manifest["settings"]) if "settings" in manifest else {"(unknown)"}
-    if drawn != {expected}:
-        raise StaleInputs(
-            f"{paths.images}: the inputs there were drawn under other render settings ({sorted(drawn)}) than "
-            f"this config's ({expected}: {settings.describe()}); run `candlebench render` with the same "
-            "settings first, so the prompt and the charts agree"
-        )
-    return manifest
-
-
-class EarlierRunMissing(UserError, FileNotFoundError):
-    """A second pass names a run that is absent, unfinished or stale."""
-
-
-def earlier_answers(paths: TaskPaths, name: str, samples: pd.DataFrame, method: str) -> dict[str, Earlier]:
-    """Every sample's answer in run ``name``, which must be finished and parsed under its current key."""
-    run = paths.run(name)
-    first = f"finish the first pass first (`candlebench infer task={paths.task}` with the model that wrote {name})"
-    if not run.parsed.exists() or not run.info.exists():
-        raise EarlierRunMissing(f"task.method={method} revises run {name}, which {run.root} does not hold; {first}")
-    table = pd.read_parquet(run.parsed)
-    key = RunInfo.read(run.info).run_key
-    if set(table["run_key"]) - {key}:
-        raise EarlierRunMissing(f"{run.parsed}: answers of another run key than {run.info} ({key}); {first}")
-    missing = sorted(set(samples["sample_id"]) - set(table["sample_id"]))
-    if missing:
-        raise EarlierRunMissing(f"run {name} has no answer for {len(missing)} of {len(samples)} samples "
-                                f"(first: {missing[:3]}); {first}")
-    def text(value) -> str | None:
-        return None if pd.isna(value) else str(value)
-
-    return {
-        row["sample_id"]: Earlier(name, text(row["text"]), None if text(row["answer"]) is None else json.loads(row["answer"]),
-                                  text(row["error"]) or text(row["reason"]))
-        for row in table.to_dict("records")
-    }
-
-
-# The name under which a second pass's earlier answer enters a sample's input fingerprint.
-EARLIER = "earlier"
-
-
-def input_fingerprint(shas: Mapping[str, str], earlier: Earlier | None) -> str:
-    """A request's inputs: the render manifest's sha256 of each file it sends, and the text of the
-    earlier answer a second pass shows (a redone first pass makes the second one's answers stale)."""
-    return fingerprint(shas if earlier is None else {**shas, EARLIER: earlier.text})
-
-
-def _earlier(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> dict[str, Earlier]:
-    settings = task.settings(cfg.task)
-    revised = task.revises(settings)
-    return earlier_answers(paths, revised, samples, str(settings.method)) if revised else {}
-
-
-def _shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
-    return dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
+from candlebench.tasks.base import Task
 
 
 def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:
     """One request per sample, each with the fingerprint of the input files it sends (and, in a
-    second pass, of the earlier answer it shows); and what :func:`current_inputs` reads back of them:
-    per sample the names of the inputs sent (run/inputs.parquet)."""
-    sha = _shas(rendered_inputs(cfg, task, samples, paths))
+    second pass, of the earlier answer it shows); and what freshness's :func:`current_inputs` reads
+    back of them: per sample the names of the inputs sent (run/inputs.parquet)."""
+    sha = input_shas(rendered_inputs(cfg, task, samples, paths))
     setup = task_setup(cfg)
     with_text = task.inputs(setup.settings).text
-    earlier = _earlier(cfg, task, samples, paths)
+    earlier = revised_answers(cfg, task, samples, paths)
     requests, sent = [], []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
@@ -138,24 +53,6 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
         )
         sent.append({"sample_id": row["sample_id"], "names": ",".join(names), EARLIER: before is not None, "inputs": inputs})
     return requests, pd.DataFrame(sent, columns=["sample_id", "names", EARLIER, "inputs"])
-
-
-def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths, run: RunPaths) -> dict[str, str] | None:
-    """Each sample's input fingerprint as its request would send it now: the inputs infer sent, by
-    name (run/inputs.parquet), under the render manifest's sha256s and the revised run's answers of
-    now, so answers about charts redrawn since (or a redone first pass) are not current. No prompt is
-    built and no text input read. None: infer has not written the run's inputs."""
-    if not run.inputs.exists():
-        return None
-    sent = pd.read_parquet(run.inputs)
-    sha = _shas(rendered_inputs(cfg, task, samples, paths))
-    earlier = _earlier(cfg, task, samples, paths) if sent[EARLIER].any() else {}
-    wanted = set(samples["sample_id"])
-    return {
-        row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
-                                            earlier.get(row["sample_id"]) if row[EARLIER] else None)
-        for row in sent.to_dict("records") if row["sample_id"] in wanted
-    }
 
 
 def media(cfg: DictConfig, task: Task) -> Media:
@@ -249,27 +146,9 @@ class InferProgress:
 
 def infer_progress(run: RunPaths, ids: set[str]) -> InferProgress:
     """Which of ``ids`` the run in this folder has answered under its run.json's key, whatever
-    config it ran under (`candlebench status` reads a folder); :func:`infer_done` asks whether the
+    config it ran under (`candlebench status` reads a folder); freshness's :func:`answers` asks whether the
     run is complete under a config, for the inputs the samples have now."""
     key = RunInfo.read(run.info).run_key
     records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
     answered = frozenset(r.sample_id for r in records if r.error is None)
     return InferProgress(answered, frozenset(r.sample_id for r in records if r.error is not None) - answered)
-
-
-def infer_done(cfg: DictConfig) -> bool:
-    """Every sample is answered under this config's run key, for the inputs it has now."""
-    if not render_done(cfg):
-        return False
-    paths = task_paths(cfg)
-    task = get_task(cfg.task.name)
-    run = run_paths(cfg)
-    samples = read_samples(paths)
-    try:
-        current = current_inputs(cfg, task, samples, paths, run)
-    except EarlierRunMissing:  # a second pass whose first is still to run
-        return False
-    if current is None or len(current) < len(samples):
-        return False
-    key = model_run_info(cfg, task, model_spec(cfg)).run_key
-    return set(current.items()) <= RecordStore(run.root).done(key)

@@ -21,23 +21,12 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import TaskPaths, task_paths
 from candlebench.core.lock import WriterLock, one_writer
-from candlebench.market.data_source import open_market, same_market
-from candlebench.rendering.inputs import read_samples
-from candlebench.rendering.render import (RenderSettings, collect_manifest, copy_images, input_column, input_paths,
-                              read_manifest, render_samples)
+from candlebench.market.data_source import open_market
+from candlebench.stages.freshness import same_market
 from candlebench.stages.task_setup import task_setup
-
-
-def draws_nothing(cfg: DictConfig) -> bool:
-    """The task's prompts carry no chart and no text file (its inputs are in the prompt itself)."""
-    setup = task_setup(cfg)
-    inputs = setup.task.inputs(setup.settings)
-    return not inputs.charts and not inputs.text
-
-
-def settings_from(cfg: DictConfig) -> RenderSettings:
-    """The render settings of the task a stage runs (its context's)."""
-    return task_setup(cfg).context.render
+from candlebench.rendering.inputs import read_samples
+from candlebench.rendering.render import (collect_manifest, copy_images, input_column, input_paths, read_manifest,
+                              render_samples)
 
 
 def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
@@ -46,7 +35,7 @@ def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
     paths = task_paths(cfg)
     samples = read_samples(paths)
     try:
-        manifest = collect_manifest(samples, settings_from(cfg), paths.root)
+        manifest = collect_manifest(samples, task_setup(cfg).context.render, paths.root)
     except FileNotFoundError:
         return None
     write_parquet(manifest, paths.manifest)
@@ -70,11 +59,11 @@ def writing(cfg: DictConfig) -> WriterLock:
 def render(cfg: DictConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
     paths = task_paths(cfg)
-    if draws_nothing(cfg):
+    setup = task_setup(cfg)
+    if setup.draws_nothing:
         print(f"{cfg.task.name}: no charts or text files to draw (its inputs are in its prompts)")
         return
     samples = read_samples(paths)
-    setup = task_setup(cfg)
     settings = setup.context.render
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
@@ -105,25 +94,9 @@ class RenderProgress:
 
 def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     """What the manifests on disk hold of what the samples need, whatever config drew them
-    (`candlebench status` reads a folder); :func:`render_done` asks the same under a config."""
+    (`candlebench status` reads a folder); freshness's :func:`charts` asks the same under a config."""
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
     needed = {path for f in inputs for path in input_paths(samples, f)}
     return RenderProgress(len(needed & {r["path"] for r in rows}), len(needed), inputs,
                           any(c.startswith(("image_", "text_")) for c in samples.columns))
-
-
-def render_done(cfg: DictConfig) -> bool:
-    """Every input of every sample is drawn under this config's settings and merged into the samples."""
-    paths = task_paths(cfg)
-    if not paths.samples.exists():
-        return False
-    if draws_nothing(cfg):
-        return True
-    samples = read_samples(paths)
-    settings = settings_from(cfg)
-    try:
-        collect_manifest(samples, settings, paths.root)
-    except FileNotFoundError:
-        return False
-    return {input_column(name) for name in settings.inputs} <= set(samples.columns)

@@ -18,8 +18,8 @@ from candlebench.core.results import RunData
 from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
-from candlebench.stages.score import read_metrics, score_settings
-from candlebench.stages.study import samples_fingerprint, scored_on_these
+from candlebench.stages.freshness import read_metrics, samples_fingerprint, scored_on, under_key
+from candlebench.stages.score import score_settings
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
@@ -61,13 +61,9 @@ def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredF
     run = paths.run(name)
     info = RunInfo.read(run.info)
     metrics = read_metrics(run.metrics)
-    keys = set(pq.read_table(run.parsed, columns=["run_key"]).column("run_key").unique().to_pylist())
-    keys |= {metrics.get("run_key")}
-    if keys != {info.run_key}:
-        raise StaleScores(
-            f"{run.root}: parsed.parquet / metrics.json hold run key(s) {sorted(map(str, keys))}, but run.json says "
-            f"{info.run_key} (the run was redone since it was scored); run `candlebench score score.run={name}` first"
-        )
+    keyed = under_key(run, info.run_key, metrics)
+    if not keyed.fresh:
+        raise StaleScores(f"{run.root}: {keyed.reason}; run `candlebench score score.run={name}` first")
     return ScoredFiles(name, run, samples, asdict(info), metrics)
 
 
@@ -137,7 +133,7 @@ def _of_these_samples(paths: TaskPaths, names: list[str], samples: pd.DataFrame)
     shown, other = [], []
     for name in names:
         metrics = read_metrics(paths.run(name).metrics)
-        if scored_on_these(metrics, now, len(samples)):
+        if scored_on(metrics, now, len(samples)).fresh:
             shown.append(name)
         else:
             other.append({"Run": name, "Scored on (samples)": metrics.get("n_samples"), "Samples now": len(samples),

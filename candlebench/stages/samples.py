@@ -63,8 +63,3 @@ def samples(cfg: DictConfig) -> None:
     reach = ", ".join(filter(None, [extent(built.frame), f"{dropped:,} dropped" if dropped else ""]))
     print(f"{task.name}: {len(built.frame):,} samples -> {table} ({reach + '; ' if reach else ''}"
           f"summary in {paths.summary.name})")
-
-
-def samples_done(cfg: DictConfig) -> bool:
-    """The task's samples are on disk."""
-    return task_paths(cfg).samples.exists()

@@ -7,7 +7,6 @@ import json
 import sys
 import traceback
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
@@ -16,13 +15,12 @@ from omegaconf import DictConfig, ListConfig
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
-from candlebench.core.schema import NewerSchema, read_versioned, stamped
+from candlebench.core.schema import stamped
 from candlebench.core.results import RunData
-from candlebench.market.data_source import same_market
-from candlebench.stages.baseline import task_settings
-from candlebench.stages.infer import current_inputs
+from candlebench.stages import freshness
+from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.study import check_answers_these, samples_fingerprint, scored_on_these
+from candlebench.stages.study import check_answers_these
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
@@ -37,47 +35,14 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
 
 def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
-    scores are not of its records now on the current samples (:func:`stale`): new, redone, written
+    scores are not of its records now on the current samples (freshness's :func:`scores`): new, redone, written
     to since it was scored (an unfinished run), judged by another version of the task's judge,
     scored before the samples were rebuilt (``now``: the current samples' fingerprint), or whose
     scoring failed."""
     chosen = cfg.score.run
     if chosen is None:
-        return [n for n in paths.run_names() if stale(task, paths.run(n), now, len(samples)) is not None]
+        return [n for n in paths.run_names() if not freshness.scores(task, paths.run(n), now, len(samples)).fresh]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
-
-
-def read_metrics(path: Path) -> dict:
-    """metrics.json of any schema version this candlebench knows (version 1: no judge version,
-    answered count or records stamp, so it reads as judged by no known judge); a newer one is refused."""
-    return read_versioned("metrics", path)
-
-
-def stale(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str | None:
-    """Why the run's metrics.json is not the score of its records now under the task's judge on the
-    samples of fingerprint ``samples_now``, or None when it is: `score` scores again exactly these
-    runs, `status` says this."""
-    if run.score_error.exists():
-        return "its last scoring failed"
-    if not run.metrics.exists() or not run.info.exists():
-        return "not scored yet"
-    try:
-        metrics, key = read_metrics(run.metrics), RunInfo.read(run.info).run_key
-    except NewerSchema:
-        raise  # a newer candlebench's scores are not this one's to replace
-    except (ValueError, UserError):
-        return "damaged metrics.json or run.json"  # scoring it again says what is wrong
-    if metrics.get("run_key") != key:
-        return "redone since it was scored"
-    if not scored_on_these(metrics, samples_now, n_samples):
-        return "scored on other samples (rebuilt since)"
-    judge = metrics.get("judge_version")
-    if judge != task.judge_version:
-        then = "before judges had versions" if judge is None else f"by the {task.name} judge v{judge}"
-        return f"judged {then}; the judge is now v{task.judge_version}"
-    if metrics.get("records") != RecordStore(run.root).stamp():
-        return f"answers written since it was scored ({metrics.get('answered')}/{metrics.get('n_samples')} answered then)"
-    return None
 
 
 def answered_line(metrics: Mapping[str, Any]) -> str:
@@ -187,7 +152,7 @@ def score(cfg: DictConfig) -> None:
               f"by the {task.name} judge v{task.judge_version}")
     for name in names:
         run = paths.run(name)
-        was = stale(task, run, now, len(samples))
+        was = freshness.scores(task, run, now, len(samples))
         try:
             metrics = score_run(task, paths, run, samples, cfg, now)
         except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
@@ -198,7 +163,7 @@ def score(cfg: DictConfig) -> None:
             continue
         run.score_error.unlink(missing_ok=True)
         reference = task.references.get(name) if RunInfo.read(run.info).kind == "baseline" else None
-        print(f"{task.name}/{name}: {answered_line(metrics)}; judge v{task.judge_version}{f' ({was})' if was else ''}; "
+        print(f"{task.name}/{name}: {answered_line(metrics)}; judge v{task.judge_version}{'' if was.fresh else f' ({was.reason})'}; "
               f"{task.summary_line(metrics)} -> {run.metrics}"
               + (f" (a reference, not a result: {reference})" if reference else ""))
     if failed:

@@ -1,15 +1,12 @@
-"""A study folder holds one data set and one set of sample settings: the samples a run was scored
-on are fingerprinted into its metrics.json, and a run made for other samples (another data file,
-another interval) is never scored or reported as if it answered these."""
+"""A study folder holds one data set and one set of sample settings: a run made for other samples
+(another data file, another interval) is never scored or reported as if it answered these (the
+samples a run was scored on are fingerprinted into its metrics.json: freshness's :func:`scored_on`)."""
 
 from __future__ import annotations
-
-import json
 
 import pandas as pd
 
 from candlebench.core.errors import UserError
-from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
@@ -17,22 +14,6 @@ from candlebench.inference.run_info import RunInfo
 
 class OtherSamples(UserError, ValueError):
     """A run whose answers are of none of the current samples."""
-
-
-def samples_fingerprint(samples: pd.DataFrame, paths: TaskPaths) -> str:
-    """Of the samples and their labels (not the input files render adds) and the market data
-    they came from (samples_summary.json)."""
-    columns = sorted(c for c in samples.columns if not c.startswith(("image_", "text_")))
-    table = samples[columns].sort_values("sample_id").to_json(orient="split", index=False, date_format="iso")
-    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
-    return fingerprint({"samples": table, "data": (summary.get("data") or {}).get("fingerprint")})
-
-
-def scored_on_these(metrics: dict, now: str, n_samples: int) -> bool:
-    """metrics.json was scored on the samples of fingerprint ``now``; one written before the
-    fingerprint was recorded, on as many samples."""
-    recorded = metrics.get("samples_fingerprint")
-    return recorded == now if recorded else metrics.get("n_samples", n_samples) == n_samples
 
 
 def check_answers_these(run: RunPaths, info: RunInfo, samples: pd.DataFrame, paths: TaskPaths) -> None:

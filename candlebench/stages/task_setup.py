@@ -21,6 +21,12 @@ class TaskSetup:
     settings: TaskSettings
     context: TaskContext
 
+    @property
+    def draws_nothing(self) -> bool:
+        """The task's prompts carry no chart and no text file (its inputs are in the prompt itself):
+        render has nothing to draw, and a run's inputs are none."""
+        return not self.context.render.freqs and not self.context.render.text
+
 
 def task_setup(cfg: DictConfig) -> TaskSetup:
     task = get_task(str(cfg.task.name))
