@@ -14,8 +14,8 @@ What each family's transformers code does differently (docs/inference.md says wh
   to the first three language-model layers' hidden states at the image positions.
 * Gemma 3: SigLIP at a fixed 896x896 (4,096 patches per image, full attention in 27 layers, one
   dense batch: no varlen packing to do), average-pooled 4x4 to 256 tokens per image; pan-and-scan
-  (off in the published processor) would add crops of a wide image, but an 800x600 chart's aspect
-  rounds to one crop, so it adds none here; the language model alternates five sliding-window
+  (off in the published processor, and here) would cut an 800x600 chart into 2 crops besides the
+  whole: three times the tower's work per chart; the language model alternates five sliding-window
   (1,024) layers with one global, and attends bidirectionally within each image.
 """
 
