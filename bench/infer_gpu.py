@@ -1,9 +1,11 @@
 """GPU throughput of the transformers backend at real checkpoint sizes, in one process, no download.
 
     python bench/infer_gpu.py                                   # 3B and 7B on the GPU
+    python bench/infer_gpu.py --models 7b qwen3-8b gemma3-12b   # the three families
     python bench/infer_gpu.py --models tiny --device cpu --batch-sizes 2 --serial 2 --runner-batch 2 --lever-batch 1
 
-Qwen2.5-VL-3B / -7B are built from their published configs with random bf16 weights, directly on
+Qwen2.5-VL-3B / -7B, Qwen3-VL-8B and Gemma-3-12B (bench/gpu_models.py: their published configs,
+what each family's transformers code does differently) are built with random bf16 weights, directly on
 the device (throughput does not depend on the weights' values; building in place also computes
 the rotary ``inv_freq`` buffers, which a meta-device build + ``to_empty`` leaves as garbage). The
 requests are the forecast task's: its prompt through the checkpoint family's chat template, with
@@ -16,9 +18,10 @@ the others still run); ``--rows`` picks some (a window spends its minutes on wha
 * (a) calibration: the bf16 matmul peak this GPU reaches (fp32 on CPU), and the datasheet's;
 * (b) one request at a time, the VLMEvalKit way;
 * (c) the batched backend at each batch size, the vision tower on transformers' own path;
-* (d) the same with ``model.vision_attention=varlen`` and the default vision speed-ups
-  (``inference/vision_speedups.py``: flash kernel, grid caches, patch matmul, padded MLP), pixels
-  prepared ahead;
+* (d) the same with ``model.vision_attention=varlen`` and the default vision speed-ups that apply
+  to the family's tower (``inference/vision_speedups.py``: flash kernel, grid caches, patch matmul,
+  padded MLP; a line names them), pixels prepared ahead; a family where none applies (Gemma 3's
+  SigLIP) has no (d), levers or compile rows: its (d) is its (c);
 * the levers: the vision tower over ``--lever-batch`` requests' charts with all speed-ups, each one
   off in turn, and none; the image processor's CPU time per request (now in the runner's loader
   threads) and the batch encode with and without the pixels prepared ahead;
@@ -72,26 +75,11 @@ from candlebench.inference.chat import chat_text  # noqa: E402
 from candlebench.inference.vision_attention import VARLEN, use_varlen  # noqa: E402
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from gpu_models import FAMILIES, MODELS, build  # noqa: E402
+
 ROWS = ("b", "c", "d", "levers", "compile", "e", "e-5ms", "e-encode", "split", "decode", "f")
 
-# Published configs (config.json of Qwen/Qwen2.5-VL-{7B,3B}-Instruct), the parts that size compute.
-VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, fullatt_block_indexes=[7, 15, 23, 31],
-              window_size=112, patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
-CONFIGS = {
-    "7b": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-               num_key_value_heads=4, vocab_size=152064, vision=dict(VISION, out_hidden_size=3584), tie=False),
-    "3b": dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
-               num_key_value_heads=2, vocab_size=151936, vision=dict(VISION, out_hidden_size=2048), tie=True),
-    # CPU run of this script only: real-size images and prompt, a two-layer model.
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                 num_key_value_heads=1, vocab_size=152064,
-                 # an MLP width off the multiple of 128, as the real towers' 3,420: mlp_pad runs
-                 vision=dict(VISION, depth=2, hidden_size=64, intermediate_size=120, num_heads=2, out_hidden_size=64,
-                             fullatt_block_indexes=[1]), tie=False),
-}
-MROPE = {"type": "mrope", "mrope_section": [16, 24, 24]}
-# Qwen2.5-VL's processor defaults (preprocessor_config.json): an 800x600 chart becomes 812x588.
-IMAGE_PIXELS = {"shortest_edge": 3136, "longest_edge": 12845056}
 DATASHEET_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0}
 
 
@@ -116,54 +104,6 @@ def calibrate(device: str) -> float:
     reps = 20 if device == "cuda" else 5
     _, seconds = timed(lambda: [a @ b for _ in range(reps)], device)
     return 2 * n**3 * reps / seconds / 1e12
-
-
-def processor_and_ids(tokenizer_dir: str | None, work: Path):
-    """The Qwen2.5-VL processor at the checkpoint's image settings, and the tokenizer's name."""
-    from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessor
-
-    import candlebench.inference.tiny.builders as tm
-
-    tiny = tm.build_tiny_qwen2_5_vl(work / "tiny-qwen")
-    processor = AutoProcessor.from_pretrained(tiny)
-    processor.image_processor = Qwen2VLImageProcessor(size=IMAGE_PIXELS, patch_size=14, merge_size=2,
-                                                      temporal_patch_size=2)
-    name = "the tiny fixture's BPE (over-counts against Qwen's vocabulary)"
-    if tokenizer_dir:
-        processor.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
-        processor.chat_template = processor.tokenizer.chat_template or processor.chat_template
-        name = tokenizer_dir
-    processor.tokenizer.padding_side = "left"
-    return processor, name
-
-
-def model_config(name: str, processor):
-    """The published config of ``name``, its special-token ids those of ``processor``'s tokenizer."""
-    from transformers import Qwen2_5_VLConfig
-
-    spec = dict(CONFIGS[name])
-    vision, tie = spec.pop("vision"), spec.pop("tie")
-    tok = processor.tokenizer
-    ids = {k: tok.convert_tokens_to_ids(t) for k, t in
-           (("image_token_id", "<|image_pad|>"), ("vision_start_token_id", "<|vision_start|>"),
-            ("vision_end_token_id", "<|vision_end|>"), ("video_token_id", "<|video_pad|>"))}
-    rope = MROPE if name != "tiny" else {"type": "mrope", "mrope_section": [4, 6, 6]}
-    return Qwen2_5_VLConfig(text_config=dict(spec, max_position_embeddings=32768, rope_theta=1e6, rope_scaling=rope,
-                                             tie_word_embeddings=tie),
-                            vision_config=vision, tie_word_embeddings=tie, **ids)
-
-
-def build_model(name: str, device: str, processor):
-    from transformers import Qwen2_5_VLForConditionalGeneration
-
-    config = model_config(name, processor)
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype, attn_implementation="sdpa")
-    model.generation_config.eos_token_id = processor.tokenizer.eos_token_id
-    model.generation_config.pad_token_id = processor.tokenizer.pad_token_id
-    return model.eval()
 
 
 def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
@@ -192,35 +132,35 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
 class Flops:
     """FLOPs of one sample's vision tower, prefill and decode (see the module docstring)."""
 
-    def __init__(self, model, grid: torch.Tensor, prompt_tokens: int, new_tokens: int):
-        text = model.config.text_config
+    def __init__(self, model, family, one, prompt_tokens: int, new_tokens: int):
+        text = model.config.get_text_config()
         params = dict(model.named_parameters())
-        vision = sum(p.numel() for n, p in params.items() if ".visual." in f".{n}")
+        vision = {n: p.numel() for n, p in params.items() if family.vision_params(n)}
         embed = model.get_input_embeddings().weight.numel()
         head = 0 if model.config.tie_word_embeddings else model.get_output_embeddings().weight.numel()
-        body = sum(p.numel() for p in params.values()) - vision - embed - head
+        body = sum(p.numel() for p in params.values()) - sum(vision.values()) - embed - head
         d, layers, vocab = text.hidden_size, text.num_hidden_layers, text.vocab_size
-        v = model.config.vision_config
-        patches = [int(t * h * w) for t, h, w in grid.tolist()]
-        per_window = (v.window_size // v.patch_size) ** 2
-        vision_attn = sum(4 * v.hidden_size * (n * n * len(v.fullatt_block_indexes)
-                                               + n * min(n, per_window) * (v.depth - len(v.fullatt_block_indexes)))
-                          for n in patches)
-        self.vision = 2 * vision * sum(patches) + vision_attn
-        self.prefill = 2 * body * prompt_tokens + 2 * layers * d * prompt_tokens**2 + 2 * d * vocab
+        # attention's width: Gemma 3's 16 heads x 256 is not its hidden 3,840
+        width = text.num_attention_heads * (getattr(text, "head_dim", None) or d // text.num_attention_heads)
+        patches = sum(family.patches(one))
+        per_patch = sum(n for name, n in vision.items() if not family.merged(name))
+        per_merged = sum(vision.values()) - per_patch
+        self.vision = (2 * (per_patch + per_merged / 4) * patches
+                       + family.attention_flops(model.config.vision_config, family.patches(one)))
+        self.prefill = 2 * body * prompt_tokens + 2 * layers * width * prompt_tokens**2 + 2 * d * vocab
         context = prompt_tokens + new_tokens / 2
-        self.decode = new_tokens * (2 * body + 2 * d * vocab + 4 * layers * d * context)
+        self.decode = new_tokens * (2 * body + 2 * d * vocab + 4 * layers * width * context)
 
     @property
     def total(self) -> float:
         return self.vision + self.prefill + self.decode
 
 
-def vision_calls(model, run) -> int:
+def vision_calls(model, family, run) -> int:
     """The most attention calls any vision layer made during ``run()``, counted at the interface."""
     from transformers import AttentionInterface
 
-    layer = {id(b.attn): i for i, b in enumerate(model.model.visual.blocks)}
+    layer = {id(attn): i for i, attn in enumerate(family.attention_modules(model))}
     calls: Counter = Counter()
     saved = {}
     for name in ("sdpa", VARLEN):
@@ -266,7 +206,7 @@ def guarded(name: str, label: str, fn):
         return fn()
     except Exception as err:  # noqa: BLE001 - one failing row must not cost the window's other rows
         reason = f"{type(err).__name__}: {str(err)[:200]}".splitlines()[0]
-        print(f"{name:<6}{label}: failed ({reason})")
+        print(f"{name:<12}{label}: failed ({reason})")
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         return None
@@ -274,14 +214,14 @@ def guarded(name: str, label: str, fn):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(CONFIGS))
+    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(MODELS))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[8, 32, 64, 128])
     parser.add_argument("--serial", type=int, default=8, help="requests of the one-at-a-time row (b)")
     parser.add_argument("--runner-batch", type=int, default=64, help="batch size of the runner rows (e), (f)")
     parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
-    parser.add_argument("--long-models", nargs="+", choices=sorted(CONFIGS), help="the models of row (f) (default: all)")
+    parser.add_argument("--long-models", nargs="+", choices=sorted(MODELS), help="the models of row (f) (default: all)")
     parser.add_argument("--static-cache", action="store_true",
                         help="row (f) again with backend.static_cache (compiled decode step on CUDA), compile timed apart")
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=ROWS, help="the rows to run (default: all)")
@@ -300,16 +240,9 @@ def main() -> None:
           f"{peak:.1f} TFLOPS; datasheet dense bf16 {sheet or 'unknown'} TFLOPS")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        processor, tokenizer_name = processor_and_ids(args.tokenizer, work)
         n_max = max(args.batch_sizes + [args.serial, 2 * args.runner_batch, args.lever_batch])
         reqs, files, prompt = requests(n_max, work)
-        one = processor(text=[chat_text(processor, prompt, 2)], images=[list(reqs[0].images)], return_tensors="pt")
-        prompt_tokens = int(one["input_ids"].shape[1])
-        image_tokens = int((one["input_ids"] == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")).sum())
-        print(f"prompt: {prompt_tokens} tokens measured, {image_tokens} of them image tokens "
-              f"({one['image_grid_thw'].tolist()} patch grids); text counted by {tokenizer_name}; "
-              f"{args.new_tokens} new tokens")
-        bench = Bench(args, device, peak, sheet, processor, reqs, files, prompt, one, prompt_tokens, work)
+        bench = Bench(args, device, peak, sheet, reqs, files, prompt, work)
         for name in args.models:
             guarded(name, "model", lambda: bench.model(name))
             if device == "cuda":
@@ -322,21 +255,36 @@ def transformers_version() -> str:
     return transformers.__version__
 
 
-HEADER = f"{'model':<6}{'row':<34}{'batch':>6}{'samples/s':>11}{'ratio':>16}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}"
+HEADER = f"{'model':<12}{'row':<34}{'batch':>6}{'samples/s':>11}{'ratio':>16}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}"
 
 
 class Bench:
     """The rows of one model, each in its own guard (see :func:`guarded`)."""
 
-    def __init__(self, args, device, peak, sheet, processor, reqs, files, prompt, one, prompt_tokens, work):
+    def __init__(self, args, device, peak, sheet, reqs, files, prompt, work):
         self.args, self.device, self.peak, self.sheet = args, device, peak, sheet
-        self.processor, self.reqs, self.files, self.prompt = processor, reqs, files, prompt
-        self.one, self.prompt_tokens, self.work = one, prompt_tokens, work
+        self.reqs, self.files, self.prompt, self.work = reqs, files, prompt, work
+
+    def measure_prompt(self, name: str) -> None:
+        """The family's processor at its checkpoint's image settings, and the forecast request's
+        tokens measured through it (the text by the tiny fixture's byte-level BPE, which over-counts
+        English against the real vocabularies, or by ``--tokenizer`` for Qwen2.5-VL)."""
+        family = self.family = FAMILIES[MODELS[name].family]
+        tokenizer = self.args.tokenizer if family.fixture == "qwen2_5_vl" else None
+        processor = self.processor = family.processor(self.work, tokenizer)
+        processor.tokenizer.padding_side = "left"
+        one = self.one = processor(text=[chat_text(processor, self.prompt, 2)], images=[list(self.reqs[0].images)],
+                                   return_tensors="pt")
+        self.prompt_tokens = int(one["input_ids"].shape[1])
+        image_tokens = int((one["input_ids"] == processor.tokenizer.convert_tokens_to_ids(family.image_token)).sum())
+        counted = tokenizer or f"the tiny {family.fixture} fixture's BPE (over-counts against the real vocabulary)"
+        print(f"{name} prompt: {self.prompt_tokens} tokens measured, {image_tokens} of them image tokens "
+              f"({family.describe(one)}); text counted by {counted}; {self.args.new_tokens} new tokens")
 
     def row(self, label: str, batch: int, rate: float, ratio: str = "", flops: Flops | None = None) -> None:
         achieved = (flops or self.flops).total * rate / 1e12
         mfu_sheet = f"{achieved / self.sheet:>10.1%}" if self.sheet and self.device == "cuda" else f"{'–':>10}"
-        print(f"{self.name:<6}{label:<34}{batch:>6}{rate:>11.2f}{ratio:>16}{achieved:>9.2f}{achieved / self.peak:>9.1%}"
+        print(f"{self.name:<12}{label:<34}{batch:>6}{rate:>11.2f}{ratio:>16}{achieved:>9.2f}{achieved / self.peak:>9.1%}"
               + mfu_sheet)
 
     def fastest(self, fn, times: int = 2) -> float:
@@ -349,8 +297,10 @@ class Bench:
         rows = set(args.rows)
         self.name = name
         generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
-        model = build_model(name, device, self.processor)
-        self.flops = Flops(model, self.one["image_grid_thw"], self.prompt_tokens, args.new_tokens)
+        self.measure_prompt(name)
+        model = build(name, device, self.processor)
+        family = self.family
+        self.flops = Flops(model, family, self.one, self.prompt_tokens, args.new_tokens)
         backend = TransformersBackend.of_loaded(model, self.processor, generation)
         print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
               f"{self.flops.total / 1e12:.2f} TFLOP per sample (vision {self.flops.vision / self.flops.total:.0%}, "
@@ -362,18 +312,23 @@ class Bench:
         rates: dict[str, dict[int, float]] = {"c": {}, "d": {}, "d+": {}}
         if "c" in rows:
             guarded(name, "(c)", lambda: self.batched(backend, "(c) batched, transformers' vision", reqs, rates["c"], serial))
-        use_varlen(model)
-        apply_speedups(model, DEFAULT_SPEEDUPS)
-        self.attention_line(model, backend, reqs)
+        varlen = use_varlen(model)
+        self.levers_on = tuple(k for k, on in apply_speedups(model, DEFAULT_SPEEDUPS).items() if on)
+        print(f"{name:<12}vision levers that apply to {model.config.model_type}: "
+              + (f"varlen attention, {', '.join(self.levers_on)}" if varlen else "none: (d) is (c), no lever rows"))
+        self.attention_line(model, backend, reqs, varlen)
         prepared = guarded(name, "processor", lambda: self.processor_timing(backend)) or reqs
-        if "d" in rows:
+        if not varlen:
+            rates["d"] = rates["c"]
+        if "d" in rows and varlen:
             guarded(name, "(d)", lambda: self.batched(backend, "(d) batched, varlen + levers", prepared, rates["d"], serial))
-        if "levers" in rows:
+        if "levers" in rows and varlen:
             guarded(name, "levers", lambda: self.levers(model, backend))
         apply_speedups(model, DEFAULT_SPEEDUPS)
         split_batch = max(rates["d"], default=max(args.batch_sizes))
-        settings = "varlen vision + levers"
-        if "compile" in rows and guarded(name, "compile", lambda: self.compiled(model, backend, prepared, split_batch)):
+        settings = "varlen vision + levers" if varlen else "transformers' path"
+        if "compile" in rows and varlen and guarded(name, "compile",
+                                                     lambda: self.compiled(model, backend, prepared, split_batch)):
             settings += " + compiled blocks"
             # at the compiled batch alone: another size would time its own compile
             guarded(name, "(d) compiled", lambda: self.batched(backend, "(d) + compiled vision blocks", prepared,
@@ -385,7 +340,7 @@ class Bench:
             guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
         if "e" in rows:
             runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
-            print(f"{name:<6}best (c)/(b) {ratio(best_c, serial)}, best (d)/(b) {ratio(best_d, serial)}, "
+            print(f"{name:<12}best (c)/(b) {ratio(best_c, serial)}, best (d)/(b) {ratio(best_d, serial)}, "
                   f"(e)/(d) at batch {args.runner_batch} {ratio(runner or math.nan, direct)}")
         if "e-5ms" in rows:
             # the runner's GIL switch interval against Python's 5 ms (the loader threads' processor
@@ -415,23 +370,24 @@ class Bench:
             try:
                 _, t = timed(lambda: backend.generate(reqs[:batch]), self.device)
             except torch.OutOfMemoryError:
-                print(f"{self.name:<6}{label:<34}{batch:>6}{'OOM':>11}")
+                print(f"{self.name:<12}{label:<34}{batch:>6}{'OOM':>11}")
                 torch.cuda.empty_cache()
                 break
             rates[batch] = batch / t
             self.row(label, batch, batch / t, ratio(batch / t, serial, " (b)"))
 
-    def attention_line(self, model, backend, reqs) -> None:
+    def attention_line(self, model, backend, reqs, varlen: bool) -> None:
         from candlebench.inference.vision_attention import FLASH_KERNEL
 
-        for label, setup in (("transformers'", lambda: model.model.visual.config.__setattr__("_attn_implementation", "sdpa")),
-                             ("varlen", lambda: use_varlen(model))):
+        vision = model.config.vision_config  # the sub-config the tower's modules hold
+        for label, setup in (("transformers'", lambda: vision.__setattr__("_attn_implementation", "sdpa")),
+                             ("varlen", lambda: use_varlen(model)))[: 1 + varlen]:
             setup()
-            impl = model.model.visual.config._attn_implementation
-            calls = vision_calls(model, lambda: backend.generate(reqs[:1]))
+            impl = vision._attn_implementation
+            calls = vision_calls(model, self.family, lambda: backend.generate(reqs[:1]))
             kernel = {True: "torch's flash varlen kernel", False: "padded SDPA", None: "padded SDPA"}[
                 FLASH_KERNEL["checked"] if impl == VARLEN else False]
-            print(f"{'':<6}vision attention {impl}: {calls} calls per layer for one request (2 images)"
+            print(f"{'':<12}vision attention {impl}: {calls} calls per layer for one request (2 images)"
                   + (f", {kernel}" if impl == VARLEN else "")
                   + f"; language model {model.model.language_model.config._attn_implementation}")
 
@@ -443,7 +399,11 @@ class Bench:
         batch = self.args.runner_batch
         t_whole = min(timed(lambda: backend.encode(self.reqs[:batch]), "cpu")[1] for _ in range(2))
         t_ahead = min(timed(lambda: backend.encode(prepared[:batch]), "cpu")[1] for _ in range(2))
-        print(f"{self.name:<6}image processor on CPU: {t_prepare / n * 1000:.1f} ms per request (2 charts), now in the "
+        if not backend.pixels.usable:  # Gemma 3's processor overrides the generic path
+            print(f"{self.name:<12}image processor: the whole processor in the batch encode ({type(self.processor).__name__} "
+                  f"overrides the generic path): {t_whole:.2f} s for a batch of {batch}")
+            return self.reqs
+        print(f"{self.name:<12}image processor on CPU: {t_prepare / n * 1000:.1f} ms per request (2 charts), now in the "
               f"loader threads; batch encode of {batch}: whole processor {t_whole:.2f} s, pixels ahead {t_ahead:.2f} s "
               f"({t_whole / max(t_ahead, 1e-9):.1f}x)")
         return prepared
@@ -456,17 +416,18 @@ class Bench:
 
         def tower():
             with torch.inference_mode():
-                model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
+                self.family.tower(model, inputs)
 
-        settings = [("all levers", DEFAULT_SPEEDUPS)]
-        settings += [(f"all but {off}", tuple(k for k in DEFAULT_SPEEDUPS if k != off)) for off in DEFAULT_SPEEDUPS]
+        on = self.levers_on
+        settings = [("all levers", on)]
+        settings += [(f"all but {off}", tuple(k for k in on if k != off)) for off in on]
         settings += [("none (varlen, padded SDPA)", ())]
         times = {}
         for label, names in settings:
             apply_speedups(model, names)
             times[label] = self.fastest(tower)
         base = times["all levers"]
-        print(f"{self.name:<6}vision tower, {2 * n} charts: " + "; ".join(
+        print(f"{self.name:<12}vision tower, {2 * n} charts: " + "; ".join(
             f"{label} {t:.3f} s ({t / base:.2f}x)" for label, t in times.items())
             + f"; {self.flops.vision * n / base / 1e12:.1f} TFLOPS with all ({self.flops.vision * n / base / 1e12 / self.peak:.1%} of (a))")
 
@@ -492,7 +453,7 @@ class Bench:
         if stats.generated != len(requests) or stats.errors:
             raise RuntimeError(f"the runner generated {stats.generated} of {len(requests)} ({stats.errors} errors)")
         rate = len(requests) / t
-        flops = Flops(backend.model, self.one["image_grid_thw"], self.prompt_tokens, backend.generation.max_new_tokens)
+        flops = Flops(backend.model, self.family, self.one, self.prompt_tokens, backend.generation.max_new_tokens)
         self.row(label, batch, rate, ratio(rate, direct or math.nan, " (d)"), flops)
         return rate
 
@@ -507,9 +468,9 @@ class Bench:
             if self.args.static_cache:
                 backend.static_cache = True
                 _, first = timed(lambda: backend.generate(prepared[: self.args.runner_batch]), self.device)
-                print(f"{self.name:<6}(f) static cache: compile + first batch of {self.args.runner_batch} {first:.1f} s")
+                print(f"{self.name:<12}(f) static cache: compile + first batch of {self.args.runner_batch} {first:.1f} s")
                 static = self.runner(backend, "(f) + static cache, compiled step", None)
-                print(f"{self.name:<6}(f) static / dynamic cache at {n} new tokens: {static / dynamic:.2f}x")
+                print(f"{self.name:<12}(f) static / dynamic cache at {n} new tokens: {static / dynamic:.2f}x")
         finally:
             backend.generation, backend.static_cache = saved, False
 
@@ -522,7 +483,7 @@ class Bench:
 
         def tower():
             with torch.inference_mode():
-                return model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]).pooler_output
+                return self.family.tower(model, inputs)
 
         eager = self.fastest(tower, 1)
         want = tower()
@@ -535,7 +496,7 @@ class Bench:
             raise
         drift = float((got.float() - want.float()).abs().max() / want.float().abs().max())
         tflops = self.flops.vision * batch / steady / 1e12
-        print(f"{self.name:<6}vision tower, {2 * batch} charts, compiled blocks: compile + first call {first:.1f} s; "
+        print(f"{self.name:<12}vision tower, {2 * batch} charts, compiled blocks: compile + first call {first:.1f} s; "
               f"steady {steady:.3f} s against {eager:.3f} s eager ({eager / steady:.2f}x), {tflops:.1f} TFLOPS "
               f"({tflops / self.peak:.1%} of (a)); largest difference from eager {drift:.1e} of its scale")
         return True
@@ -585,18 +546,18 @@ class Bench:
                 first = f" (compile + first call {t:.1f} s)"
             to_first, step = run(cache)
             parts.append(f"{label}{first}: first token after {to_first:.3f} s, then {step * 1000:.1f} ms a step")
-        print(f"{self.name:<6}decode at batch {batch}, {n} new tokens: " + "; ".join(parts))
+        print(f"{self.name:<12}decode at batch {batch}, {n} new tokens: " + "; ".join(parts))
 
     def split(self, model, backend, prepared, split_batch: int, settings: str) -> None:
         inputs = backend.encode(prepared[:split_batch]).to(model.device)
         with torch.inference_mode():
-            t_vision = self.fastest(lambda: model.model.visual(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"]), 1)
+            t_vision = self.fastest(lambda: self.family.tower(model, inputs), 1)
             t_prefill = max(t_vision, self.fastest(lambda: model(**inputs, logits_to_keep=1), 1))
         t_all = max(t_prefill, self.fastest(lambda: backend.generate(prepared[:split_batch]), 1))
         f = self.flops
         parts = (("vision", f.vision, t_vision), ("prefill", f.prefill, t_prefill - t_vision),
                  ("decode + processor", f.decode, t_all - t_prefill))
-        print(f"{self.name:<6}split of one batch of {split_batch} ({settings}, pixels ahead): " + "; ".join(
+        print(f"{self.name:<12}split of one batch of {split_batch} ({settings}, pixels ahead): " + "; ".join(
             f"{label} {t:.3f} s, {fl * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
             f"({fl * split_batch / max(t, 1e-9) / 1e12 / self.peak:.1%} of (a))" for label, fl, t in parts))
 

@@ -1,4 +1,5 @@
-"""One attention call per vision layer for vision towers that attend within windows (Qwen2.5-VL).
+"""One attention call per vision layer for vision towers that attend within windows (Qwen2.5-VL)
+or within each image (Qwen3-VL).
 
 transformers 5.17–5.19 run Qwen2.5-VL's vision blocks under ``sdpa`` as one attention call per
 window: an 812×588 chart has ~42 windows in each of 28 windowed layers plus the whole image in 4
@@ -22,6 +23,12 @@ no scatter. It is checked once per process against the padded SDPA on a small in
 missing or disagrees, one line says so and the padded SDPA runs (``FLASH_KERNEL["on"] = False``
 is the switch, ``model.vision_speedups`` without ``flash_kernel``).
 
+Qwen3-VL's tower has no windows: transformers' path makes one call per image in each of its 27
+layers (256 calls per layer for a batch of 128 forecast requests), and takes the same packed
+path as Qwen2.5-VL's under a "flash" name, so the same function serves it (tested on the tiny
+Qwen3-VL). Gemma 3's SigLIP runs every image at 896x896 as one dense batch, already one call per
+layer: nothing to pack.
+
 Which models get it is a table (``VISION_CONFIG``) of the model types whose vision attention
 takes this packed path and was checked equal here; any other model loads as before.
 """
@@ -33,7 +40,7 @@ from typing import Any
 VARLEN = "candlebench_flash_varlen_sdpa"
 
 # model_type -> the sub-config of its vision tower whose attention VARLEN replaces.
-VISION_CONFIG = {"qwen2_5_vl": "vision_config"}
+VISION_CONFIG = {"qwen2_5_vl": "vision_config", "qwen3_vl": "vision_config"}
 
 
 # Whether varlen_sdpa may use torch's flash varlen kernel ("on": the switch; "checked": None until

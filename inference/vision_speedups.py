@@ -1,4 +1,4 @@
-"""Speed-ups of the Qwen2.5-VL vision tower that keep its outputs (``model.vision_speedups``).
+"""Speed-ups of the Qwen2.5-VL and Qwen3-VL vision towers that keep their outputs (``model.vision_speedups``).
 
 Each is a switch (a name in :data:`SPEEDUPS`), on by default, tested equal to transformers' own
 path on the tiny fixture in fp32 (tests/test_vision_speedups.py), and out of the run key since
@@ -25,6 +25,13 @@ answers do not change:
   graph per bucket: a total patch count of the batch (every chart of a run has one grid, so a run
   sees its batch size and a smaller last batch) and the attention kind (windows or whole images).
   Past :data:`COMPILE_BUCKETS` buckets a new patch count runs eagerly instead of compiling again.
+
+Which apply depends on the tower (:func:`apply_speedups` says which took effect). Qwen3-VL's has
+no windows and learned position embeddings interpolated per grid: ``grid_cache`` (built on
+Qwen2.5-VL's window hooks) does not apply; its patch embedding has a bias (``patch_matmul`` adds
+it) and its MLP is ungated (``linear_fc1`` → GELU → ``linear_fc2``, width 4,304: 16-byte aligned
+but a ragged last tile of 128; gelu(0) = 0, so ``mlp_pad`` stays exact); its blocks take the same
+arguments as Qwen2.5-VL's (``compile_blocks``).
 """
 
 from __future__ import annotations
@@ -99,6 +106,8 @@ def grid_cache(visual: Any) -> bool:
         import transformers.vision_utils as hooks
     except ImportError:
         hooks = None
+    if not hasattr(visual, "window_size"):  # Qwen3-VL: no windows; its grid inputs are others
+        return False
     if hooks is None or not hasattr(hooks, "get_vision_window_index"):
         print("vision_speedups: grid_cache needs transformers >= 5.17 (vision_utils); the tower computes them per batch",
               file=sys.stderr)
@@ -116,28 +125,40 @@ def grid_cache(visual: Any) -> bool:
 
 
 def patch_matmul(visual: Any) -> bool:
-    """The tower's Conv3d patch embedding (stride = kernel, no bias) as one matmul over the same weight."""
+    """The tower's Conv3d patch embedding (stride = kernel; Qwen3-VL's with a bias) as one matmul
+    over the same weight."""
     import torch.nn.functional as F
 
     embed = visual.patch_embed
     conv = embed.proj
-    if conv.bias is not None or tuple(conv.stride) != tuple(conv.kernel_size):
+    if tuple(conv.stride) != tuple(conv.kernel_size):
         return False
     width = conv.weight[0].numel()
 
     def forward(hidden_states: Any) -> Any:
         weight = conv.weight
-        return F.linear(hidden_states.reshape(-1, width).to(weight.dtype), weight.view(weight.shape[0], width))
+        return F.linear(hidden_states.reshape(-1, width).to(weight.dtype), weight.view(weight.shape[0], width),
+                        conv.bias)
 
     embed.forward = forward
     return True
 
 
+# The MLP layouts of the towers: (the layers whose outputs are the hidden units, the layer reading them).
+MLP_LAYOUTS = ((("gate_proj", "up_proj"), "down_proj"),  # Qwen2.5-VL: gated, silu(0) * 0 = 0
+               (("linear_fc1",), "linear_fc2"))  # Qwen3-VL: GELU, gelu(0) = 0
+
+
+def _mlp_layout(mlp: Any) -> tuple[tuple[str, ...], str]:
+    return next((ins, out) for ins, out in MLP_LAYOUTS if all(hasattr(mlp, n) for n in (*ins, out)))
+
+
 def mlp_pad(visual: Any, multiple: int | None = None) -> bool:
-    """Every block's gated MLP widened with zeros to a multiple of ``multiple`` (default
+    """Every block's MLP widened with zeros to a multiple of ``multiple`` (default
     :data:`MLP_MULTIPLE`; False where it already is one)."""
     multiple = multiple or MLP_MULTIPLE
-    width = visual.blocks[0].mlp.gate_proj.out_features
+    mlp = visual.blocks[0].mlp
+    width = getattr(mlp, _mlp_layout(mlp)[0][0]).out_features
     wide = -(-width // multiple) * multiple
     if wide == width:
         return False
@@ -148,21 +169,24 @@ def mlp_pad(visual: Any, multiple: int | None = None) -> bool:
 
 
 def _resize_mlp(mlp: Any, width: int) -> None:
-    """gate/up rows and down columns cut or zero-padded to ``width`` (the units past the original
-    width are zero: silu(0) * 0 adds nothing)."""
+    """The hidden units' rows (gate/up, fc1, with their biases) and the reading layer's columns
+    (down, fc2) cut or zero-padded to ``width`` (the units past the original width are zero: silu(0)
+    * 0 and gelu(0) add nothing)."""
     import torch
+
+    ins, out = _mlp_layout(mlp)
 
     def rows(t: Any) -> Any:
         kept = t[:width]
         return torch.cat([kept, kept.new_zeros(width - kept.shape[0], *kept.shape[1:])]) if width > t.shape[0] else kept
 
     with torch.no_grad():
-        for linear in (mlp.gate_proj, mlp.up_proj):
+        for linear in (getattr(mlp, name) for name in ins):
             linear.weight = torch.nn.Parameter(rows(linear.weight).contiguous(), requires_grad=False)
             if linear.bias is not None:
                 linear.bias = torch.nn.Parameter(rows(linear.bias).contiguous(), requires_grad=False)
             linear.out_features = width
-        down = mlp.down_proj
+        down = getattr(mlp, out)
         down.weight = torch.nn.Parameter(rows(down.weight.t()).t().contiguous(), requires_grad=False)
         down.in_features = width
 
@@ -218,8 +242,8 @@ DEFAULT_SPEEDUPS = ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad")
 
 
 def apply_speedups(model: Any, names: tuple[str, ...]) -> dict[str, bool]:
-    """Exactly ``names`` on a loaded Qwen2.5-VL model's vision tower, the others off (a model of
-    another type is left as it is); which took effect. ``flash_kernel`` is a process-wide switch."""
+    """Exactly ``names`` on a loaded Qwen2.5-VL or Qwen3-VL model's vision tower, the others off (a
+    model of another type is left as it is); which took effect. ``flash_kernel`` is a process-wide switch."""
     from candlebench.inference.vision_attention import FLASH_KERNEL, VISION_CONFIG
 
     FLASH_KERNEL["on"] = False

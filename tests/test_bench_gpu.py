@@ -25,14 +25,14 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
                 "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens",
                 "(f) + static cache, compiled step", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms"):
-        assert any(line.startswith(f"tiny  {row}") for line in out.splitlines()), row
+        assert any(re.match(rf"tiny +{re.escape(row)}", line) for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
     assert re.search(r"vision attention sdpa: (\d+) calls per layer", out)
     assert "vision attention candlebench_flash_varlen_sdpa: 1 calls per layer" in out
     assert int(re.search(r"vision attention sdpa: (\d+) calls per layer", out).group(1)) > 2
     assert re.search(r"split of one batch of \d+ .*vision [0-9.]+ s.*prefill [0-9.]+ s.*decode \+ processor [0-9.]+ s", out)
     # every lever off in turn, on the vision tower alone; the processor's CPU time per request
-    levers = next(line for line in out.splitlines() if line.startswith("tiny  vision tower, 2 charts: all levers"))
+    levers = next(line for line in out.splitlines() if re.match(r"tiny +vision tower, 2 charts: all levers", line))
     for lever in ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad"):
         assert f"all but {lever} " in levers, lever
     assert "none (varlen, padded SDPA)" in levers
@@ -46,6 +46,37 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert re.search(r"decode at batch 2, 4 new tokens: dynamic cache: first token after [0-9.]+ s, then [0-9.]+ ms a "
                      r"step; static cache \(compile \+ first call [0-9.]+ s\): first token after", out)
     assert "failed (" not in out  # every row ran
+
+
+def test_the_qwen3_vl_and_gemma_3_families_run_with_their_own_levers_and_split(env):
+    """Qwen3-VL (patch 16, no windows: its own lever set) and Gemma 3 (SigLIP at 896 px: none
+    applies) at real image sizes, two-layer models: their prompt measured by their own processor,
+    the rows and the split each family has."""
+    done = script(BENCH, "--models", "tiny-qwen3", "tiny-gemma3", "--device", "cpu", "--batch-sizes", "2", "--serial",
+                  "1", "--runner-batch", "1", "--lever-batch", "1", "--new-tokens", "2", "--compile-backend", "eager",
+                  "--rows", "b", "c", "d", "levers", "compile", "split", env=env)
+    assert done.rc == 0, done.stderr[-3000:]
+    out = done.stdout
+    lines = out.splitlines()
+    assert "failed (" not in out
+    # an 800x600 chart: 800x608 px at patch 16 (2 x 475 tokens); 896x896 px pooled to 256 tokens (Gemma 3)
+    assert re.search(r"tiny-qwen3 prompt: \d+ tokens measured, 950 of them image tokens \(\[\[1, 38, 50\], \[1, 38, 50\]\]", out)
+    assert re.search(r"tiny-gemma3 prompt: \d+ tokens measured, 512 of them image tokens \(2 images at \[896, 896\] px\)",
+                     out)
+    assert "tiny-qwen3  vision levers that apply to qwen3_vl: varlen attention, flash_kernel, patch_matmul, mlp_pad" in out
+    assert "tiny-gemma3 vision levers that apply to gemma3: none: (d) is (c), no lever rows" in out
+    levers = next(line for line in lines if line.startswith("tiny-qwen3  vision tower, 2 charts: all levers"))
+    assert all(f"all but {lever} " in levers for lever in ("flash_kernel", "patch_matmul", "mlp_pad"))
+    assert "grid_cache" not in levers
+    assert re.search(r"tiny-qwen3  vision tower, 4 charts, compiled blocks: compile \+ first call", out)
+    for family, rows, settings in (("tiny-qwen3", ("(b)", "(c)", "(d)", "(d) + compiled"), r"varlen vision \+ levers"),
+                                   ("tiny-gemma3", ("(b)", "(c)"), "transformers' path")):
+        assert all(any(re.match(rf"{family} +{re.escape(row)}", line) for line in lines) for row in rows), family
+        assert re.search(rf"{family} +split of one batch of 2 \({settings}.*vision [0-9.]+ s.*prefill [0-9.]+ s.*"
+                         r"decode \+ processor [0-9.]+ s", out), family
+    assert not any(re.match(r"tiny-gemma3 +\((d)\)|tiny-gemma3 +vision tower", line) for line in lines)
+    assert re.search(r"vision attention candlebench_flash_varlen_sdpa: 1 calls per layer", out)
+    assert "tiny-gemma3 image processor: the whole processor in the batch encode" in out
 
 
 def test_a_ratio_against_a_row_not_run_prints_a_dash(env):
