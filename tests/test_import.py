@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from candlebench.core.jsonl import jsonl_text
 from candlebench.stages.graph import run_stage
 from candlebench.inference.records import read_records
-from helpers import cli, run_dir, write_csv
-from test_jsonl import ESCAPED_SURROGATE, SEPARATORS, TEXTS
+from helpers import ESCAPED_SURROGATE, SEPARATORS, TEXTS, cli, run_dir, write_csv
 
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=60", "score.n_boot=50"]
 

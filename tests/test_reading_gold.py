@@ -5,11 +5,12 @@ language. bench/reading.py prints the same numbers beside the judge's speed."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-GOLD = Path(__file__).resolve().parent / "gold" / "reading"
+from helpers import TESTS
+
+GOLD = TESTS / "gold" / "reading"
 sys.path.insert(0, str(GOLD))
 
 from reading_accuracy import FLOORS, measure  # noqa: E402

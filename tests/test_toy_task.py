@@ -5,7 +5,6 @@ import → score → report with no change to any shared file."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,13 +12,13 @@ import pytest
 from candlebench import tasks
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
-from helpers import verdicts
+from helpers import TESTS, verdicts
 
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
     """The toy folder on the registry's path, as CANDLEBENCH_TASKS puts it there."""
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(Path(__file__).parent / "toy_tasks")])
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(TESTS / "toy_tasks")])
     return tmp_path
 
 
