@@ -24,7 +24,7 @@ pytestmark = pytest.mark.unit
 
 ITEMS = answers()
 # judge version -> fingerprint of the reading parser's verdicts on the gold set's responses (as
-# tests/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
+# tests/tasks/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
 PINNED = {1: "9a758876b30205dd"}
 
 
