@@ -1,7 +1,7 @@
 """Speed-ups of the Qwen2.5-VL and Qwen3-VL vision towers that keep their outputs (``model.vision_speedups``).
 
 Each is a switch (a name in :data:`SPEEDUPS`), on by default, tested equal to transformers' own
-path on the tiny fixture in fp32 (tests/test_vision_speedups.py), and out of the run key since
+path on the tiny fixture in fp32 (tests/inference/test_vision_attention.py), and out of the run key since
 answers do not change:
 
 * ``flash_kernel``: the varlen vision attention (``candlebench.inference.vision_attention``) through torch's

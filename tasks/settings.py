@@ -5,7 +5,7 @@ task mirrors it in a dataclass (``Task.settings_type``) whose fields declare the
 (:func:`setting`) and whose ``__post_init__`` checks what spans fields. :func:`build` turns the
 block into that dataclass, so a bad or unknown key is one line naming the key, the value and what
 is allowed, and a task's methods read typed fields instead of string lookups in a DictConfig.
-tests/test_task_settings.py keeps every task's dataclass and its config.yaml to the same keys.
+tests/tasks/test_task_settings.py keeps every task's dataclass and its config.yaml to the same keys.
 """
 
 from __future__ import annotations

@@ -13,15 +13,29 @@ from pathlib import Path
 
 import pandas as pd
 
+from hypothesis import strategies as st
+
 from candlebench.core.jsonl import read_jsonl
 from fixtures.forked_cli import CANDLEBENCH, Done, Parents, Started
 from fixtures.vllm_server import TEST_KV_BYTES
 
-DATA_DIR = Path(__file__).parent / "data"
+# The checkout and its tests folder, for every test wherever it stands in tests/ (they mirror the package).
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+DATA_DIR = TESTS / "data"
 SLICE = DATA_DIR / "pse_slice.csv"
 
 # vLLM's CPU build as the tests run it: eager (no graph compile), the tests' KV cache (not the 1 GiB default).
 VLLM_CPU = ("backend=vllm", "backend.enforce_eager=true", f"backend.cpu_kvcache_space_gb={TEST_KV_BYTES / 2**30}")
+
+# Texts a JSON Lines writer and reader must carry whole (tests of core.jsonl and of `import`): every
+# character some reader ends a line at (str.splitlines: \v \f \x1c-\x1e U+0085 U+2028 U+2029),
+# NUL, and the six characters of an escaped lone surrogate, which must stay six characters.
+SEPARATORS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\x00"
+ESCAPED_SURROGATE = "\\ud800"
+# Any Unicode text (surrogates cannot be UTF-8), with the separators drawn often.
+TEXTS = st.lists(st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from(SEPARATORS),
+                           st.just(ESCAPED_SURROGATE))).map("".join)
 
 _parents = Parents(Path(tempfile.mkdtemp(prefix="candlebench-cli-")))
 atexit.register(_parents.close)

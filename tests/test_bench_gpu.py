@@ -4,11 +4,10 @@ and column it prints on a GPU is printed here too, so the one GPU window is neve
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from helpers import script
+from helpers import ROOT, script
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "infer_gpu.py"
+BENCH = ROOT / "bench" / "infer_gpu.py"
 
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):

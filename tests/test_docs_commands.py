@@ -34,9 +34,8 @@ import pytest
 import yaml
 
 from fixtures.forked_cli import Parent
-from helpers import SLICE
+from helpers import ROOT, SLICE
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->", re.S)
 FENCE = re.compile(r"^```(\w*)\s*$")

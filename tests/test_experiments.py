@@ -3,13 +3,11 @@ that are runs of the sweep, variants with their own run names and prompts)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from helpers import SLICE
+from helpers import ROOT, SLICE
 
-EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "experiment").glob("*.yaml"))
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

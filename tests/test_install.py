@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SLICE
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT, SLICE
 
 
 @pytest.fixture(scope="module")

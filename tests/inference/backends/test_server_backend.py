@@ -1,5 +1,5 @@
 """backend=server without a server: the retry rule, a closed port at start, the settings and the run
-identity. Against a real vLLM server: tests/test_infer_server.py (vLLM environment)."""
+identity. Against a real vLLM server: tests/inference/backends/test_infer_server.py (vLLM environment)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from candlebench.tasks.forecast.features import feature_table, features_for
 from candlebench.tasks.forecast.parse import SCORE_MAX as HIGH
 from candlebench.tasks.forecast.parse import SCORE_MIN as LOW
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+from helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -352,11 +353,9 @@ def short_market(slice_market: Market) -> Market:
 
 def _defaults() -> dict:
     """The xgboost block of tasks/forecast/config.yaml, as `candlebench baseline` passes it."""
-    from pathlib import Path
-
     from omegaconf import OmegaConf
 
-    conf = OmegaConf.load(Path(__file__).parents[1] / "tasks" / "forecast" / "config.yaml")
+    conf = OmegaConf.load(ROOT / "tasks" / "forecast" / "config.yaml")
     return OmegaConf.to_container(conf.baseline.params.xgboost)
 
 

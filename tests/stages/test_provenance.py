@@ -8,7 +8,7 @@ import subprocess
 
 import yaml
 
-from helpers import SLICE, cli
+from helpers import ROOT, SLICE, cli
 
 MODEL = "tiny_qwen2_5_vl-transformers"
 
@@ -18,7 +18,7 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
     cli("run", "tasks=[e2a]", "data=slice", "data.codes=[AC]", "task.samples.interval=200", "task.passes=[]",
         f"out_dir={out}", env=env)
     found = json.loads((out / "report" / "provenance.json").read_text())
-    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=SLICE.parents[2]).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     assert found["environment"]["git_commit"].startswith(head) and "torch" in found["environment"]["packages"]
     runs = {r["run"]: r for r in found["runs"]}
     assert set(runs) == {"anchor_oracle", "always_hold", "contrarian", MODEL}

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers import VLLM_CPU, infer, records, run_dir, script, start
+from helpers import ROOT, VLLM_CPU, infer, records, run_dir, script, start
 
 pytestmark = pytest.mark.vllm
 
@@ -144,9 +144,7 @@ def test_continuous_feeding_equals_chunks_and_resumes_after_sigkill(workspace, e
 def test_the_vllm_benchmark_runs_on_the_cpu_build(env):
     """bench/infer_vllm.py, bench/infer_gpu.py's twin: dummy weights at the configured size, every row,
     the server row (vLLM's OpenAI server, fed by backend=server) included."""
-    from pathlib import Path
-
-    bench = Path(__file__).resolve().parents[1] / "bench" / "infer_vllm.py"
+    bench = ROOT / "bench" / "infer_vllm.py"
     done = script(bench, "--models", "tiny", "--batch-sizes", "4", "--serial", "2", "--requests", "8",
                   "--server-concurrency", "1", "4", "--cpu-kvcache-gb", "0.125", env=env)
     assert done.rc == 0, done.stderr[-3000:]

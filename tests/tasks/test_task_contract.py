@@ -18,11 +18,11 @@ from candlebench.stages.graph import compose_config
 from candlebench.stages.task_setup import task_setup
 from candlebench.tasks.base import Column, Inputs, Task
 from candlebench.tasks.settings import TaskSettings
+from helpers import ROOT, TESTS
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[1]
-JOINED = (ROOT / "tests" / "toy_tasks", ROOT / "docs" / "example_task")  # as CANDLEBENCH_TASKS joins them
+JOINED = (TESTS / "toy_tasks", ROOT / "docs" / "example_task")  # as CANDLEBENCH_TASKS joins them
 # What an answer can be: no text (generation failed), nothing, Unicode's odd corners (NEL, a lone
 # surrogate, NUL), half a JSON object, an unclosed reasoning block, numbers out of range, and text
 # longer than a parser reads.

@@ -20,6 +20,7 @@ from candlebench.inference.vision_attention import VARLEN, _check_flash_kernel, 
 import candlebench.inference.vision_speedups as vs
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
 from candlebench.rendering.model_input import prepare_image
+from helpers import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +201,7 @@ def test_the_choice_is_part_of_the_run_key_and_checked(qwen_dir):
     assert spec(qwen_dir, "varlen", ()).identity() == spec(qwen_dir, "varlen").identity()
     assert ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": []})).vision_speedups == ()
     # the configs' default is the code's
-    defaults = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "model" / "_defaults.yaml")
+    defaults = OmegaConf.load(ROOT / "conf" / "model" / "_defaults.yaml")
     assert tuple(defaults.vision_speedups) == DEFAULT_SPEEDUPS
     with pytest.raises(ValueError, match=r"model.vision_speedups: unknown \['cuda_graphs'\]"):
         ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": ["grid_cache", "cuda_graphs"]}))

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from candlebench.core.jsonl import jsonl_text
 from candlebench.stages.graph import run_stage
 from candlebench.inference.records import read_records
-from helpers import cli, run_dir, write_csv
-from test_jsonl import ESCAPED_SURROGATE, SEPARATORS, TEXTS
+from helpers import ESCAPED_SURROGATE, SEPARATORS, TEXTS, cli, run_dir, write_csv
 
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=60", "score.n_boot=50"]
 
@@ -133,7 +132,7 @@ _runs = itertools.count()
 
 
 # About 2 CPU s an example (import, score, report), so few examples of several texts each; the
-# writer and reader alone see hundreds (tests/test_jsonl.py).
+# writer and reader alone see hundreds (tests/core/test_jsonl.py).
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(TEXTS, min_size=1, max_size=8))
 @example(texts=[SEPARATORS, f"<score>0.5</score>{ESCAPED_SURROGATE}\u2028\x85"])

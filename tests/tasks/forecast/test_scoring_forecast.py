@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 from candlebench.tasks.forecast.metrics import bias_grade, compute_metrics, ic_series
+from helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -549,7 +550,7 @@ def test_reasoning_models_get_a_budget_that_fits():
 
     register_resolvers()
     store_configs()  # each task's config.yaml, as every candlebench command registers them
-    with initialize_config_dir(config_dir=str(DATA_DIR.parents[1] / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
         budget = {m: compose("config", overrides=[f"model={m}"]).infer.generation.max_new_tokens
                   for m in ("qwen2_5_vl_7b", "pyfi_qwenvl_7b_cot", "pyfi_qwenvl_3b_cot", "qwen3_vl_8b_thinking")}
         forced = compose("config", overrides=["model=pyfi_qwenvl_7b_cot", "infer.generation.max_new_tokens=64"])

@@ -16,8 +16,9 @@ from candlebench.core.schema import NewerSchema
 from candlebench.stages.graph import run_stage
 from candlebench.rendering.render import read_manifest
 from candlebench.tasks import get_task
+from helpers import DATA_DIR
 
-STUDY = Path(__file__).parent / "data" / "study_main_8cea46e"
+STUDY = DATA_DIR / "study_main_8cea46e"
 COMMON = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "score.n_boot=20", "render.width=200", "render.height=200"]
 TASKS = {"forecast": ["task.samples.interval=60"], "e2a": ["task=e2a", "task.samples.interval=180"]}
 

@@ -5,11 +5,12 @@ language. bench/reading.py prints the same numbers beside the judge's speed."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-GOLD = Path(__file__).resolve().parent / "gold" / "reading"
+from helpers import TESTS
+
+GOLD = TESTS / "gold" / "reading"
 sys.path.insert(0, str(GOLD))
 
 from reading_accuracy import FLOORS, measure  # noqa: E402
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.unit
 
 ITEMS = answers()
 # judge version -> fingerprint of the reading parser's verdicts on the gold set's responses (as
-# tests/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
+# tests/tasks/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
 PINNED = {1: "9a758876b30205dd"}
 
 

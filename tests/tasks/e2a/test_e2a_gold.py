@@ -5,11 +5,12 @@ floors in each language. bench/e2a.py prints the same numbers beside the judge's
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-GOLD = Path(__file__).resolve().parent / "gold" / "e2a"
+from helpers import TESTS
+
+GOLD = TESTS / "gold" / "e2a"
 sys.path.insert(0, str(GOLD))
 
 from accuracy import FLOORS, measure  # noqa: E402

@@ -5,15 +5,13 @@ load to the same bars as the slice itself (or to the hand-adjusted prices)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from omegaconf import OmegaConf
 
-from helpers import SLICE, cli
+from helpers import ROOT, SLICE, cli
 from candlebench.market.adjustment import NO_FACTOR_REASON
 from candlebench.market.data_source import input_files
 from candlebench.market.market import MarketDataError, load_market
@@ -180,7 +178,7 @@ def test_yahoo_adj_close_is_rebased_to_the_first_bar(clean, tmp_path):
 
 
 YAHOO = ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
-CSV_CONFIG = Path(__file__).parents[1] / "conf" / "data" / "csv.yaml"
+CSV_CONFIG = ROOT / "conf" / "data" / "csv.yaml"
 
 
 def _yahoo_download(clean: pd.DataFrame, code: str, adj: pd.Series | None) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from candlebench.core.rules import ConfigError
 from candlebench.stages.graph import compose_config
 from candlebench.stages.task_setup import task_setup
 from candlebench.tasks import get_task
+from helpers import TESTS
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.unit
 @pytest.fixture()
 def with_toy(monkeypatch):
     """The toy task (tests/toy_tasks) on the registry's path, as CANDLEBENCH_TASKS puts it there."""
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(Path(__file__).parent / "toy_tasks")])
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(TESTS / "toy_tasks")])
     return tasks.names()
 
 

@@ -6,18 +6,16 @@ raised and the new digest recorded: `score` then re-judges the runs scored under
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from candlebench.core.io import fingerprint
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import compose_config
 from candlebench.tasks import get_task
+from helpers import TESTS
 
 pytestmark = pytest.mark.unit
 
-TESTS = Path(__file__).parent
 # (task, judge version) -> fingerprint of its parser's verdicts on the corpus.
 PINNED = {
     ("forecast", 1): "eec99cf314e06da7",

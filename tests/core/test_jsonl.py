@@ -14,16 +14,9 @@ from hypothesis import strategies as st
 from candlebench.core.errors import CorruptFile
 from candlebench.core.jsonl import JsonlAppender, json_objects, jsonl_text, read_jsonl
 from candlebench.inference.records import ResponseRecord, read_records
+from helpers import ESCAPED_SURROGATE, SEPARATORS, TEXTS
 
 pytestmark = pytest.mark.unit
-
-# Every character some reader ends a line at (str.splitlines: \v \f \x1c-\x1e U+0085 U+2028 U+2029),
-# NUL, and the six characters of an escaped lone surrogate, which must stay six characters.
-SEPARATORS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\x00"
-ESCAPED_SURROGATE = "\\ud800"
-# Any Unicode text (surrogates cannot be UTF-8), with the separators drawn often.
-TEXTS = st.lists(st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from(SEPARATORS),
-                           st.just(ESCAPED_SURROGATE))).map("".join)
 
 
 def _record(text: str | None, sample_id: str = "s1") -> ResponseRecord:
