@@ -10,8 +10,11 @@ image and an analyst's text.
 
 ``image`` (relative to the manifest's folder, or absolute) and ``reference`` are required;
 ``metadata`` (the annotated items by category, Eq. 1's O_a: degree / time / price, each a list of
-strings as they appear on the chart), ``id`` (default: the image path), ``code`` (default: the id)
-and ``date`` (default: none; the sample is filed under 1970-01-01) are optional. Or ``PATH`` is a
+strings as they appear on the chart), ``id`` (default: the image path), ``code`` and ``date`` (the
+chart's stock and day, kept as the samples' ``stock`` and ``date`` columns) are optional. The
+samples carry no market keys (``code``, ``cutoff``: tasks/base.py): their charts are the dataset's,
+not drawn from a market, so each is filed under its own sample (``images/samples/<id>/``) and the
+bootstrap draws each sample alone. Or ``PATH`` is a
 folder: every ``*.png`` / ``*.jpg`` in it with the reference in ``<stem>.txt`` and, optionally, the
 metadata in ``<stem>.json``. Every problem is an error naming the line or file, before anything
 is written; the render stage copies each image into the task's images folder (its sha256 in the
@@ -34,7 +37,6 @@ from candlebench.core.jsonl import json_objects
 from candlebench.tasks.caption.iou import CATEGORIES, length
 
 IMAGES = ("*.png", "*.jpg", "*.jpeg")
-NO_DATE = pd.Timestamp("1970-01-01")
 
 
 class DatasetError(UserError, ValueError):
@@ -99,7 +101,7 @@ def read_dataset(path: Path, name: str = "dataset") -> pd.DataFrame:
     """Samples of the captioning task from a manifest or folder (module docstring)."""
     path = Path(path)
     base = path if path.is_dir() else path.parent
-    rows, seen, ids = [], {}, {}
+    rows, ids = [], {}
     for where, row in _entries(path):
         missing = [k for k in ("image", "reference") if not str(row.get(k) or "").strip()]
         if missing:
@@ -113,18 +115,14 @@ def read_dataset(path: Path, name: str = "dataset") -> pd.DataFrame:
                                f"{ids[ident]}; {'rename one of the two images' if path.is_dir() else 'give each entry its own id'}")
         ids[ident] = where
         try:
-            date = pd.Timestamp(str(row["date"])) if row.get("date") else NO_DATE
+            date = pd.Timestamp(str(row["date"])) if row.get("date") else pd.NaT
         except ValueError:
             raise DatasetError(f"{where}: date {row['date']!r} is not a date (YYYY-MM-DD)") from None
-        code = str(row.get("code") or ident)
-        key = (code, date)
-        if key in seen:
-            raise DatasetError(f"{where}: the same code and date ({code}, {date:%Y-%m-%d}) as {seen[key]}; give each chart its own id or date")
-        seen[key] = where
         reference = str(row["reference"]).strip()
+        # market: the dataset's name, the source a pooled report names beside its runs.
         rows.append({"sample_id": hashlib.sha256(f"caption|{name}|{ident}".encode()).hexdigest()[:16], "task": "caption",
-                     "market": name, "code": code, "cutoff": date, "reference": reference,
+                     "market": name, "stock": str(row["code"]) if row.get("code") else None, "date": date,
+                     "reference": reference,
                      "metadata": json.dumps(_metadata(row.get("metadata"), where)), "reference_opinion": None,
                      "reference_words": length(reference), "source_image": str(image.resolve())})
-    frame = pd.DataFrame(rows)
-    return frame.sort_values(["cutoff", "code"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame(rows)  # in the manifest's order

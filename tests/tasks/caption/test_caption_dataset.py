@@ -52,7 +52,6 @@ def manifest(tmp_path, slice_market) -> Path:
     (json.dumps({"image": "charts/c1.png", "reference": "x", "metadata": {"time": "2024"}}), "metadata.time must be a list"),
     # A second entry with the first one's id: both lines named.
     (json.dumps({"image": "charts/c1.png", "reference": "x", "id": "c0"}), "line 2: the same id 'c0' as "),
-    (json.dumps({"image": "charts/c1.png", "reference": "x", "code": "c0"}), "the same code and date"),
     (json.dumps({"image": "charts/c1.png", "reference": " \n\t "}), "line 2: no ['reference'] (or only whitespace)"),
     (json.dumps({"image": "charts/c1.png", "reference": "x", "date": "soon"}), "date 'soon' is not a date"),
 ])
@@ -68,6 +67,20 @@ def test_a_bad_manifest_line_is_named(manifest, line, says):
         assert str(err.value).endswith("mine.jsonl, line 1; give each entry its own id")
 
 
+def test_a_charts_code_and_date_are_kept_as_its_stock_and_date(manifest):
+    """Kept, not used as market keys: two charts of one stock and day (two sources) are two samples."""
+    from candlebench.tasks.caption.dataset import read_dataset
+
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    for line in lines[:2]:
+        line.update(code="AC", date="2024-03-01")
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    frame = read_dataset(manifest)
+    assert list(frame["sample_id"].map(len)) == [16] * 3 and frame["sample_id"].is_unique
+    assert list(frame["stock"]) == ["AC", "AC", None]
+    assert list(frame["date"].iloc[:2]) == [pd.Timestamp("2024-03-01")] * 2 and pd.isna(frame["date"].iloc[2])
+
+
 def test_a_folder_of_images_with_their_texts(tmp_path, slice_market):
     from candlebench.tasks.caption.dataset import DatasetError, read_dataset
 
@@ -78,7 +91,9 @@ def test_a_folder_of_images_with_their_texts(tmp_path, slice_market):
     images[1].with_suffix(".txt").write_text(REFERENCE + " Two.")
     images[1].with_suffix(".json").write_text(json.dumps({"price": ["40.00"]}))
     frame = read_dataset(tmp_path / "f")
-    assert list(frame["code"]) == ["c0", "c1"] and json.loads(frame["metadata"].iloc[1])["price"] == ["40.00"]
+    assert json.loads(frame["metadata"].iloc[1])["price"] == ["40.00"]
+    # No market keys made up (code = the id, a 1970 cutoff): the charts are the dataset's.
+    assert not {"code", "cutoff"} & set(frame.columns) and frame["stock"].isna().all() and frame["date"].isna().all()
     # Two images of one name (c0.png, c0.jpg) cannot be told apart by id: the message says to rename, not to add ids.
     from PIL import Image
 
@@ -95,6 +110,7 @@ def test_your_own_charts_run_end_to_end(manifest, tmp_path, env):
     samples = pd.read_parquet(out / "caption" / "samples.parquet")
     assert len(samples) == 3 and set(samples["market"]) == {"mine"}
     for _, row in samples.iterrows():  # the user's own bytes reach the model, not a drawn chart
+        assert row["image_daily"].startswith("images/samples/")  # filed by sample: no stock or date made up
         copied = (out / "caption" / row["image_daily"]).read_bytes()
         assert hashlib.sha256(copied).digest() == hashlib.sha256(Path(row["source_image"]).read_bytes()).digest()
     m = json.loads((out / "caption" / "runs" / "describer" / "metrics.json").read_text())
