@@ -34,6 +34,7 @@ def main() -> None:
     from omegaconf import OmegaConf
     from transformers import Qwen2_5_VLForConditionalGeneration
 
+    import gpu_models as gm
     import infer_gpu as g
     from candlebench.inference.backends.base import GenerationSpec, Media
     from candlebench.inference.backends.vllm import VLLMBackend
@@ -44,7 +45,7 @@ def main() -> None:
     from candlebench.rendering.model_input import ImagePolicy
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(g.CONFIGS))
+    parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(k for k, m in gm.MODELS.items() if m.family == "qwen2_5_vl"))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 128, 256])
     parser.add_argument("--serial", type=int, default=8)
     parser.add_argument("--requests", type=int, default=512, help="requests of rows (d) and (e)")
@@ -63,16 +64,17 @@ def main() -> None:
     generation = GenerationSpec(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        processor, tokenizer_name = g.processor_and_ids(None, work)
+        family = gm.FAMILIES["qwen2_5_vl"]
+        processor, tokenizer_name = family.processor(work), "the tiny fixture's BPE (over-counts against Qwen's vocabulary)"
         reqs, files, prompt = g.requests(max(args.batch_sizes + [args.serial, args.requests]), work)
         one = processor(text=[chat_text(processor, prompt, 2)], images=[list(reqs[0].images)], return_tensors="pt")
         prompt_tokens = int(one["input_ids"].shape[1])
         print(f"prompt: {prompt_tokens} tokens measured (text by {tokenizer_name}); {args.new_tokens} new tokens")
         for name in args.models:
-            config = g.model_config(name, processor)
+            config = family.config(gm.MODELS[name], processor, tiny=name.startswith("tiny"))
             with torch.device("meta"):  # parameter counts for the FLOPs, no memory
                 shape = Qwen2_5_VLForConditionalGeneration(config)
-            flops = g.Flops(shape, one["image_grid_thw"], prompt_tokens, args.new_tokens)
+            flops = g.Flops(shape, family, one, prompt_tokens, args.new_tokens)
             folder = work / f"qwen2_5_vl-{name}"
             config.architectures = ["Qwen2_5_VLForConditionalGeneration"]  # how vLLM picks its model class
             config.save_pretrained(folder)
