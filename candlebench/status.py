@@ -37,7 +37,8 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     lines = [f"{name:<9} samples  {len(samples)} samples" + "".join(
         f", {samples[c].nunique()} {what}" for c, what in (("cutoff", "cutoffs"), ("code", "stocks")) if c in samples)]
     drawn = render_progress(paths, samples)
-    lines.append(f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
+    lines.append(f"{name:<9} render   nothing to draw (its prompts carry its inputs)" if drawn.nothing_to_draw else
+                 f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
                  f"{'' if drawn.merged else ' (not merged into samples yet)'}")
     for run_name in paths.run_names():
         run = paths.run(run_name)

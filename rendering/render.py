@@ -360,6 +360,9 @@ def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: R
                 "settings": settings.key(), "data": digest, "source": str(source)})])
 
 
+MANIFEST_COLUMNS = ["sample_id", "freq", "path", "sha256", "width", "height", "settings"]
+
+
 def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
     """One row per sample and freq (sample_id, freq, path, sha256, width, height); every chart must
     have been drawn under these settings."""
@@ -377,7 +380,7 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
         for freq in settings.inputs
         for sid, path in zip(samples["sample_id"], input_paths(samples, freq))
     ]
-    manifest = pd.DataFrame(records)
+    manifest = pd.DataFrame(records, columns=MANIFEST_COLUMNS)  # no rows for a task that draws nothing
     missing = manifest.loc[manifest["sha256"].isna(), "path"]
     if len(missing):
         raise FileNotFoundError(

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
@@ -60,10 +61,12 @@ def render(cfg: DictConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
     paths = task_paths(cfg)
     setup = task_setup(cfg)
+    samples = read_samples(paths)
     if setup.draws_nothing:
+        # A manifest of no rows: render ran and found nothing to draw (status says so, not "none yet").
+        write_parquet(collect_manifest(samples, setup.context.render, paths.root), paths.manifest)
         print(f"{cfg.task.name}: no charts or text files to draw (its inputs are in its prompts)")
         return
-    samples = read_samples(paths)
     settings = setup.context.render
     workers = int(cfg.render.workers or os.cpu_count() or 1)
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
@@ -90,6 +93,7 @@ class RenderProgress:
     needed: int
     inputs: tuple[str, ...]  # the time frames (and text) the manifests hold
     merged: bool  # the paths are merged into samples.parquet (the last chunk did it)
+    nothing_to_draw: bool  # render ran and wrote a manifest of no rows: the prompts carry the inputs
 
 
 def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
@@ -98,5 +102,6 @@ def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
     needed = {path for f in inputs for path in input_paths(samples, f)}
+    nothing = not rows and paths.manifest.exists() and pq.read_metadata(paths.manifest).num_rows == 0
     return RenderProgress(len(needed & {r["path"] for r in rows}), len(needed), inputs,
-                          any(c.startswith(("image_", "text_")) for c in samples.columns))
+                          any(c.startswith(("image_", "text_")) for c in samples.columns), nothing)

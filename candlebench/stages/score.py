@@ -163,7 +163,7 @@ def score(cfg: DictConfig) -> None:
             continue
         run.score_error.unlink(missing_ok=True)
         reference = task.references.get(name) if RunInfo.read(run.info).kind == "baseline" else None
-        print(f"{task.name}/{name}: {answered_line(metrics)}; judge v{task.judge_version}{'' if was.fresh else f' ({was.reason})'}; "
+        print(f"{task.name}/{name}: {answered_line(metrics)}; judge v{task.judge_version}{'' if was.fresh else f' (scored because: {was.reason})'}; "
               f"{task.summary_line(metrics)} -> {run.metrics}"
               + (f" (a reference, not a result: {reference})" if reference else ""))
     if failed:

@@ -103,7 +103,7 @@ def test_a_new_judge_version_rejudges_every_run_without_answering_again(study, c
     assert f"momentum: 40/40 answered, scores out of date: judged by the forecast judge v{TASK.judge_version - 1}; " \
            f"the judge is now v{TASK.judge_version}" in said
     out = _score(study, capsys)
-    assert f"forecast/momentum: 40/40 answered; judge v{TASK.judge_version} (judged by the forecast judge " in out
+    assert f"forecast/momentum: 40/40 answered; judge v{TASK.judge_version} (scored because: judged by the forecast judge " in out
     metrics = json.loads((run / "metrics.json").read_text())
     parsed = pd.read_parquet(run / "parsed.parquet")
     texts = dict(zip(parsed["sample_id"], parsed["text"]))

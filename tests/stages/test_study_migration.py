@@ -41,7 +41,7 @@ def test_a_study_of_main_before_schema_versions_scores_to_the_same_metrics(study
         _score(study, task)  # no run named: every one, judged before judges had versions
         said = capsys.readouterr().out
         for run, old in before.items():
-            assert f"{task}/{run}: " in said and "(judged before judges had versions; the judge is now v" in said
+            assert f"{task}/{run}: " in said and "(scored because: judged before judges had versions; the judge is now v" in said
             new = json.loads((study / task / "runs" / run / "metrics.json").read_text())
             assert {k: new[k] for k in old} == old, run
             assert (new["schema"], new["judge_version"]) == (2, get_task(task).judge_version)

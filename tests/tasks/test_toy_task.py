@@ -93,3 +93,4 @@ def test_a_task_of_its_own_samples_without_market_keys_runs_every_stage(tmp_path
     assert "candle" in (tmp_path / "report" / "report.html").read_text()
     lines = report_lines(tmp_path)
     assert lines[0].split() == ["candle", "samples", "8", "samples"] and not any(" error " in line for line in lines)
+    assert lines[1] == "candle    render   nothing to draw (its prompts carry its inputs)"  # not "0/0 ... none yet"
