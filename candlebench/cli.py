@@ -23,7 +23,6 @@ from omegaconf.errors import MissingMandatoryValue
 from candlebench import pipeline
 from candlebench import sweep as sweep_module
 from candlebench.core.errors import UserError
-from candlebench.core.rules import ConfigError
 from candlebench.core.extras import require
 from candlebench.core.interrupts import second_interrupt_exits
 from candlebench.core.overrides import key_of, open_key, shared_out_dir

@@ -148,3 +148,12 @@ def setup_of(*overrides: str):
     from candlebench.stages.task_setup import task_setup
 
     return task_setup(compose_config(list(overrides)))
+
+
+def slice_charts(workspace: Path, n: int) -> list:
+    """The daily charts of the workspace's first ``n`` forecast samples, then their weekly ones, as
+    the runner decodes them: real images of two sizes for the vision-path tests."""
+    from candlebench.rendering.model_input import prepare_image
+
+    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(n)
+    return [prepare_image(workspace / "forecast" / p, None) for p in [*samples["image_daily"], *samples["image_weekly"]]]

@@ -10,7 +10,6 @@ import itertools
 import numpy as np
 from matplotlib import colors
 from matplotlib.image import AxesImage
-from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 

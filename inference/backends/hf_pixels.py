@@ -71,8 +71,6 @@ class PixelsAhead:
     def batch(self, batch: list[PreparedRequest]) -> dict[str, Any] | None:
         """The batch's image inputs concatenated from its requests' ``pixels``; None unless every
         request with images has them."""
-        import torch
-
         parts = [r.pixels for r in batch if r.images]
         if not self.usable or not parts or any(p is None for p in parts):
             return None

@@ -5,7 +5,6 @@ row is an error naming the file and line."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings

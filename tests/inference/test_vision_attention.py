@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import torch
 from torch._dynamo.utils import counters
@@ -19,8 +18,7 @@ from candlebench.inference.models import ModelSpec
 from candlebench.inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
 import candlebench.inference.vision_speedups as vs
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
-from candlebench.rendering.model_input import prepare_image
-from helpers import ROOT
+from helpers import ROOT, slice_charts
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +29,7 @@ def qwen_dir(tiny_root) -> Path:
 @pytest.fixture(scope="module")
 def charts(workspace) -> list:
     """Real daily and weekly charts of the slice, and one smaller, so images differ in windows."""
-    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(2)
-    images = [prepare_image(workspace / "forecast" / p, None) for p in [*samples["image_daily"], *samples["image_weekly"]]]
+    images = slice_charts(workspace, 2)
     return images[:3] + [images[3].resize((320, 240))]
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import torch
 
@@ -20,7 +19,7 @@ from candlebench.inference.backends.hf import TransformersBackend, load_model
 from candlebench.inference.models import ModelSpec
 from candlebench.inference.vision_attention import VARLEN
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
-from candlebench.rendering.model_input import prepare_image
+from helpers import slice_charts
 
 # Larger than the fixture's 128x128 cap: images of several hundred patches, two sizes.
 SIZE = {"shortest_edge": 64 * 64, "longest_edge": 320 * 320}
@@ -33,8 +32,7 @@ def qwen3_dir(tiny_root) -> Path:
 
 @pytest.fixture(scope="module")
 def charts(workspace) -> list:
-    samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(1)
-    images = [prepare_image(workspace / "forecast" / samples[c].iloc[0], None) for c in ("image_daily", "image_weekly")]
+    images = slice_charts(workspace, 1)
     return images + [images[1].resize((320, 240))]
 
 

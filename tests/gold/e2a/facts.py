@@ -16,14 +16,13 @@ import zlib
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from candlebench.market.market import load_market  # noqa: E402
-from candlebench.tasks.e2a.anchors import ANCHORS, Anchors, compute_anchors  # noqa: E402
+from candlebench.tasks.e2a.anchors import Anchors, compute_anchors  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 COLUMNS = ("open", "high", "low", "close", "volume")

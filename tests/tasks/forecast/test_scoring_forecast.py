@@ -545,7 +545,6 @@ def test_reasoning_models_get_a_budget_that_fits():
     from hydra import compose, initialize_config_dir
 
     from candlebench.core.paths import register_resolvers
-    from helpers import DATA_DIR
     from candlebench.tasks import store_configs
 
     register_resolvers()
