@@ -53,7 +53,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from candlebench.core.errors import UserError
-from candlebench.core.results import Parsed, RunData, bounded
+from candlebench.core.results import Parsed, RunAnswers, bounded
 from candlebench.core.rules import ConfigError
 from candlebench.scoring.per_sample import PerSample
 from candlebench.tasks.settings import TaskSettings, build
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # kept light
 
     from candlebench.market.market import Market
     from candlebench.rendering.render import RenderSettings
-    from candlebench.scoring.report import Dataset, ScoredRun, Section
+    from candlebench.scoring.report import Dataset, RunMetrics, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task")
@@ -258,20 +258,20 @@ class Task(ABC):
         return bounded(self.parser(s))
 
     @abstractmethod
-    def score(self, run: RunData, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
+    def score(self, run: RunAnswers, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         """Paired differences b - a of two runs over the same samples (JSON-safe); the default:
         :meth:`PerSample.compare <candlebench.scoring.per_sample.PerSample.compare>`."""
         return self._per_sample("compare").compare(a, b, settings.n_boot, settings.seed)
 
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict],
+    def report(self, runs: list[RunMetrics], comparisons: Mapping[str, dict],
                datasets: Sequence[Dataset] = ()) -> list[Section]:
         """The task's report sections; ``datasets``: one per market the runs come from. The default:
         the results table and the paired comparisons of :attr:`per_sample`."""
         return self._per_sample("report").sections(self.name, runs, comparisons)
 
-    def browse(self, run: RunData) -> "pd.DataFrame":
+    def browse(self, run: RunAnswers) -> "pd.DataFrame":
         """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser
         filters by: regime, modality, ...), ``label`` (text), ``outcome`` ("right", "wrong" or None
         where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or

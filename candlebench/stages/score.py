@@ -16,7 +16,7 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.stages import freshness
 from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
@@ -110,7 +110,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
     setup = task_setup(cfg)
     parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
-    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
+    metrics = task.score(RunAnswers(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
                          score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunData
+from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
@@ -138,7 +138,7 @@ class E2ATask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.e2a.metrics import e2a_metrics
 
         rows = scored_rows(run.parsed)
@@ -149,7 +149,7 @@ class E2ATask(Task):
         out["method"], out["revises"] = identity.get("method", "direct"), identity.get("revises")
         return out
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         from candlebench.tasks.e2a.compare import compare_e2a
 
         thresholds = dict(eci_confidence=float(a.metrics["eci_confidence"]), eci_signals=int(a.metrics["eci_signals"]))
@@ -161,7 +161,7 @@ class E2ATask(Task):
 
         return sections(runs, comparisons)
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         """The label is the window's anchor facts; each answer's detail, its claims with the anchor
         each was checked against and the verdict. Right: some claim supported and none contradicted;
         wrong: any contradicted; no verdict when the answer holds no verifiable claim."""

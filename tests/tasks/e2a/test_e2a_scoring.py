@@ -344,11 +344,11 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
 
 
 def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
-    from candlebench.scoring.report import ScoredRun
+    from candlebench.scoring.report import RunMetrics
     from candlebench.tasks.e2a.report import frontier
 
     def run(name, blocks):
-        return ScoredRun(name, name, {"modalities": blocks, "all": {}}, "PSE")
+        return RunMetrics(name, name, {"modalities": blocks, "all": {}}, "PSE")
 
     base = run("base", {"text": {"coverage": 0.5, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})
     tuned = run("tuned", {"text": {"coverage": 0.9, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})
