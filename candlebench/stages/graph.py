@@ -38,7 +38,7 @@ from candlebench.stages.import_responses import import_responses
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.per_task import apply_per_task, is_setting
+from candlebench.stages.task_overrides import apply_task_overrides, is_setting
 from candlebench.stages.provenance import record_config
 from candlebench.stages.render import render
 from candlebench.stages.report import report
@@ -186,14 +186,14 @@ def _scoring_order(tasks: list[str]) -> list[str]:
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
-    """The config a job runs with: conf/ under ``overrides``, its task's ``per_task`` settings merged in."""
+    """The config a job runs with: conf/ under ``overrides``, its task's ``task_overrides`` settings merged in."""
     register_resolvers()
     store_configs()
     overrides = [open_key(o) for o in overrides]
     if GlobalHydra.instance().is_initialized():  # inside a Hydra job (run, sweep)
-        return apply_per_task(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
-        return apply_per_task(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides))
 
 
 def check_jobs(jobs: list[Job]) -> dict[tuple[str, ...], DictConfig]:
@@ -240,7 +240,7 @@ def composition_error(err: Exception, overrides: list[str]) -> str:
                       and key in _keys(OmegaConf.to_container(compose_config([*rest, f"task={t}"]), resolve=False))]
             if owners:
                 return (f"{key} is a setting of task {' and '.join(owners)}, not of task {mine}: "
-                        f"per_task.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
+                        f"task_overrides.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
         return _not_a_setting(key, compose_config(rest))
     missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
     if missing:
