@@ -113,11 +113,13 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         prefix = f"{market}: " if len(paths) > 1 else ""
         failures += [r for n, d in data.items() for r in failure_rows(f"{prefix}{n}", d.load(FAILURE_COLUMNS).parsed)]
         browsed += [BrowserRun(task, where, f"{prefix}{n}", d.info, d.answers, d.load) for n, d in data.items()]
-        # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
-        revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
+        # Each second pass against its first pass (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for;
+        # run.json's identity names the first pass under "revises", as task.revises did.
+        second_passes = [(d.info["identity"]["revises"], n) for n, d in data.items()
+                         if d.info["identity"].get("revises")]
         comparisons.update({
             f"{prefix}{a} → {b}": task.compare(data[a].load(), data[b].load(), score_settings(cfg))
-            for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
+            for a, b in [*second_passes, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
     sections = [with_answered(s, runs) for s in task.report(runs, comparisons, datasets)] if runs else []

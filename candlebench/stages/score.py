@@ -76,9 +76,9 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
     redo = (f"score it with the settings it ran under, or answer it again under these "
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
-        revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
+        which_pass = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
         setup = task_setup(cfg)
-        asked = replace(setup.settings, **(revised or {"method": "direct", "revises": None}))
+        asked = replace(setup.settings, **(which_pass or {"method": "direct", "revises": None}))
         prompt, inputs = task.prompt_identity(asked, setup.context), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "

@@ -22,8 +22,8 @@ import pandas as pd
 from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task,
-                                    TaskContext)
+from candlebench.tasks.base import (REASONING_CUT, BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec,
+                                    ScoreSettings, Task, TaskContext)
 from candlebench.tasks.caption.baselines import BASELINES
 from candlebench.tasks.caption.iou import length
 from candlebench.tasks.caption.samples import CaptionSpec, build_samples
@@ -115,7 +115,7 @@ class CaptionTask(Task):
         return str(s.prompt)
 
     def request(self, s: CaptionTaskSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         return RequestSpec(str(s.prompt), (str(s.freq),))
 
     def parser(self, s: CaptionTaskSettings) -> Callable[[str | None], Parsed]:

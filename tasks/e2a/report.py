@@ -92,8 +92,8 @@ def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = ""
     return Table(title, pd.DataFrame(rows), note)
 
 
-def _is_revision(pair: str, runs: list[RunMetrics]) -> bool:
-    """A direct pass → its verify pass (the report's keys may start with "<market>: ")."""
+def _is_second_pass(pair: str, runs: list[RunMetrics]) -> bool:
+    """A first pass → its second (verify) pass (the report's keys may start with "<market>: ")."""
     return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
@@ -179,7 +179,7 @@ def plot_modalities(runs: list[RunMetrics]) -> bytes:
 
 
 def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
-    verified = {k: c for k, c in comparisons.items() if _is_revision(k, runs)}
+    verified = {k: c for k, c in comparisons.items() if _is_second_pass(k, runs)}
     paired = {k: c for k, c in comparisons.items() if k not in verified}
     tables = [headline_table("E2A-style results (all modalities)", runs, HEADLINE,
                              "Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard "

@@ -21,8 +21,8 @@ from candlebench.core.rules import ConfigError, integer, share
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import TEXT_INPUT, text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import (BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task,
-                                    TaskContext)
+from candlebench.tasks.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, NoAnswer, RequestSpec,
+                                    ScoreSettings, Task, TaskContext)
 from candlebench.tasks.forecast import baselines
 from candlebench.tasks.forecast.parse import parse_score
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
@@ -147,7 +147,7 @@ class ForecastTask(Task):
         return f"[inputs given: {', '.join(self.given_inputs(s))}]\n{prompt}"
 
     def request(self, s: ForecastSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         given = self.given_inputs(s)
         charts = tuple(c for c in s.images if c in given)
         if TEXT_INPUT not in given:

@@ -23,7 +23,8 @@ from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.tasks.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
@@ -101,7 +102,7 @@ class ReadingTask(Task):
         return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
 
     def request(self, s: ReadingSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         words = self._words(s)
         frame, modality = str(sample["frame"]), str(sample["modality"])
         up, down = ctx.render.colors

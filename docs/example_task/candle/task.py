@@ -80,7 +80,7 @@ class CandleTask(Task):
         return s.prompt
 
     def request(self, s: CandleSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier=None) -> RequestSpec:
+                first_pass=None) -> RequestSpec:
         return RequestSpec(s.prompt.format(**{k: sample[k] for k in ("open", "high", "low", "close")}), ())
 
     def parser(self, s: CandleSettings) -> Callable[[str | None], Parsed]:
