@@ -44,13 +44,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from candlebench.core.layout import task_paths  # noqa: E402
-from candlebench.core.results import RunData  # noqa: E402
+from candlebench.core.results import RunAnswers  # noqa: E402
 from candlebench.stages.graph import compose_config  # noqa: E402
 from candlebench.stages.parsed import GENERIC  # noqa: E402
 from candlebench.report_server import serve  # noqa: E402
 from candlebench.stages.task_setup import task_setup  # noqa: E402
 from candlebench.rendering.inputs import read_samples  # noqa: E402
-from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block  # noqa: E402
+from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block  # noqa: E402
 from candlebench.scoring.report import Section, write_report  # noqa: E402
 from candlebench.tasks import get_task  # noqa: E402
 
@@ -99,20 +99,20 @@ def write_runs(common: list[str], n: int, n_runs: int, folder: Path, seed: int =
     return floor_s, floor_mb
 
 
-def runs(common: list[str], n: int, n_runs: int, folder: Path) -> tuple[list[BrowsedRun], float, float]:
+def runs(common: list[str], n: int, n_runs: int, folder: Path) -> tuple[list[BrowserRun], float, float]:
     """The runs as the report stage lists them (read when the writer comes to each), written by a
     child process so that their making counts in none of this process's figures."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         floor_s, floor_mb = pool.submit(write_runs, common, n, n_runs, folder).result()
     task, paths = get_task("forecast"), task_paths(compose_config([*common, "task=forecast"]))
-    listed = [BrowsedRun(task, paths, f"model{r}", INFO, n, lambda r=r: load(folder / f"model{r}.parquet"))
+    listed = [BrowserRun(task, paths, f"model{r}", INFO, n, lambda r=r: load(folder / f"model{r}.parquet"))
               for r in range(n_runs)]
     return listed, floor_s, floor_mb
 
 
-def load(path: Path, rows: np.ndarray | None = None) -> RunData:
+def load(path: Path, rows: np.ndarray | None = None) -> RunAnswers:
     parsed = pd.read_parquet(path)
-    return RunData(path.stem, parsed if rows is None else parsed.iloc[rows], pd.DataFrame(), INFO, {"horizon": 30})
+    return RunAnswers(path.stem, parsed if rows is None else parsed.iloc[rows], pd.DataFrame(), INFO, {"horizon": 30})
 
 
 def timed(fn):
@@ -125,7 +125,7 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # Linux: kB
 
 
-def build(browsed: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict:
+def build(browsed: list[BrowserRun], out: Path, settings: BrowserSettings) -> dict:
     (md, page), seconds = timed(lambda: write_report([Section("Bench", ())], out, "bench", False,
                                                      browser_block(browsed, out, settings)))
     files = sorted((out / FILES).rglob("*.json.gz"))
@@ -188,7 +188,7 @@ def main() -> None:
         frame = pd.read_parquet(work / "parsed" / "model0.parquet", columns=["image_daily", "image_weekly"])
         distinct = frame.drop_duplicates(subset=["image_daily"]).index.to_numpy()
         charts = len(set(frame["image_daily"]) | set(frame["image_weekly"]))
-        one = [BrowsedRun(first.task, first.paths, "one", INFO, len(distinct),
+        one = [BrowserRun(first.task, first.paths, "one", INFO, len(distinct),
                           lambda: load(work / "parsed" / "model0.parquet", distinct))]
         lean = build(one, work / "lean", BrowserSettings())
         fat = build(one, work / "fat", BrowserSettings(charts="thumbnails"))

@@ -32,7 +32,7 @@ from candlebench.core.rules import ConfigError, check_early
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
 from candlebench.stages.graph import BY_NAME, STAGES, check_added_keys, composition_error
-from candlebench.stages.per_task import apply_per_task
+from candlebench.stages.task_overrides import apply_task_overrides
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
 from candlebench.status import status_command
@@ -54,7 +54,7 @@ class Command:
     defaults: tuple[str, ...] = ()
     # ... nor any key under these prefixes (your own data= replaces the demo experiment whole).
     unless: tuple[str, ...] = ()
-    # Covers every task (tasks=[...]): each job takes its task's own settings from per_task.<task>.
+    # Covers every task (tasks=[...]): each job takes its task's own settings from task_overrides.<task>.
     every_task: bool = False
 
 
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         started.append(True)
         try:
-            apply_per_task(cfg)
+            apply_task_overrides(cfg)
             check_extras(name, command, cfg)
             validate(cfg)
             if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs

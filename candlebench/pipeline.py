@@ -12,7 +12,7 @@ from candlebench.core.overrides import without_keys
 from candlebench.stages.graph import Job, ModelVariant, check_jobs, compose_config, plan, run_stage
 from candlebench.inference.backends import check_weights
 from candlebench.inference.models import ModelSpec
-from candlebench.tasks.base import MethodError
+from candlebench.tasks.base import PassError
 
 
 def user_overrides(skip_prefix: str | None = None) -> list[str]:
@@ -39,14 +39,15 @@ def run_names(base: list[str], tasks: list[str], models: list[ModelVariant]) -> 
 
 
 def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each task's second passes (``task.passes``), checked against the methods it has."""
+    """Each task's second passes (``task.passes``), checked against those it offers."""
     out = {}
     for t in tasks:
         wanted = tuple(str(m) for m in (compose_config([*base, f"task={t}"]).task.get("passes") or ()))
-        unknown = sorted(set(wanted) - set(registry.get_task(t).methods))
+        offered = registry.get_task(t).second_passes
+        unknown = sorted(set(wanted) - set(offered))
         if unknown:
-            raise MethodError(f"task.passes={list(wanted)}: the {t} task has no method {unknown} "
-                              f"(its second passes: {list(registry.get_task(t).methods)})")
+            raise PassError(f"task.passes={list(wanted)}: the {t} task has no second pass {unknown} "
+                            f"(its second passes: {list(offered)})")
         out[t] = wanted
     return out
 

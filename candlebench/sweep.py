@@ -22,7 +22,8 @@ from omegaconf import DictConfig
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
-from candlebench.stages.graph import BY_NAME, Job, check_jobs, compose_config, model_variants, pass_run, plan, run_stage
+from candlebench.stages.graph import (BY_NAME, Job, check_jobs, compose_config, model_variants, plan, run_stage,
+                                     second_pass_run)
 from candlebench.inference.backends import check_weights
 from candlebench.inference.models import ModelSpec
 
@@ -46,10 +47,10 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     names = run_names(base, tasks, models)
     passes = passes_of(base, tasks)
     with_baselines = bool(s.baselines) and bool(cfg.task.baseline.names)
-    revisions = {pass_run(name, m) for (t, _), name in names.items() for m in passes[t]}
+    second_runs = {second_pass_run(name, kind) for (t, _), name in names.items() for kind in passes[t]}
     # Each task's own baselines (forecast: xgboost, ...; e2a: anchor_oracle, ...).
     own = {str(b) for t in tasks for b in compose_config([*base, f"task={t}"]).task.baseline.names}
-    runs = sorted({*names.values(), *revisions, *(own if with_baselines else ())})
+    runs = sorted({*names.values(), *second_runs, *(own if with_baselines else ())})
     keys = {u.key for u in models}
     # "@variant" pairs stand for the same pair of variants of every model.
     pairs = [(f"{m}{a}", f"{m}{b}") if str(a).startswith("@") else (str(a), str(b))

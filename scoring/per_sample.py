@@ -24,12 +24,12 @@ import pandas as pd
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import json_safe
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
 from candlebench.scoring.numbers import fmt
 
 if TYPE_CHECKING:  # tasks/base.py imports this module: matplotlib and scipy only where a report or comparison is made
-    from candlebench.scoring.report import ScoredRun, Section, Table
+    from candlebench.scoring.report import RunMetrics, Section, Table
 
 RIGHT = "right"  # the verdict column of a per-sample table
 PREFIX = "score_"  # what the score stage puts before each per-sample column in parsed.parquet
@@ -70,7 +70,7 @@ class PerSample:
     def columns(self) -> list[str]:
         return [m.key for m in self.measures] + ([RIGHT] if self.verdict else [])
 
-    def metrics(self, table: pd.DataFrame, run: RunData, n_boot: int, seed: int) -> dict[str, Any]:
+    def metrics(self, table: pd.DataFrame, run: RunAnswers, n_boot: int, seed: int) -> dict[str, Any]:
         """A run's metrics from its per-sample ``table``: ``n``, each measure's mean over the samples
         where it is defined (``accuracy``: right over samples with a verdict), their 95% intervals
         under ``ci``, the parse failure rate over the samples with an answer on record, and the table as
@@ -94,7 +94,7 @@ class PerSample:
                  ] if self.verdict else []
         return right + [pd.to_numeric(table[m.key], errors="coerce").to_numpy(float) for m in self.measures]
 
-    def compare(self, a: RunData, b: RunData, n_boot: int, seed: int) -> dict[str, Any]:
+    def compare(self, a: RunAnswers, b: RunAnswers, n_boot: int, seed: int) -> dict[str, Any]:
         """b - a per measure over the samples both runs scored: the means of each, the mean
         difference with its 95% interval (one bootstrap of clusters for every measure), paired t
         and Wilcoxon over the clusters' mean differences, and McNemar's test on the verdicts."""
@@ -123,7 +123,7 @@ class PerSample:
             out[ACCURACY.key]["mcnemar"] = mcnemar(*(f[RIGHT].to_numpy()[ok].astype(bool) for f in (x, y)))
         return json_safe(out)
 
-    def sections(self, task: str, runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+    def sections(self, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
         """The results table (every run's measures with their intervals, the best starred) and,
         when runs were compared, the paired differences."""
         from candlebench.scoring.report import Headline, Section, headline_table
@@ -171,7 +171,7 @@ class PerSample:
                              "outcome": pd.Series(outcome, index=parsed.index, dtype=object), "detail": None})
 
 
-def _resampled(runs: list[ScoredRun]) -> str:
+def _resampled(runs: list[RunMetrics]) -> str:
     """What the runs' bootstraps drew, said under the table."""
     kinds = sorted({str(r.metrics["resampled"]) for r in runs if r.metrics.get("resampled")})
     drawn = " or ".join("samples" if k == SAMPLE else f"whole {k} groups (their samples share it)" for k in kinds)

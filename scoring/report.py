@@ -28,7 +28,7 @@ RANDOM_WEIGHTS = "(random weights)"
 
 
 @dataclass(frozen=True)
-class ScoredRun:
+class RunMetrics:
     name: str
     label: str  # the name as shown, with "(random weights)" where the model is a pipeline check
     metrics: dict
@@ -64,12 +64,12 @@ class Section:
     collapsed: bool = False  # folded in the HTML page (provenance: whole in provenance.json, read on demand)
 
 
-def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "", reference: str = "") -> ScoredRun:
+def scored_run(name: str, metrics: dict, random_weights: bool, market: str = "", reference: str = "") -> RunMetrics:
     label = f"{name} {RANDOM_WEIGHTS}" if random_weights else f"{name} {REFERENCE}" if reference else name
-    return ScoredRun(name, label, metrics, market, reference)
+    return RunMetrics(name, label, metrics, market, reference)
 
 
-def ranked(values: pd.Series, higher_is_better: bool = True, runs: list[ScoredRun] | None = None) -> pd.Series:
+def ranked(values: pd.Series, higher_is_better: bool = True, runs: list[RunMetrics] | None = None) -> pd.Series:
     """Ranks with ties sharing their average rank, as the paper's Table 5 prints them (three IC Sig.
     of 0.750 after a 0.813 are all ranked 3); a missing value gets no rank. With ``runs`` (one per
     value), only the runs over the same samples are ranked, those that answered every one: a partial
@@ -116,7 +116,7 @@ def _fit(fig: plt.Figure) -> None:
         fig.tight_layout()
 
 
-def run_labels(runs: list[ScoredRun], width: int = 22) -> list[str]:
+def run_labels(runs: list[RunMetrics], width: int = 22) -> list[str]:
     """Run names as tick labels: wrapped onto lines of ``width`` characters, not rotated across their
     neighbours."""
     return [textwrap.fill(r.label, width) for r in runs]
@@ -186,17 +186,17 @@ class Headline:
 BEST = "★"
 
 
-def _block(r: ScoredRun, h: Headline) -> Mapping[str, Any]:
+def _block(r: RunMetrics, h: Headline) -> Mapping[str, Any]:
     return (r.metrics.get(h.block) or {}) if h.block else r.metrics
 
 
-def complete(r: ScoredRun) -> bool:
+def complete(r: RunMetrics) -> bool:
     """Whether the run answered every sample (scores from before answered counts were kept: taken as complete)."""
     answered, total = r.metrics.get("answered"), r.metrics.get("n_samples")
     return answered is None or total is None or answered >= total
 
 
-def answered_cell(r: ScoredRun) -> str:
+def answered_cell(r: RunMetrics) -> str:
     answered, total = r.metrics.get("answered"), r.metrics.get("n_samples")
     if answered is None or total is None:
         return "–"
@@ -206,7 +206,7 @@ def answered_cell(r: ScoredRun) -> str:
 ANSWERED = "Answered"
 
 
-def with_answered(section: Section, runs: list[ScoredRun]) -> Section:
+def with_answered(section: Section, runs: list[RunMetrics]) -> Section:
     """Every table of ``section`` with a row per run (a "Model" column) shows each run's
     answered/total beside it, a run missing samples marked "(partial)": its numbers are over fewer
     samples than its neighbours'."""
@@ -221,14 +221,14 @@ def with_answered(section: Section, runs: list[ScoredRun]) -> Section:
     return Section(section.title, tuple(tables), section.plots, section.collapsed)
 
 
-def headline_table(title: str, runs: list[ScoredRun], metrics: tuple[Headline, ...], note: str = "") -> Table:
+def headline_table(title: str, runs: list[RunMetrics], metrics: tuple[Headline, ...], note: str = "") -> Table:
     """Models x the task's main metrics, each "value [low, high]", the best of each column marked
     with a star (every run that ties it; only where two runs or more have the metric). Stars rank
     the runs over the same samples, those that answered every one: a partial run (marked so in its
     Answered cell) is never starred, its numbers rest on other samples. Runs keep their labels, so a
     random-weight pipeline check says so in its own row. References (ceilings) come last and are
     never starred; each "–" is explained under the table."""
-    def value(r: ScoredRun, h: Headline) -> tuple[float | None, list | None]:
+    def value(r: RunMetrics, h: Headline) -> tuple[float | None, list | None]:
         block = _block(r, h)
         v = block.get(h.key)
         return (None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)), (block.get("ci") or {}).get(h.key)

@@ -30,12 +30,12 @@ Contracts:
   scores are the task's measures; declared, ``compare``, ``report`` and ``browse`` have defaults
   (bootstrap intervals, paired differences, the results table, the browser's verdicts) and ``score``
   ends in ``self.per_sample.metrics(table, run, ...)``. A task with views of its own overrides them.
-* A second pass (E2A-style ``verify``) is a run of its own, chosen by ``task.method`` (one of
-  ``methods``) and ``task.revises`` (the run it builds on): ``request`` gets each sample's
-  :class:`Earlier` answer from that run, whose text enters the sample's input fingerprint, so a
-  redone first pass makes the second one's answers stale. ``run`` and ``sweep`` follow every
-  model's first pass with the methods in ``task.passes``; the report compares each pass with the
-  run it revises.
+* A second pass (E2A-style ``verify``) is a run of its own, its kind chosen by ``task.method``
+  (one of ``second_passes``) and the first-pass run it builds on by ``task.revises``
+  (:meth:`Task.first_pass_run`): ``request`` gets each sample's :class:`FirstPassAnswer` from that
+  run, whose text enters the sample's input fingerprint, so a redone first pass makes the second
+  one's answers stale. ``run`` and ``sweep`` follow every model's first pass with the second passes
+  in ``task.passes``; the report compares each second pass with its first pass.
 * ``browse`` gives the report's sample browser the task's view of each answered sample: its
   evaluation group, its label as text, whether the answer got it right, and any detail of its own
   (E2A's claims with their verdicts).
@@ -53,7 +53,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from candlebench.core.errors import UserError
-from candlebench.core.results import Parsed, RunData, bounded
+from candlebench.core.results import Parsed, RunAnswers, bounded
 from candlebench.core.rules import ConfigError
 from candlebench.scoring.per_sample import PerSample
 from candlebench.tasks.settings import TaskSettings, build
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # kept light
 
     from candlebench.market.market import Market
     from candlebench.rendering.render import RenderSettings
-    from candlebench.scoring.report import Dataset, ScoredRun, Section
+    from candlebench.scoring.report import Dataset, RunMetrics, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task")
@@ -116,13 +116,13 @@ class TaskContext:
     cache_dir: Path  # local model files and downloads
 
 
-class MethodError(UserError, ValueError):
-    """task.method / task.revises name no pass this task has."""
+class PassError(UserError, ValueError):
+    """task.method / task.revises / task.passes name no pass this task has, or no first-pass run."""
 
 
 @dataclass(frozen=True)
-class Earlier:
-    """A sample's answer in the run a second pass revises (``task.revises``)."""
+class FirstPassAnswer:
+    """A sample's answer in the first-pass run a second pass shows it (``task.revises``)."""
 
     run: str
     text: str | None  # None: generation failed there
@@ -175,7 +175,7 @@ class Task(ABC):
     settings_type: ClassVar[type[TaskSettings]]
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
-    methods: ClassVar[tuple[str, ...]] = ()  # second passes over a first run's answers (task.method)
+    second_passes: ClassVar[tuple[str, ...]] = ()  # the kinds of second pass it offers (task.method values)
     # Tasks whose scored run of the same model this task's `score` reads (reading puts a model's
     # reading next to its forecast): `run` and `sweep` score those first, whatever the tasks' order.
     scored_after: ClassVar[tuple[str, ...]] = ()
@@ -216,19 +216,20 @@ class Task(ABC):
 
     @abstractmethod
     def request(self, s: Any, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name;
-        ``earlier`` its answer in the revised run (second passes only)."""
+        ``first_pass`` its answer in the first-pass run (second passes only)."""
 
-    def revises(self, s: TaskSettings) -> str | None:
-        """The run whose answers this pass builds on; None for a first pass."""
+    def first_pass_run(self, s: TaskSettings) -> str | None:
+        """The first-pass run whose answers this second pass builds on; None for a first pass."""
         method = s.method or "direct"
         if method == "direct":
             return None
-        if method not in self.methods:
-            raise MethodError(f"task.method={method}: the {self.name} task has the methods {['direct', *self.methods]}")
+        if method not in self.second_passes:
+            raise PassError(f"task.method={method}: the {self.name} task has no such pass; "
+                            f"task.method is one of {['direct', *self.second_passes]}")
         if not s.revises:
-            raise MethodError(f"task.method={method} needs task.revises: the run whose answers it revises")
+            raise PassError(f"task.method={method} needs task.revises: the first-pass run whose answers it shows")
         return str(s.revises)
 
     def uses_market(self, s: Any) -> bool:
@@ -258,20 +259,20 @@ class Task(ABC):
         return bounded(self.parser(s))
 
     @abstractmethod
-    def score(self, run: RunData, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
+    def score(self, run: RunAnswers, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         """Paired differences b - a of two runs over the same samples (JSON-safe); the default:
         :meth:`PerSample.compare <candlebench.scoring.per_sample.PerSample.compare>`."""
         return self._per_sample("compare").compare(a, b, settings.n_boot, settings.seed)
 
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict],
+    def report(self, runs: list[RunMetrics], comparisons: Mapping[str, dict],
                datasets: Sequence[Dataset] = ()) -> list[Section]:
         """The task's report sections; ``datasets``: one per market the runs come from. The default:
         the results table and the paired comparisons of :attr:`per_sample`."""
         return self._per_sample("report").sections(self.name, runs, comparisons)
 
-    def browse(self, run: RunData) -> "pd.DataFrame":
+    def browse(self, run: RunAnswers) -> "pd.DataFrame":
         """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser
         filters by: regime, modality, ...), ``label`` (text), ``outcome`` ("right", "wrong" or None
         where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or

@@ -148,7 +148,8 @@ class TaskSettings:
     adds its own, its ``samples`` among them."""
 
     name: str
-    # The pass a run is: direct, or a second pass over run ``revises`` (Task.revises checks both).
+    # The pass a run is: direct, or a second pass of kind ``method`` over first-pass run ``revises``
+    # (Task.first_pass_run checks both); ``passes``: the second passes `run` / `sweep` add.
     method: str
     revises: str | None
     passes: tuple[str, ...]

@@ -63,6 +63,6 @@ def test_modality_variants_give_the_ohlcv_text_instead_of_or_beside_the_charts(t
 
 
 def test_feed_must_come_from_what_is_rendered(tmp_path, env):
-    done = cli("run", "data=slice", "data.codes=[AC]", "per_task.forecast.feed=[ohlcv]", f"out_dir={tmp_path / 'x'}",
+    done = cli("run", "data=slice", "data.codes=[AC]", "task_overrides.forecast.feed=[ohlcv]", f"out_dir={tmp_path / 'x'}",
                env=env, check=False)
     assert done.returncode != 0 and "task.feed=['ohlcv']" in done.stderr and "task.text=true" in done.stderr

@@ -69,11 +69,11 @@ def test_unknown_command_prints_usage(tmp_path):
 
 def test_cfg_job_prints_the_resolved_config_wherever_the_flag_stands(tmp_path):
     """README: Hydra's flags go after the overrides; `--cfg job` shows the values a stage runs with
-    (the sweep's list-valued settings included), also for `run` with one task's settings (per_task)."""
+    (the sweep's list-valued settings included), also for `run` with one task's settings (task_overrides)."""
     import yaml
 
     for args in (["samples", "--cfg", "job"], ["run", "tasks=[e2a]", f"out_dir={tmp_path}", "--cfg", "job"],
-                 ["run", "--cfg", "job", f"out_dir={tmp_path}", "per_task.e2a.language=zh"]):
+                 ["run", "--cfg", "job", f"out_dir={tmp_path}", "task_overrides.e2a.language=zh"]):
         done = run(*args, cwd=tmp_path)
         assert done.returncode == 0 and "${" not in done.stdout, (args, done.stderr[-2000:])
         shown = yaml.safe_load(done.stdout)

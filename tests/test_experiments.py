@@ -72,13 +72,13 @@ def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
 
 
 def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
-    """per_task.<task> settings ride on every job's overrides and are taken by that task's jobs
+    """task_overrides.<task> settings ride on every job's overrides and are taken by that task's jobs
     only: no job composes another task's config to route them."""
     from candlebench.stages.graph import compose_config
     from candlebench.sweep import sweep_plan
 
     base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]",
-            "per_task.e2a.language=zh", "per_task.forecast.horizon=5", "per_task.e2a.samples.interval=60"]
+            "task_overrides.e2a.language=zh", "task_overrides.forecast.horizon=5", "task_overrides.e2a.samples.interval=60"]
     jobs = {j.key: j for j in sweep_plan(compose_config(base), base)}
     e2a = compose_config(list(jobs["infer:e2a:tiny_qwen2_5_vl"].overrides[0]))
     forecast = compose_config(list(jobs["infer:forecast:tiny_qwen2_5_vl"].overrides[0]))
@@ -91,13 +91,28 @@ def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
 def test_run_with_a_key_of_one_task_and_a_key_of_none(tmp_path, env):
     from helpers import cli
 
-    # A key no task has is Hydra's error, before any work; a key of another task names its per_task form.
+    # A key no task has is Hydra's error, before any work; a key of another task names its task_overrides form.
     done = cli("run", "data=slice", "data.codes=[AC]", "task.language=zh", f"out_dir={tmp_path}", env=env, check=False)
-    assert done.returncode != 0 and "per_task.e2a.language=... sets it for that task only" in done.stderr
+    assert done.returncode != 0 and "task_overrides.e2a.language=... sets it for that task only" in done.stderr
     done = cli("run", "data=slice", "data.codes=[AC]", "task.nonsense=1", f"out_dir={tmp_path}", env=env, check=False)
     assert done.returncode != 0 and "task.nonsense" in done.stderr
     assert not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
     # A bad value of the second task's key fails before the first task's work.
-    done = cli("run", "data=slice", "data.codes=[AC]", "per_task.e2a.language=xx", f"out_dir={tmp_path}", env=env, check=False)
+    done = cli("run", "data=slice", "data.codes=[AC]", "task_overrides.e2a.language=xx", f"out_dir={tmp_path}", env=env, check=False)
     assert done.returncode != 0 and "task.language='xx': must be one of ['en', 'zh']" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "forecast").exists() and not (tmp_path / "e2a").exists()
+
+
+def test_the_key_renamed_task_overrides_is_refused_under_its_old_name(tmp_path, env):
+    """``per_task`` is now ``task_overrides``: given in a config file or on the command line, it is a
+    one-line error naming the new key, not a key ignored or Hydra's "not in struct"."""
+    from candlebench.core.rules import ConfigError
+    from candlebench.stages.graph import compose_config
+    from candlebench.stages.validate import validate
+    from helpers import cli
+
+    with pytest.raises(ConfigError, match="per_task is now named task_overrides"):  # as a config file adds it
+        validate(compose_config([f"data.path={SLICE}", "+per_task.e2a.language=zh"]))
+    done = cli("run", "data=slice", "per_task.e2a.language=zh", f"out_dir={tmp_path / 'x'}", env=env, check=False)
+    assert done.returncode != 0 and "per_task is now named task_overrides" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()

@@ -44,7 +44,7 @@ class RunPaths:
 
     @property
     def inputs(self) -> Path:
-        """The inputs infer sent with each sample, by name (charts, text, the earlier answer)."""
+        """The inputs infer sent with each sample, by name (charts, text, the first-pass answer)."""
         return self.root / "inputs.parquet"
 
     @property

@@ -23,7 +23,7 @@ def without_keys(overrides: Iterable[str], *keys: str, prefix: str | None = None
 
 # Mappings whose keys are the user's own (chat template and processor arguments, one task's settings): a
 # key set there is added or replaced, as the README and the error messages write it, with no Hydra "+" to know.
-OPEN_MAPPINGS = ("model.chat_template_kwargs.", "model.processor_kwargs.", "per_task.")
+OPEN_MAPPINGS = ("model.chat_template_kwargs.", "model.processor_kwargs.", "task_overrides.")
 
 
 def open_key(override: str) -> str:
@@ -32,7 +32,7 @@ def open_key(override: str) -> str:
 
 # Keys whose sweep changes a study's samples, charts or a run's answers under the same run name:
 # a --multirun over one of them needs an out_dir per job (else each job overwrites the last's).
-STUDY_KEYS = ("task.", "per_task.", "render.", "data.", "infer.generation.", "infer.image.", "infer.prompt_layout")
+STUDY_KEYS = ("task.", "task_overrides.", "render.", "data.", "infer.generation.", "infer.image.", "infer.prompt_layout")
 
 
 def shared_out_dir(swept: Iterable[str], overrides: Iterable[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """What crosses from a task to the libraries: one parsed answer (:class:`Parsed`, which a task's
-parser returns and a record stores) and one finalised run (:class:`RunData`, which score, compare
+parser returns and a record stores) and one finalised run (:class:`RunAnswers`, which score, compare
 and the report's sample browser read). Plain data, so the libraries need no task to hold them."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class Parsed:
 
 
 @dataclass(frozen=True)
-class RunData:
+class RunAnswers:
     """A finalised run as score and compare see it."""
 
     name: str

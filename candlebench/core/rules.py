@@ -112,10 +112,21 @@ def _unquoted(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
+# Keys renamed since (old -> new). One still given fails, naming the new key: on the command line it
+# would otherwise be Hydra's "not in struct", and in a config file it would be silently ignored.
+RENAMED: tuple[tuple[str, str], ...] = (
+    ("per_task", "task_overrides"),
+)
+
+
 def check_early(overrides: Iterable[str], found: Callable[[str], tuple[bool, Any]] | None = None) -> None:
-    """Raise :class:`ConfigError` for an :data:`EARLY` key set to a value it refuses: on the command
-    line (``overrides``) or, given ``found`` (``value`` over a config), in the composed config."""
+    """Raise :class:`ConfigError` for a :data:`RENAMED` key, or an :data:`EARLY` key set to a value it
+    refuses: on the command line (``overrides``) or, given ``found`` (``value`` over a config), in the
+    composed config."""
     given = {o.split("=", 1)[0].lstrip("+~"): _unquoted(o.split("=", 1)[1]) for o in overrides if "=" in o}
+    for old, new in RENAMED:
+        if found(old)[0] if found is not None else any(k == old or k.startswith(f"{old}.") for k in given):
+            raise ConfigError(f"{old} is now named {new}: give the same keys under it ({new}.<...>=...)")
     for key, test, allowed in EARLY:
         present, v = found(key) if found is not None else (key in given, given.get(key))
         if present and not test(v):

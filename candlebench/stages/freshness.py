@@ -44,7 +44,7 @@ from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples, text_column
 from candlebench.rendering.render import RenderSettings, collect_manifest, input_column
 from candlebench.tasks import get_task
-from candlebench.tasks.base import Earlier, Task
+from candlebench.tasks.base import FirstPassAnswer, Task
 
 
 @dataclass(frozen=True)
@@ -194,49 +194,52 @@ def under_key(run: RunPaths, key: str, metrics: Mapping | None = None) -> Freshn
                  "(the run was redone since they were written)")
 
 
-class EarlierRunMissing(UserError, FileNotFoundError):
-    """A second pass names a run that is absent, unfinished or stale."""
+class FirstPassMissing(UserError, FileNotFoundError):
+    """A second pass names a first-pass run that is absent, unfinished or stale."""
 
 
-def earlier_answers(paths: TaskPaths, name: str, samples: pd.DataFrame, method: str) -> dict[str, Earlier]:
-    """Every sample's answer in run ``name``, which must be finished and parsed under its current key."""
+def first_pass_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame,
+                       paths: TaskPaths) -> dict[str, FirstPassAnswer]:
+    """Every sample's answer in the first-pass run a second pass shows it (none for a first pass);
+    that run must be finished and parsed under its current key."""
+    settings = task.settings(cfg.task)
+    name = task.first_pass_run(settings)
+    if name is None:
+        return {}
     run = paths.run(name)
     first = f"finish the first pass first (`candlebench infer task={paths.task}` with the model that wrote {name})"
     if not run.parsed.exists() or not run.info.exists():
-        raise EarlierRunMissing(f"task.method={method} revises run {name}, which {run.root} does not hold; {first}")
+        raise FirstPassMissing(f"task.method={settings.method} is a second pass over run {name} (task.revises), "
+                               f"which {run.root} does not hold; {first}")
     keyed = under_key(run, RunInfo.read(run.info).run_key)
     if not keyed.fresh:
-        raise EarlierRunMissing(f"{run.root}: {keyed.reason}; {first}")
+        raise FirstPassMissing(f"{run.root}: {keyed.reason}; {first}")
     table = pd.read_parquet(run.parsed)
     missing = sorted(set(samples["sample_id"]) - set(table["sample_id"]))
     if missing:
-        raise EarlierRunMissing(f"run {name} has no answer for {len(missing)} of {len(samples)} samples "
-                                f"(first: {missing[:3]}); {first}")
+        raise FirstPassMissing(f"run {name} has no answer for {len(missing)} of {len(samples)} samples "
+                               f"(first: {missing[:3]}); {first}")
     def text(value) -> str | None:
         return None if pd.isna(value) else str(value)
 
     return {
-        row["sample_id"]: Earlier(name, text(row["text"]), None if text(row["answer"]) is None else json.loads(row["answer"]),
-                                  text(row["error"]) or text(row["reason"]))
+        row["sample_id"]: FirstPassAnswer(name, text(row["text"]),
+                                          None if text(row["answer"]) is None else json.loads(row["answer"]),
+                                          text(row["error"]) or text(row["reason"]))
         for row in table.to_dict("records")
     }
 
 
-# The name under which a second pass's earlier answer enters a sample's input fingerprint.
-EARLIER = "earlier"
+# The name under which a second pass's first-pass answer enters a sample's input fingerprint, and
+# the column of run/inputs.parquet saying whether one was shown. Its value is the word the code used
+# before ("earlier"): it is stored and hashed, so another would make every second pass's answers stale.
+FIRST_PASS = "earlier"
 
 
-def input_fingerprint(shas: Mapping[str, str], earlier: Earlier | None) -> str:
+def input_fingerprint(shas: Mapping[str, str], first_pass: FirstPassAnswer | None) -> str:
     """A request's inputs: the render manifest's sha256 of each file it sends, and the text of the
-    earlier answer a second pass shows (a redone first pass makes the second one's answers stale)."""
-    return fingerprint(shas if earlier is None else {**shas, EARLIER: earlier.text})
-
-
-def revised_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> dict[str, Earlier]:
-    """The answers of the run a second pass revises (none for a first pass)."""
-    settings = task.settings(cfg.task)
-    revised = task.revises(settings)
-    return earlier_answers(paths, revised, samples, str(settings.method)) if revised else {}
+    first-pass answer a second pass shows (a redone first pass makes the second one's answers stale)."""
+    return fingerprint(shas if first_pass is None else {**shas, FIRST_PASS: first_pass.text})
 
 
 def input_shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -245,18 +248,18 @@ def input_shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths, run: RunPaths) -> dict[str, str] | None:
     """Each sample's input fingerprint as its request would send it now: the inputs infer sent, by
-    name (run/inputs.parquet), under the render manifest's sha256s and the revised run's answers of
+    name (run/inputs.parquet), under the render manifest's sha256s and the first-pass run's answers of
     now, so answers about charts redrawn since (or a redone first pass) are not current. No prompt is
     built and no text input read. None: infer has not written the run's inputs."""
     if not run.inputs.exists():
         return None
     sent = pd.read_parquet(run.inputs)
     sha = input_shas(rendered_inputs(cfg, task, samples, paths))
-    earlier = revised_answers(cfg, task, samples, paths) if sent[EARLIER].any() else {}
+    first_pass = first_pass_answers(cfg, task, samples, paths) if sent[FIRST_PASS].any() else {}
     wanted = set(samples["sample_id"])
     return {
         row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
-                                            earlier.get(row["sample_id"]) if row[EARLIER] else None)
+                                            first_pass.get(row["sample_id"]) if row[FIRST_PASS] else None)
         for row in sent.to_dict("records") if row["sample_id"] in wanted
     }
 
@@ -270,8 +273,8 @@ def answers(cfg: DictConfig) -> Freshness:
     samples = read_samples(paths)
     try:
         current = current_inputs(cfg, task, samples, paths, run)
-    except EarlierRunMissing as err:  # a second pass whose first is still to run
-        return Stale(f"the run it revises is not ready: {err}")
+    except FirstPassMissing as err:  # a second pass whose first is still to run
+        return Stale(f"its first-pass run is not ready: {err}")
     if current is None:
         return Stale("not run yet")
     if len(current) < len(samples):

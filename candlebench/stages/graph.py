@@ -10,8 +10,8 @@ the config from those overrides, wherever it runs (this process, a SLURM array t
              │                        └─ infer (second pass) ─── score (the pass) ──┤
              └─ baseline ─────────────────────────────────────── score (baselines) ─┴─ report
 
-A second pass (``task.passes``, e.g. E2A's verify) revises its model's first run: its own run
-``<run>-<method>``, after that run's infer job.
+A second pass (``task.passes``, e.g. E2A's verify) shows a model its answers in its first pass: its
+own run ``<run>-<kind>``, after the first pass's infer job.
 
 ``import`` is a stage too (answers made elsewhere become a run, scored like any other), but no
 plan includes it: it replaces ``infer`` when the answers already exist.
@@ -38,7 +38,7 @@ from candlebench.stages.import_responses import import_responses
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.per_task import apply_per_task, is_setting
+from candlebench.stages.task_overrides import apply_task_overrides, is_setting
 from candlebench.stages.provenance import record_config
 from candlebench.stages.render import render
 from candlebench.stages.report import report
@@ -115,9 +115,10 @@ def model_variants(models: list[str], variants: dict[str, tuple[str, ...]] | Non
     return [ModelVariant(m, name, tuple(extra)) for m in models for name, extra in variants.items()]
 
 
-def pass_run(run: str, method: str) -> str:
-    """The run a second pass over ``run`` writes (infer.run_name's default says the same)."""
-    return f"{run}-{method}"
+def second_pass_run(first_pass: str, kind: str) -> str:
+    """The run a second pass of ``kind`` (task.method) over run ``first_pass`` writes (infer.run_name's
+    default says the same)."""
+    return f"{first_pass}-{kind}"
 
 
 def plan(
@@ -154,14 +155,14 @@ def plan(
             jobs.append(Job(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
                             (infer_key, *before)))
             scored.append(jobs[-1].key)
-            for method in passes.get(task, ()):
-                revision = pass_run(name, method)
-                on_pass = with_overrides(list(on_model), f"task.method={method}", f"task.revises={name}",
-                                         f"infer.run_name={revision}")
-                pass_key = f"{infer_key}:{method}"
+            for kind in passes.get(task, ()):
+                second = second_pass_run(name, kind)
+                on_pass = with_overrides(list(on_model), f"task.method={kind}", f"task.revises={name}",
+                                         f"infer.run_name={second}")
+                pass_key = f"{infer_key}:{kind}"
                 jobs.append(Job(pass_key, "infer", _split(on_pass, "infer.shard", infer_shards), (infer_key,), gpu=True))
-                jobs.append(Job(f"score:{task}:{unit.key}:{method}", "score",
-                                (with_overrides(list(on_pass), f"score.run={revision}"),), (pass_key,)))
+                jobs.append(Job(f"score:{task}:{unit.key}:{kind}", "score",
+                                (with_overrides(list(on_pass), f"score.run={second}"),), (pass_key,)))
                 scored.append(jobs[-1].key)
     jobs.append(Job("report", "report", (with_overrides(base, f"task={tasks[0]}", f"tasks=[{','.join(tasks)}]", *report),),
                     tuple(scored)))
@@ -186,14 +187,14 @@ def _scoring_order(tasks: list[str]) -> list[str]:
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
-    """The config a job runs with: conf/ under ``overrides``, its task's ``per_task`` settings merged in."""
+    """The config a job runs with: conf/ under ``overrides``, its task's ``task_overrides`` settings merged in."""
     register_resolvers()
     store_configs()
     overrides = [open_key(o) for o in overrides]
     if GlobalHydra.instance().is_initialized():  # inside a Hydra job (run, sweep)
-        return apply_per_task(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
-        return apply_per_task(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides))
 
 
 def check_jobs(jobs: list[Job]) -> dict[tuple[str, ...], DictConfig]:
@@ -240,7 +241,7 @@ def composition_error(err: Exception, overrides: list[str]) -> str:
                       and key in _keys(OmegaConf.to_container(compose_config([*rest, f"task={t}"]), resolve=False))]
             if owners:
                 return (f"{key} is a setting of task {' and '.join(owners)}, not of task {mine}: "
-                        f"per_task.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
+                        f"task_overrides.{owners[0]}.{key.removeprefix('task.')}=... sets it for that task only")
         return _not_a_setting(key, compose_config(rest))
     missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
     if missing:

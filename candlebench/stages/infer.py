@@ -13,7 +13,8 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.lock import WriterLock, one_writer
-from candlebench.stages.freshness import EARLIER, input_fingerprint, input_shas, rendered_inputs, revised_answers, same_market
+from candlebench.stages.freshness import (FIRST_PASS, first_pass_answers, input_fingerprint, input_shas, rendered_inputs,
+                                          same_market)
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
 from candlebench.stages.task_setup import task_setup
@@ -32,27 +33,28 @@ from candlebench.tasks.base import Task
 
 def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:
     """One request per sample, each with the fingerprint of the input files it sends (and, in a
-    second pass, of the earlier answer it shows); and what freshness's :func:`current_inputs` reads
+    second pass, of the first-pass answer it shows); and what freshness's :func:`current_inputs` reads
     back of them: per sample the names of the inputs sent (run/inputs.parquet)."""
     sha = input_shas(rendered_inputs(cfg, task, samples, paths))
     setup = task_setup(cfg)
     with_text = task.inputs(setup.settings).text
-    earlier = revised_answers(cfg, task, samples, paths)
+    first_pass = first_pass_answers(cfg, task, samples, paths)
     requests, sent = [], []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
-        before = earlier.get(row["sample_id"])
-        # A first pass calls the three-argument form: a task without second passes need not take `earlier`.
+        shown = first_pass.get(row["sample_id"])
+        # A first pass calls the four-argument form: a task without second passes need not take `first_pass`.
         asked = (setup.settings, setup.context, row, texts)
-        spec = task.request(*asked) if before is None else task.request(*asked, before)
+        spec = task.request(*asked) if shown is None else task.request(*asked, shown)
         names = [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]
-        inputs = input_fingerprint({name: sha[(row["sample_id"], name)] for name in names}, before)
+        inputs = input_fingerprint({name: sha[(row["sample_id"], name)] for name in names}, shown)
         requests.append(
             Request(row["sample_id"], spec.prompt, tuple(paths.root / row[f"image_{f}"] for f in spec.charts), inputs,
                     spec.charts, tuple(sha[(row["sample_id"], f)] for f in spec.charts))
         )
-        sent.append({"sample_id": row["sample_id"], "names": ",".join(names), EARLIER: before is not None, "inputs": inputs})
-    return requests, pd.DataFrame(sent, columns=["sample_id", "names", EARLIER, "inputs"])
+        sent.append({"sample_id": row["sample_id"], "names": ",".join(names), FIRST_PASS: shown is not None,
+                     "inputs": inputs})
+    return requests, pd.DataFrame(sent, columns=["sample_id", "names", FIRST_PASS, "inputs"])
 
 
 def media(cfg: DictConfig, task: Task) -> Media:

@@ -86,9 +86,9 @@ def model_run_info(cfg: DictConfig, task: Task, model: ModelSpec) -> RunInfo:
         identity["served"] = kind.served(cfg.backend, generation.regex)
     if cfg.infer.prompt_layout != "images_first":  # a protocol variant: the default keeps earlier run keys
         identity["prompt_layout"] = str(cfg.infer.prompt_layout)
-    revised = task.revises(setup.settings)
-    if revised:  # a second pass: the report pairs it with the run it revises
-        identity |= {"method": str(setup.settings.method), "revises": revised}
+    first_pass = task.first_pass_run(setup.settings)
+    if first_pass:  # a second pass: the report pairs it with its first pass (keys as in task:, part of the run key)
+        identity |= {"method": str(setup.settings.method), "revises": first_pass}
     return RunInfo(
         task=task.name, kind="model", model_name=model.name, identity=identity,
         release_date=model.release_date, random_weights=model.random_weights,

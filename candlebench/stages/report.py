@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout, RunPaths, TaskPaths
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
@@ -22,9 +22,9 @@ from candlebench.stages.freshness import read_metrics, samples_fingerprint, scor
 from candlebench.stages.score import score_settings
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block
+from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
 from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
-from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, ScoredRun, Section, Table, scored_run, with_answered, write_report
+from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run, with_answered, write_report
 from candlebench.tasks import get_task, names as task_names
 from candlebench.tasks.base import Task, extent
 
@@ -34,7 +34,7 @@ class StaleScores(UserError, FileNotFoundError):
 
 
 @dataclass(frozen=True)
-class ScoredFiles:
+class ScoredRunFiles:
     """A scored run before its rows are read: run.json and metrics.json, small, read for every run;
     parsed.parquet read when a step needs it and let go after (one run's rows in memory at a time,
     however many runs a paper-scale report holds)."""
@@ -45,11 +45,11 @@ class ScoredFiles:
     info: dict
     metrics: dict
 
-    def load(self, columns: list[str] | None = None) -> RunData:
+    def load(self, columns: list[str] | None = None) -> RunAnswers:
         """Its rows; of ``columns`` alone where given (those it has: a baseline has no error column)."""
         if columns is not None:
             columns = [c for c in columns if c in pq.read_schema(self.paths.parsed).names]
-        return RunData(self.name, pd.read_parquet(self.paths.parsed, columns=columns), self.samples, self.info,
+        return RunAnswers(self.name, pd.read_parquet(self.paths.parsed, columns=columns), self.samples, self.info,
                        self.metrics)
 
     @property
@@ -57,14 +57,14 @@ class ScoredFiles:
         return pq.ParquetFile(self.paths.parsed).metadata.num_rows
 
 
-def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredFiles:
+def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredRunFiles:
     run = paths.run(name)
     info = RunInfo.read(run.info)
     metrics = read_metrics(run.metrics)
     keyed = under_key(run, info.run_key, metrics)
     if not keyed.fresh:
         raise StaleScores(f"{run.root}: {keyed.reason}; run `candlebench score score.run={name}` first")
-    return ScoredFiles(name, run, samples, asdict(info), metrics)
+    return ScoredRunFiles(name, run, samples, asdict(info), metrics)
 
 
 def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
@@ -89,7 +89,7 @@ def _market(samples: pd.DataFrame) -> str:
 
 
 def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
-                 ) -> tuple[list[Section], list[ScoredRun], dict, list[BrowsedRun]]:
+                 ) -> tuple[list[Section], list[RunMetrics], dict, list[BrowserRun]]:
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
     the sample browser lists them."""
@@ -112,12 +112,14 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
         failures += [r for n, d in data.items() for r in failure_rows(f"{prefix}{n}", d.load(FAILURE_COLUMNS).parsed)]
-        browsed += [BrowsedRun(task, where, f"{prefix}{n}", d.info, d.answers, d.load) for n, d in data.items()]
-        # Each second pass against the run it revises (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for.
-        revisions = [(d.info["identity"]["revises"], n) for n, d in data.items() if d.info["identity"].get("revises")]
+        browsed += [BrowserRun(task, where, f"{prefix}{n}", d.info, d.answers, d.load) for n, d in data.items()]
+        # Each second pass against its first pass (E2A's verify: ΔUCR, Δcoverage, ΔNDR), then the pairs asked for;
+        # run.json's identity names the first pass under "revises", as task.revises did.
+        second_passes = [(d.info["identity"]["revises"], n) for n, d in data.items()
+                         if d.info["identity"].get("revises")]
         comparisons.update({
             f"{prefix}{a} → {b}": task.compare(data[a].load(), data[b].load(), score_settings(cfg))
-            for a, b in [*revisions, *((str(a), str(b)) for a, b in cfg.report.compare)]
+            for a, b in [*second_passes, *((str(a), str(b)) for a, b in cfg.report.compare)]
             if a in data and b in data
         })
     sections = [with_answered(s, runs) for s in task.report(runs, comparisons, datasets)] if runs else []
@@ -176,7 +178,7 @@ TRAVELS = {
 }
 
 
-def charts_within(browsed: list[BrowsedRun], limit: float) -> bool:
+def charts_within(browsed: list[BrowserRun], limit: float) -> bool:
     """Whether the chart files of the report's task folders weigh at most ``limit`` bytes on disk
     (each folder once; the count stops at the limit)."""
     total = 0
@@ -191,7 +193,7 @@ def charts_within(browsed: list[BrowsedRun], limit: float) -> bool:
     return True
 
 
-def browser_settings(cfg: DictConfig, browsed: list[BrowsedRun]) -> BrowserSettings:
+def browser_settings(cfg: DictConfig, browsed: list[BrowserRun]) -> BrowserSettings:
     """Where the browser's charts go (candlebench.scoring.browser.settings.CHARTS), from report.embed / bundle and the study's size."""
     embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
     if embed is True:

@@ -16,7 +16,7 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.stages import freshness
 from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
@@ -76,9 +76,9 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
     redo = (f"score it with the settings it ran under, or answer it again under these "
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
-        revised = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
+        which_pass = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
         setup = task_setup(cfg)
-        asked = replace(setup.settings, **(revised or {"method": "direct", "revises": None}))
+        asked = replace(setup.settings, **(which_pass or {"method": "direct", "revises": None}))
         prompt, inputs = task.prompt_identity(asked, setup.context), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
@@ -110,7 +110,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
     setup = task_setup(cfg)
     parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
-    metrics = task.score(RunData(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
+    metrics = task.score(RunAnswers(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
                          score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns

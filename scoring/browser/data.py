@@ -19,7 +19,7 @@ import pandas as pd
 
 from candlebench.core.io import atomic_write
 from candlebench.core.layout import TaskPaths
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.rendering.model_input import ImagePolicy
 from candlebench.scoring.browser.images import Images
 from candlebench.scoring.browser.settings import BrowserSettings
@@ -37,11 +37,11 @@ class Browsable(Protocol):
 
     name: str
 
-    def browse(self, run: RunData) -> pd.DataFrame: ...
+    def browse(self, run: RunAnswers) -> pd.DataFrame: ...
 
 
 @dataclass(frozen=True)
-class BrowsedRun:
+class BrowserRun:
     """One run as the browser lists it: its task, the task folder its samples and charts live in,
     the name shown (prefixed with the market in a pooled report), its run.json, how many answers
     it has, and how to read them: the writer reads each run when it comes to it and lets it go
@@ -52,7 +52,7 @@ class BrowsedRun:
     shown: str
     info: Mapping[str, Any]
     answers: int
-    load: Callable[[], RunData]
+    load: Callable[[], RunAnswers]
 
 
 def _text(value: Any) -> str | None:
@@ -147,7 +147,7 @@ class _Tables:
     detail: dict[str, list] = field(default_factory=lambda: {
         k: [] for k in ("text", "answer", "error", "prompt", "images", "scores", "extra")})
 
-    def add(self, index: int, b: BrowsedRun, run: RunData) -> None:
+    def add(self, index: int, b: BrowserRun, run: RunAnswers) -> None:
         """Every row of ``run`` (the ``index``-th of the page's runs), a column at a time: a
         row-by-row pandas lookup would cost more than all the rest at 1.6 M rows."""
         parsed = run.parsed
@@ -192,7 +192,7 @@ class _Tables:
             found.append(self.samples[key])
         return found
 
-    def _images(self, b: BrowsedRun, ids: list[str], charts: list, parsed: pd.DataFrame) -> list[list[int]]:
+    def _images(self, b: BrowserRun, ids: list[str], charts: list, parsed: pd.DataFrame) -> list[list[int]]:
         """Each row's images: those of its charts (``charts``: "daily,weekly") under the run's policy."""
         image = self.images.of_run(_policy(b.info), b.paths.root)
         shas = _chart_shas(b.paths)
@@ -212,16 +212,16 @@ class _Tables:
         return sorted(map(list, counts.items()))
 
 
-def _run_entry(b: BrowsedRun) -> dict[str, Any]:
+def _run_entry(b: BrowserRun) -> dict[str, Any]:
     return {"task": b.task.name, "name": b.shown, "kind": str(b.info.get("kind")),
             "random_weights": bool(b.info.get("random_weights"))}
 
 
-def _tasks(runs: list[BrowsedRun]) -> list[str]:
+def _tasks(runs: list[BrowserRun]) -> list[str]:
     return sorted({b.task.name for b in runs})
 
 
-def browser_data(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
+def browser_data(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
     """The JSON document the page's script reads, every run's rows in it (a small study)."""
     prompts = _InlinePrompts()
     tables = _Tables(Images(out, settings), prompts, _tasks(runs))
@@ -236,11 +236,11 @@ def _write_gzip_json(value: Any, path: Path) -> Path:
     return atomic_write(path, lambda p: p.write_bytes(gzip.compress(raw, compresslevel=FILE_LEVEL, mtime=0)))
 
 
-def _file_name(index: int, b: BrowsedRun) -> str:
+def _file_name(index: int, b: BrowserRun) -> str:
     return f"{index}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', f'{b.task.name}-{b.shown}')}.json.gz"
 
 
-def write_run_files(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
+def write_run_files(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
     """A large study: each run's tables as its own file under ``out/browser/runs`` and the shared
     prompts under ``out/browser/prompts``, one run read at a time; returns the page's index of
     them (the runs with their files, answer and failure counts, and the filters' choices)."""

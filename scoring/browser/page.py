@@ -11,11 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from candlebench.scoring.browser.data import FILES, BrowsedRun, browser_data, write_run_files
+from candlebench.scoring.browser.data import FILES, BrowserRun, browser_data, write_run_files
 from candlebench.scoring.browser.settings import BrowserSettings
 
 
-def browser_block(runs: list[BrowsedRun], out: Path, settings: BrowserSettings) -> str:
+def browser_block(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -> str:
     """The page's browser: every row inside it for a small study, an index of per-run files for a
     study of more than ``settings.split_above`` answers."""
     if sum(b.answers for b in runs) > settings.split_above:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from candlebench.core.io import json_safe
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights
 from candlebench.scoring.per_sample import MissingScores, cluster_mean
 from candlebench.tasks.base import ScoreSettings
@@ -18,7 +18,7 @@ from candlebench.tasks.caption.metrics import PER_SAMPLE
 __all__ = ["MissingScores", "compare_captions"]
 
 
-def compare_captions(a: RunData, b: RunData, settings: ScoreSettings) -> dict[str, Any]:
+def compare_captions(a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict[str, Any]:
     cols = [f"score_{k}" for k in PER_SAMPLE]
     missing = [r.name for r in (a, b) if not set(cols) <= set(r.parsed.columns)]
     if missing:

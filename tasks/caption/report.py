@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from candlebench.scoring.report import (  # first: selects Agg
-    Headline, ScoredRun, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
+    Headline, RunMetrics, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -23,7 +23,7 @@ def _cell(m: dict, key: str) -> str:
     return fmt(m.get(key), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else "")
 
 
-def table2(runs: list[ScoredRun]) -> Table:
+def table2(runs: list[RunMetrics]) -> Table:
     rows = [{"Model": r.label, "n": r.metrics.get("n"), "Valid": r.metrics.get("n_valid"), "Empty": r.metrics.get("n_empty"),
              **{title: _cell(r.metrics, key) for key, title in METRICS},
              "Words": fmt(r.metrics.get("mean_words"), 1)} for r in runs]
@@ -37,7 +37,7 @@ def table2(runs: list[ScoredRun]) -> Table:
                  "all-MiniLM-L6-v2, SA a lexicon (README), not the paper's API models.")
 
 
-def table3(runs: list[ScoredRun]) -> Table:
+def table3(runs: list[RunMetrics]) -> Table:
     rows = []
     if runs:
         first = runs[0].metrics
@@ -62,7 +62,7 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
     return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
 
 
-def plot_metrics(runs: list[ScoredRun]) -> bytes:
+def plot_metrics(runs: list[RunMetrics]) -> bytes:
     """Each metric of Table 2 on its own axis (CIDEr's scale is not the others'), a bar per model
     with its 95% interval."""
     def draw(axes):
@@ -82,7 +82,7 @@ def plot_metrics(runs: list[ScoredRun]) -> bytes:
     return figure(draw, size=(12, 6), panels=(2, len(METRICS) // 2))
 
 
-def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
+def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
     tables = [headline_table("Captioning results", runs, HEADLINE,
                              "Intervals over samples; Table 2 below has every metric, the valid and empty counts.")]
     tables += ([comparison_table(comparisons)] if comparisons else []) + [table2(runs), table3(runs)]

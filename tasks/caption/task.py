@@ -19,11 +19,11 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import (REASONING_CUT, BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task,
-                                    TaskContext)
+from candlebench.tasks.base import (REASONING_CUT, BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec,
+                                    ScoreSettings, Task, TaskContext)
 from candlebench.tasks.caption.baselines import BASELINES
 from candlebench.tasks.caption.iou import length
 from candlebench.tasks.caption.samples import CaptionSpec, build_samples
@@ -115,7 +115,7 @@ class CaptionTask(Task):
         return str(s.prompt)
 
     def request(self, s: CaptionTaskSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         return RequestSpec(str(s.prompt), (str(s.freq),))
 
     def parser(self, s: CaptionTaskSettings) -> Callable[[str | None], Parsed]:
@@ -137,7 +137,7 @@ class CaptionTask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: CaptionTaskSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: CaptionTaskSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.caption.metrics import PER_SAMPLE, scorer_for
 
         table = run.parsed
@@ -161,7 +161,7 @@ class CaptionTask(Task):
         out["per_sample"] = frame
         return out
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         """The label is the reference caption, the group its opinion; right / wrong: whether the
         caption's closing sentiment (SA) is the reference's. Its per-sample scores are the run's
         score_* columns, which the browser shows for every task."""
@@ -174,7 +174,7 @@ class CaptionTask(Task):
         return pd.DataFrame({"sample_id": parsed["sample_id"], "group": parsed["reference_opinion"].fillna("").astype(str),
                              "label": parsed["reference"].astype(str), "outcome": outcome, "detail": None})
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         from candlebench.tasks.caption.compare import compare_captions
 
         return compare_captions(a, b, settings)

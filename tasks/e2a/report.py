@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from candlebench.scoring.report import (  # first: selects Agg
-    Headline, ScoredRun, Section, Table, figure, fmt, headline_table, legend, nothing_to_draw, run_labels, say_why)
+    Headline, RunMetrics, Section, Table, figure, fmt, headline_table, legend, nothing_to_draw, run_labels, say_why)
 
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -20,7 +20,7 @@ COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci
            ("parse_failure_rate", "Parse fail"))
 
 
-def _blocks(r: ScoredRun) -> list[tuple[str, dict]]:
+def _blocks(r: RunMetrics) -> list[tuple[str, dict]]:
     m = r.metrics
     return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
 
@@ -37,7 +37,7 @@ HEADLINE = (Headline("ndr", "NDR", block="all"), Headline("ucr_dir", "UCR_dir", 
 UNCHECKED = 0.5
 
 
-def leaderboard(runs: list[ScoredRun]) -> Table:
+def leaderboard(runs: list[RunMetrics]) -> Table:
     rows = []
     for r in runs:
         for modality, b in _blocks(r):
@@ -58,7 +58,7 @@ def leaderboard(runs: list[ScoredRun]) -> Table:
                  "Brackets: 95% intervals over stocks. '–': not applicable (no directional answer).")
 
 
-def judge_audit(runs: list[ScoredRun]) -> Table:
+def judge_audit(runs: list[RunMetrics]) -> Table:
     """How much of each run's answers the claim matcher could check, per modality."""
     rows = []
     for r in runs:
@@ -92,12 +92,12 @@ def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = ""
     return Table(title, pd.DataFrame(rows), note)
 
 
-def _is_revision(pair: str, runs: list[ScoredRun]) -> bool:
-    """A direct pass → its verify pass (the report's keys may start with "<market>: ")."""
+def _is_second_pass(pair: str, runs: list[RunMetrics]) -> bool:
+    """A first pass → its second (verify) pass (the report's keys may start with "<market>: ")."""
     return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
-def _positions(runs: list[ScoredRun]) -> dict[tuple[str, str], tuple[float, float]]:
+def _positions(runs: list[RunMetrics]) -> dict[tuple[str, str], tuple[float, float]]:
     """{(run, modality): (coverage, 1 - UCR_dir)} for each run x modality whose directional answers
     hold a verifiable claim (elsewhere UCR_dir is 0 by convention, not a measured grounding)."""
     at = {(r.name, modality): (b.get("coverage"), None if b.get("ucr_dir") is None else 1 - b["ucr_dir"])
@@ -105,7 +105,7 @@ def _positions(runs: list[ScoredRun]) -> dict[tuple[str, str], tuple[float, floa
     return {k: xy for k, xy in at.items() if None not in xy}
 
 
-def frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> tuple[dict, list]:
+def frontier(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> tuple[dict, list]:
     """The plot's layout: {(coverage, 1 - UCR_dir): [labels]} (one point per run x modality with
     both defined; runs that meet share a point and its label) and the arrows
     [(start, end)] of each comparison a → b, modality by modality."""
@@ -125,7 +125,7 @@ def frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> tuple[di
 MARKERS = {"text": "s", "chart": "^", "both": "o"}
 
 
-def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> bytes:
+def plot_frontier(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> bytes:
     """Colour = run, marker = modality, named in the legend beside the axes (labels at the points
     piled up where runs meet, as they do at grounding 1.0)."""
     at, (_, arrows) = _positions(runs), frontier(runs, comparisons)
@@ -153,7 +153,7 @@ def plot_frontier(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> byt
 BARS = (("ndr", "NDR"), ("ucr_dir", "UCR_dir"), ("coverage", "Coverage"))
 
 
-def plot_modalities(runs: list[ScoredRun]) -> bytes:
+def plot_modalities(runs: list[RunMetrics]) -> bytes:
     """NDR, UCR_dir and coverage per model, one bar per modality (the seed paper's Figure 3 view:
     does a model act on the chart as it does on the numbers?)."""
     modalities = sorted({m for r in runs for m in (r.metrics.get("modalities") or {})})
@@ -178,8 +178,8 @@ def plot_modalities(runs: list[ScoredRun]) -> bytes:
     return figure(draw, size=(12, 4.5), panels=len(BARS))
 
 
-def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict]) -> list[Section]:
-    verified = {k: c for k, c in comparisons.items() if _is_revision(k, runs)}
+def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
+    verified = {k: c for k, c in comparisons.items() if _is_second_pass(k, runs)}
     paired = {k: c for k, c in comparisons.items() if k not in verified}
     tables = [headline_table("E2A-style results (all modalities)", runs, HEADLINE,
                              "Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard "

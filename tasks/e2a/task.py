@@ -17,11 +17,12 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunData
+from candlebench.core.results import MAX_ANSWER_CHARS, Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.tasks.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
 from candlebench.tasks.e2a.anchors import AnchorSettings
 from candlebench.tasks.e2a.claims import extract_claims, judge
 from candlebench.tasks.e2a.parse import parse_response
@@ -99,7 +100,7 @@ class E2ATask(Task):
     baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})
     references = MappingProxyType({"anchor_oracle": "acts on the very anchor facts the judge checks against: "
                                                     "UCR, RCI and ECI 0 by construction, a ceiling"})
-    methods = ("verify",)
+    second_passes = ("verify",)
     settings_type = E2ASettings
 
     def build_samples(self, market: Market, s: E2ASettings, ctx: TaskContext) -> BuiltSamples:
@@ -112,20 +113,20 @@ class E2ATask(Task):
     def prompt_identity(self, s: E2ASettings, ctx: TaskContext) -> str:
         intros = {m: s.inputs[s.language][m] for m in s.modalities}
         identity = s.prompt + "\n" + json.dumps(intros, ensure_ascii=False, sort_keys=True)
-        if self.revises(s):
+        if self.first_pass_run(s):
             identity += "\n" + json.dumps(s.verify[s.language], ensure_ascii=False, sort_keys=True)
         return identity
 
     def request(self, s: E2ASettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         modality = str(sample["modality"])
         intro = s.inputs[s.language][modality]
         with_text = modality in ("text", "both")
         inputs = intro.format(ohlcv=texts[text_column()]) if with_text else intro
         prompt = s.prompt.format(inputs=inputs)
-        if earlier is not None:
+        if first_pass is not None:
             words = s.verify[s.language]
-            prompt = verify_prompt(words["prompt"], words, prompt, earlier, anchors_of(sample))
+            prompt = verify_prompt(words["prompt"], words, prompt, first_pass, anchors_of(sample))
         return RequestSpec(prompt, (CHART,) if modality in ("chart", "both") else (),
                            (text_column(),) if with_text else ())
 
@@ -138,7 +139,7 @@ class E2ATask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.e2a.metrics import e2a_metrics
 
         rows = scored_rows(run.parsed)
@@ -146,10 +147,11 @@ class E2ATask(Task):
                           modalities=tuple(s.modalities), n_boot=settings.n_boot, seed=settings.seed)
         out["eci_confidence"], out["eci_signals"] = float(s.eci_confidence), int(s.eci_signals)
         identity = run.info.get("identity") or {}
+        # metrics.json keys, read by the report (as run.json's identity names them, after task.method / task.revises)
         out["method"], out["revises"] = identity.get("method", "direct"), identity.get("revises")
         return out
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         from candlebench.tasks.e2a.compare import compare_e2a
 
         thresholds = dict(eci_confidence=float(a.metrics["eci_confidence"]), eci_signals=int(a.metrics["eci_signals"]))
@@ -161,7 +163,7 @@ class E2ATask(Task):
 
         return sections(runs, comparisons)
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         """The label is the window's anchor facts; each answer's detail, its claims with the anchor
         each was checked against and the verdict. Right: some claim supported and none contradicted;
         wrong: any contradicted; no verdict when the answer holds no verifiable claim."""

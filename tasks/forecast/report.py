@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from candlebench.scoring.report import (  # first: selects Agg
-    Dataset, Headline, ScoredRun, Section, Table, figure, fmt, fmt_rank, headline_table, legend, nothing_to_draw, on_cell,
+    Dataset, Headline, RunMetrics, Section, Table, figure, fmt, fmt_rank, headline_table, legend, nothing_to_draw, on_cell,
     png, ranked, reference_line, run_labels, say_why)
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -29,7 +29,7 @@ HEADLINE = (Headline("ic_mean", "IC", digits=4, missing=NO_DATE), Headline("rank
             Headline("parse_failure_rate", "No answer", False))
 
 
-def table4(runs: list[ScoredRun]) -> Table:
+def table4(runs: list[RunMetrics]) -> Table:
     """Confusion-matrix metrics (the paper's Table 4) with ranks; shares in %, as the paper prints."""
     rows = pd.DataFrame(
         [
@@ -93,7 +93,7 @@ def no_answer_text(metrics: Mapping) -> str:
     return f"{sum(reasons.values())} of {metrics.get('n_rows', '?')}: {shown}{more}"
 
 
-def table5(runs: list[ScoredRun]) -> Table:
+def table5(runs: list[RunMetrics]) -> Table:
     """IC and Rank IC metrics (the paper's Table 5) with ranks."""
     out = pd.DataFrame({"Model": [r.label for r in runs]})
     for key, title in (
@@ -116,7 +116,7 @@ def table5(runs: list[ScoredRun]) -> Table:
                  "Ranks are among the runs that answered every sample (a partial run has none)." + dash)
 
 
-def groups_table(runs: list[ScoredRun]) -> Table:
+def groups_table(runs: list[RunMetrics]) -> Table:
     rows = []
     for r in runs:
         m = r.metrics
@@ -220,7 +220,7 @@ NO_IC = (f"No IC on any date: a date's IC needs at least {MIN_STOCKS_PER_DATE} s
          "and a realised return, and predictions that differ across them; no date of these runs has both.")
 
 
-def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
+def plot_ic_by_date(runs: list[RunMetrics]) -> bytes:
     def draw(ax):
         drawn = False
         for r in runs:
@@ -238,7 +238,7 @@ def plot_ic_by_date(runs: list[ScoredRun]) -> bytes:
     return figure(draw)
 
 
-def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
+def plot_ic_bars(runs: list[RunMetrics], kind: str = "ic") -> bytes:
     """Mean (with its bootstrap CI) and median of the per-date series: IC (Fig. 6), Rank IC (Fig. 7)."""
     title = {"ic": "IC", "rank_ic": "Rank IC"}[kind]
 
@@ -261,7 +261,7 @@ def plot_ic_bars(runs: list[ScoredRun], kind: str = "ic") -> bytes:
     return figure(draw)
 
 
-def plot_confusions(runs: list[ScoredRun]) -> bytes:
+def plot_confusions(runs: list[RunMetrics]) -> bytes:
     fig, axes = plt.subplots(1, len(runs), figsize=(max(2.6 * len(runs), 4), 2.9), dpi=100, squeeze=False)
     for ax, r, label in zip(axes[0], runs, run_labels(runs)):
         m = r.metrics
@@ -281,7 +281,7 @@ GRADE_COLORS = {
 }
 
 
-def plot_bias(runs: list[ScoredRun]) -> bytes:
+def plot_bias(runs: list[RunMetrics]) -> bytes:
     def draw(ax):
         values = [r.metrics.get("bias") or 0.0 for r in runs]
         ax.set(title="Directional bias (colour = grade; dotted: 0.05 / 0.15 / 0.40)", xlabel="bias")
@@ -298,7 +298,7 @@ def plot_bias(runs: list[ScoredRun]) -> bytes:
     return figure(draw, size=(8, 1.4 + 0.45 * len(runs)))
 
 
-def _accuracy_heatmap(runs: list[ScoredRun], groups: dict[str, Callable[[dict], dict | None]], title: str) -> bytes:
+def _accuracy_heatmap(runs: list[RunMetrics], groups: dict[str, Callable[[dict], dict | None]], title: str) -> bytes:
     grid = np.array([[(pick(r.metrics) or {}).get("accuracy") or np.nan for pick in groups.values()] for r in runs],
                     dtype=float)
 
@@ -316,21 +316,21 @@ def _accuracy_heatmap(runs: list[ScoredRun], groups: dict[str, Callable[[dict], 
     return figure(draw, size=(7, 1.4 + 0.45 * len(runs)))
 
 
-def plot_regimes(runs: list[ScoredRun]) -> bytes:
+def plot_regimes(runs: list[RunMetrics]) -> bytes:
     groups = {n: (lambda m, n=n: (m.get("by_regime") or {}).get(n)) for n in ("bull", "bear", "sideways")}
     return _accuracy_heatmap(runs, groups, "Accuracy by market regime of the cutoff day ('–': no sample)")
 
 
-def plot_continuous(runs: list[ScoredRun]) -> bytes:
+def plot_continuous(runs: list[RunMetrics]) -> bytes:
     """Fig. 9: accuracy on the continuous-rise and continuous-fall stocks."""
     groups = {n.replace("_", " "): (lambda m, n=n: m.get(n)) for n in ("continuous_rise", "continuous_fall")}
     return _accuracy_heatmap(runs, groups, "Accuracy on continuous-rise / -fall stocks ('–': no such stock)")
 
 
-def plot_horizons(runs: list[ScoredRun]) -> bytes:
+def plot_horizons(runs: list[RunMetrics]) -> bytes:
     horizons = sorted({h for r in runs for h in (r.metrics.get("by_horizon") or {})}, key=lambda h: int(h[2:]))
 
-    def ic(r: ScoredRun, h: str):
+    def ic(r: RunMetrics, h: str):
         return ((r.metrics.get("by_horizon") or {}).get(h) or {}).get("ic_mean")
 
     def draw(ax):
@@ -351,7 +351,7 @@ def plot_horizons(runs: list[ScoredRun]) -> bytes:
     return figure(draw)
 
 
-PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
+PLOTS: dict[str, Callable[[list[RunMetrics]], bytes]] = {
     "ic_by_date": plot_ic_by_date,
     "ic_mean_median": plot_ic_bars,
     "rank_ic_mean_median": lambda runs: plot_ic_bars(runs, "rank_ic"),
@@ -363,7 +363,7 @@ PLOTS: dict[str, Callable[[list[ScoredRun]], bytes]] = {
 }
 
 
-def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
+def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
     if len({r.market for r in runs}) > 1:  # a pooled report: one model appears once per market
         runs = [replace(r, label=f"{r.label} · {r.market}") for r in runs]
     tables = [headline_table("Forecast results", runs, HEADLINE,

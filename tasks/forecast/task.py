@@ -16,13 +16,13 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import ConfigError, integer, share
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import TEXT_INPUT, text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import (BuiltSamples, Column, Earlier, Inputs, NoAnswer, RequestSpec, ScoreSettings, Task,
-                                    TaskContext)
+from candlebench.tasks.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, NoAnswer, RequestSpec,
+                                    ScoreSettings, Task, TaskContext)
 from candlebench.tasks.forecast import baselines
 from candlebench.tasks.forecast.parse import parse_score
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
@@ -147,7 +147,7 @@ class ForecastTask(Task):
         return f"[inputs given: {', '.join(self.given_inputs(s))}]\n{prompt}"
 
     def request(self, s: ForecastSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         given = self.given_inputs(s)
         charts = tuple(c for c in s.images if c in given)
         if TEXT_INPUT not in given:
@@ -163,13 +163,13 @@ class ForecastTask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: ForecastSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: ForecastSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.forecast.metrics import compute_metrics
 
         return compute_metrics(run.parsed, horizon=s.horizon, release_date=run.info.get("release_date"),
                                n_boot=settings.n_boot, seed=settings.seed)
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         from candlebench.tasks.forecast.compare import compare_runs
 
         # b released after a (a later version of the family): split at b's release (§4.4).
@@ -183,7 +183,7 @@ class ForecastTask(Task):
 
         return sections(runs, comparisons, datasets)
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         # Right / wrong as the metrics binarise it: up = pred > 0 against up = r_H > 0.
         parsed = run.parsed
         label = parsed[f"r_{int(run.metrics['horizon'])}"] if run.metrics else parsed[[c for c in parsed if c.startswith("r_")][0]]

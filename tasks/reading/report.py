@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from candlebench.scoring.report import Dataset, Headline, ScoredRun, Section, Table, fmt, headline_table  # first: selects Agg
+from candlebench.scoring.report import Dataset, Headline, RunMetrics, Section, Table, fmt, headline_table  # first: selects Agg
 
 import pandas as pd  # noqa: E402
 
@@ -28,7 +28,7 @@ def _cell(block: Mapping | None) -> str:
     return fmt(block.get("accuracy"), 3) + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "") + f" (n {block['n']})"
 
 
-def questions_table(runs: list[ScoredRun]) -> Table:
+def questions_table(runs: list[RunMetrics]) -> Table:
     rows = []
     for r in runs:
         cells = r.metrics.get("cells") or {}
@@ -78,7 +78,7 @@ def left_out_table(datasets: Sequence[Dataset]) -> Table | None:
                  "Per chart (both modalities ask the same): ambiguous or undrawn cases are not asked, never guessed.")
 
 
-def forecast_table(runs: list[ScoredRun]) -> Table | None:
+def forecast_table(runs: list[RunMetrics]) -> Table | None:
     rows = []
     for r in runs:
         link = r.metrics.get("forecast")
@@ -98,7 +98,7 @@ def forecast_table(runs: list[ScoredRun]) -> Table | None:
                  "Computed when the reading run was scored, from the forecast run of the same name.")
 
 
-def sections(runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
+def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
     roles = "; ".join(f"{r.name}: {ROLES[r.name]}" for r in runs if r.name in ROLES)
     tables = [headline_table("Chart reading: accuracy", runs, HEADLINE,
                              "Over every question asked." + (f" Naive baselines: {roles}." if roles else "")),

@@ -18,12 +18,13 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 from candlebench.core.layout import Layout
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
-from candlebench.tasks.base import BuiltSamples, Column, Earlier, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.tasks.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
@@ -101,7 +102,7 @@ class ReadingTask(Task):
         return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
 
     def request(self, s: ReadingSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier: Earlier | None = None) -> RequestSpec:
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         words = self._words(s)
         frame, modality = str(sample["frame"]), str(sample["modality"])
         up, down = ctx.render.colors
@@ -123,7 +124,7 @@ class ReadingTask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: ReadingSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: ReadingSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         from candlebench.tasks.reading.forecast_link import forecast_link
         from candlebench.tasks.reading.metrics import per_sample, reading_metrics
 
@@ -135,7 +136,7 @@ class ReadingTask(Task):
         out["per_sample"] = per_sample(run.parsed)
         return out
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         from candlebench.tasks.reading.compare import compare_runs
 
         return compare_runs(a.parsed, b.parsed, n_boot=settings.n_boot, seed=settings.seed)
@@ -145,7 +146,7 @@ class ReadingTask(Task):
 
         return sections(runs, comparisons, datasets)
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         """Group: time frame and modality; label: the true answers; right only when every question
         asked is; detail: each question's truth, answer and verdict."""
         from candlebench.tasks.reading.metrics import verdicts

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
 from candlebench.scoring.per_sample import Measure, MissingScores, PerSample
 from candlebench.scoring.report import scored_run
@@ -30,7 +30,7 @@ def test_metrics_are_means_over_defined_values_with_intervals_over_whole_cutoffs
     cutoffs = ["2020-01-01"] * 3 + ["2020-02-01"] * 3
     table = pd.DataFrame({"sample_id": ids, "right": pd.array([True, False, None, True, True, False], "boolean"),
                           "error": [1.0, np.nan, 3.0, 2.0, 2.0, 2.0]})
-    run = RunData("r", parsed(ids, cutoffs, ['"up"'] * 5 + [None]), pd.DataFrame(), {})
+    run = RunAnswers("r", parsed(ids, cutoffs, ['"up"'] * 5 + [None]), pd.DataFrame(), {})
     m = SPEC.metrics(table, run, n_boot=200, seed=3)
     assert m["n"] == 6 and m["accuracy"] == pytest.approx(3 / 5) and m["error"] == pytest.approx(2.0)
     assert m["parse_failure_rate"] == pytest.approx(1 / 6) and m["resampled"] == "cutoff"
@@ -43,14 +43,14 @@ def test_metrics_are_means_over_defined_values_with_intervals_over_whole_cutoffs
 
 def test_samples_without_the_cluster_column_are_each_their_own_cluster():
     ids = ["a", "b", "c", "d"]
-    run = RunData("r", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 4}), pd.DataFrame(), {})
+    run = RunAnswers("r", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 4}), pd.DataFrame(), {})
     table = pd.DataFrame({"sample_id": ids, "right": [True, True, False, False], "error": [0.5] * 4})
     m = SPEC.metrics(table, run, n_boot=500, seed=0)
     assert m["resampled"] == "sample" and m["ci"]["error"] == [0.5, 0.5]
     low, high = m["ci"]["accuracy"]
     assert 0 <= low < 0.5 < high <= 1
     # Samples without a cutoff where others have one: drawn together, as one more cluster.
-    dated = RunData("r", run.parsed.assign(cutoff=pd.to_datetime(["2020-01-01", None, "2020-01-01", None])),
+    dated = RunAnswers("r", run.parsed.assign(cutoff=pd.to_datetime(["2020-01-01", None, "2020-01-01", None])),
                     pd.DataFrame(), {})
     assert SPEC.metrics(table, dated, n_boot=50, seed=0)["resampled"] == "cutoff"
     with pytest.raises(ValueError, match=r"lacks the columns \['error'\]"):
@@ -61,7 +61,7 @@ def scored(name, ids, right, error, cutoffs=None):
     frame = pd.DataFrame({"sample_id": ids, "answer": ['"x"'] * len(ids), "score_right": right, "score_error": error})
     if cutoffs is not None:
         frame["cutoff"] = pd.to_datetime(cutoffs)
-    return RunData(name, frame, pd.DataFrame(), {})
+    return RunAnswers(name, frame, pd.DataFrame(), {})
 
 
 def test_compare_pairs_the_shared_samples_with_intervals_and_mcnemar():
@@ -78,13 +78,13 @@ def test_compare_pairs_the_shared_samples_with_intervals_and_mcnemar():
     low, high = acc["ci"]
     assert 0.2 < low <= 0.5 <= high < 0.8
     with pytest.raises(MissingScores, match=r"\['a'\]"):
-        SPEC.compare(RunData("a", a.parsed.drop(columns="score_error"), pd.DataFrame(), {}), b, 10, 0)
+        SPEC.compare(RunAnswers("a", a.parsed.drop(columns="score_error"), pd.DataFrame(), {}), b, 10, 0)
 
 
 def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
     ids = [f"s{i}" for i in range(10)]
     table = pd.DataFrame({"sample_id": ids, "right": [True] * 7 + [False] * 3, "error": np.linspace(0, 1, 10)})
-    run = RunData("m", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 10}), pd.DataFrame(), {})
+    run = RunAnswers("m", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 10}), pd.DataFrame(), {})
     metrics = {k: v for k, v in SPEC.metrics(table, run, 100, 0).items() if k != "per_sample"}
     runs = [scored_run("m", metrics, False), scored_run("base", {**metrics, "accuracy": 0.5}, False)]
     compared = SPEC.compare(scored("base", ids, [False] * 10, [1.0] * 10),

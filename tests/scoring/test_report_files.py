@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from candlebench.core.layout import TaskPaths
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.scoring.browser import data as browser_data
-from candlebench.scoring.browser import FILES, BrowsedRun, BrowserSettings, browser_block, write_run_files
+from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block, write_run_files
 from candlebench.scoring.browser.images import Images
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 class _Task:
     name = "forecast"
 
-    def browse(self, run: RunData) -> pd.DataFrame:
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
         parsed = run.parsed
         return pd.DataFrame({"sample_id": parsed["sample_id"], "group": "bull", "label": "up",
                              "outcome": [None if a is None else "right" for a in parsed["answer"]], "detail": None})
@@ -43,18 +43,18 @@ def _parsed(run: int, n: int = 5) -> pd.DataFrame:
     })
 
 
-def _runs(tmp_path: Path, n_runs: int, live: list | None = None) -> list[BrowsedRun]:
+def _runs(tmp_path: Path, n_runs: int, live: list | None = None) -> list[BrowserRun]:
     """Runs read when asked; ``live`` gets a weak reference to each frame handed out."""
-    def load(r: int) -> RunData:
+    def load(r: int) -> RunAnswers:
         frame = _parsed(r)
         if live is not None:
             gc.collect()
             assert [ref for ref in live if ref() is not None] == [], "an earlier run's rows are still held"
             live.append(weakref.ref(frame))
-        return RunData(f"m{r}", frame, pd.DataFrame(), {"kind": "model"}, {"horizon": 30})
+        return RunAnswers(f"m{r}", frame, pd.DataFrame(), {"kind": "model"}, {"horizon": 30})
 
     paths = TaskPaths(tmp_path / "forecast")
-    return [BrowsedRun(_Task(), paths, f"m{r}", {"kind": "model"}, 5, lambda r=r: load(r)) for r in range(n_runs)]
+    return [BrowserRun(_Task(), paths, f"m{r}", {"kind": "model"}, 5, lambda r=r: load(r)) for r in range(n_runs)]
 
 
 def _read(path: Path):

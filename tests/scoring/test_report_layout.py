@@ -8,7 +8,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from candlebench.scoring.report import (BEST, Headline, ScoredRun, Section, Table, fmt_rank, headline_table, ranked, scored_run,
+from candlebench.scoring.report import (BEST, Headline, RunMetrics, Section, Table, fmt_rank, headline_table, ranked, scored_run,
                             with_answered, write_report)
 
 pytestmark = pytest.mark.unit
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.unit
 def test_headline_marks_the_best_of_each_column_and_keeps_intervals_and_labels():
     runs = [
         scored_run("base", {"n": 10, "ic_mean": 0.02, "parse_failure_rate": 0.1, "ci": {"ic_mean": [-0.01, 0.05]}}, True),
-        ScoredRun("tuned", "tuned", {"n": 10, "ic_mean": 0.05, "parse_failure_rate": 0.1}),
-        ScoredRun("none", "none", {"n": 10, "ic_mean": None, "parse_failure_rate": 0.3}),
+        RunMetrics("tuned", "tuned", {"n": 10, "ic_mean": 0.05, "parse_failure_rate": 0.1}),
+        RunMetrics("none", "none", {"n": 10, "ic_mean": None, "parse_failure_rate": 0.3}),
     ]
     table = headline_table("t", runs, (Headline("ic_mean", "IC"), Headline("parse_failure_rate", "Fail", False)))
     frame = table.frame.set_index("Model")
@@ -33,9 +33,9 @@ def test_headline_marks_the_best_of_each_column_and_keeps_intervals_and_labels()
 def test_a_partial_run_is_marked_beside_its_name_in_every_table_and_never_starred():
     """A run missing samples is shown so (answered/total, "partial") in each table with a row per
     run, and the stars rank only the runs over the same samples: those that answered every one."""
-    runs = [ScoredRun("full", "full", {"n": 40, "ic_mean": 0.05, "answered": 40, "n_samples": 40}),
-            ScoredRun("half", "half", {"n": 20, "ic_mean": 0.30, "answered": 20, "n_samples": 40}),
-            ScoredRun("other", "other", {"n": 40, "ic_mean": 0.01, "answered": 40, "n_samples": 40})]
+    runs = [RunMetrics("full", "full", {"n": 40, "ic_mean": 0.05, "answered": 40, "n_samples": 40}),
+            RunMetrics("half", "half", {"n": 20, "ic_mean": 0.30, "answered": 20, "n_samples": 40}),
+            RunMetrics("other", "other", {"n": 40, "ic_mean": 0.01, "answered": 40, "n_samples": 40})]
     table = headline_table("t", runs, (Headline("ic_mean", "IC"),))
     assert list(table.frame["IC"]) == [f"0.050 {BEST}", "0.300", "0.010"]
     assert "Partial runs are not starred" in table.note
@@ -48,7 +48,7 @@ def test_a_partial_run_is_marked_beside_its_name_in_every_table_and_never_starre
 
 
 def test_headline_reads_a_tasks_nested_block_and_marks_nothing_alone():
-    run = ScoredRun("a", "a", {"all": {"n": 7, "ndr": 0.25, "ci": {"ndr": [0.1, 0.4]}}})
+    run = RunMetrics("a", "a", {"all": {"n": 7, "ndr": 0.25, "ci": {"ndr": [0.1, 0.4]}}})
     frame = headline_table("t", [run], (Headline("ndr", "NDR", block="all"),)).frame
     assert frame.to_dict("records") == [{"Model": "a", "n": 7, "NDR": "0.250 [0.100, 0.400]"}]
 
@@ -71,7 +71,7 @@ def _caption_metrics(bleu: float) -> dict:
 def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables(task, metrics, first_paper_table, tmp_path):
     from candlebench.tasks import get_task
 
-    runs = [ScoredRun("base", "base", metrics(0.1)), ScoredRun("tuned", "tuned", metrics(0.3))]
+    runs = [RunMetrics("base", "base", metrics(0.1)), RunMetrics("tuned", "tuned", metrics(0.3))]
     sections = get_task(task).report(runs, {"base → tuned": {"n": 9}}, [])
     titles = [t.title for t in sections[0].tables]
     assert "results" in titles[0] and titles[1].startswith(("Paired", "Oracle")), titles
@@ -88,9 +88,9 @@ def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables
 def test_the_e2a_and_caption_sections_draw_their_own_charts():
     from candlebench.tasks import get_task
 
-    runs = [ScoredRun("a", "a", _e2a_metrics(0.2))]
+    runs = [RunMetrics("a", "a", _e2a_metrics(0.2))]
     assert {"e2a_frontier", "e2a_modalities"} <= set(get_task("e2a").report(runs, {}, [])[0].plots)
-    runs = [ScoredRun("a", "a", _caption_metrics(0.2))]
+    runs = [RunMetrics("a", "a", _caption_metrics(0.2))]
     assert set(get_task("caption").report(runs, {}, [])[0].plots) == {"caption_metrics"}
 
 
@@ -99,7 +99,7 @@ def test_plots_with_nothing_labelled_are_drawn_without_a_legend_or_a_warning():
     without matplotlib's "No artists with labels" warning and its empty legend."""
     from candlebench.tasks.forecast.report import plot_horizons, plot_ic_by_date
 
-    runs = [ScoredRun("a", "a", {"n": 3, "ic_mean": 0.1})]
+    runs = [RunMetrics("a", "a", {"n": 3, "ic_mean": 0.1})]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for plot in (plot_ic_by_date, plot_horizons):

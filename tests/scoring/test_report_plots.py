@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from candlebench.scoring.report import ScoredRun, scored_run
+from candlebench.scoring.report import RunMetrics, scored_run
 from candlebench.tasks import get_task
 from candlebench.tasks.forecast.metrics import compute_metrics
 
@@ -53,7 +53,7 @@ def _caption(v: float) -> dict:
             "ci": {k: [v / 2, v * 1.5] for k in CAPTION_KEYS} if v else None}
 
 
-def study(task: str, kind: str) -> tuple[list[ScoredRun], dict]:
+def study(task: str, kind: str) -> tuple[list[RunMetrics], dict]:
     if task == "forecast":
         if kind == "degenerate":
             return [scored_run(LONG, compute_metrics(_forecast_rows(1, 4, 0, zero=True), n_boot=0), True)], {}

@@ -176,12 +176,13 @@ def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_
     redone.write(first_run.info)
     was = model_run_info(cfg, get_task("e2a"), model_spec(cfg)).run_key
     assert freshness.answers(verify) == Stale(
-        f"the run it revises is not ready: {first_run.root}: parsed.parquet holds run key(s) ['{was}'], but run.json "
+        f"its first-pass run is not ready: {first_run.root}: parsed.parquet holds run key(s) ['{was}'], but run.json "
         f"says {redone.run_key} (the run was redone since they were written); finish the first pass first "
         "(`candlebench infer task=e2a` with the model that wrote r)")
     first_run.parsed.unlink()
     assert freshness.answers(verify).reason.startswith(
-        f"the run it revises is not ready: task.method=verify revises run r, which {first_run.root} does not hold")
+        f"its first-pass run is not ready: task.method=verify is a second pass over run r (task.revises), "
+        f"which {first_run.root} does not hold")
 
 
 def test_parsed_answers_and_scores_are_of_the_run_key_in_run_json(ws):

@@ -104,7 +104,7 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
 
 def test_table5_ranks_reproduce_the_papers_ties():
     """The paper's Table 5 (HS300), its printed values and ranks: ties share their average rank."""
-    from candlebench.scoring.report import ScoredRun
+    from candlebench.scoring.report import RunMetrics
     from candlebench.tasks.forecast.report import table5
 
     printed = {  # model: (IC mean, rank), (IC Sig., rank), (RankIC Sig., rank)
@@ -119,14 +119,14 @@ def test_table5_ranks_reproduce_the_papers_ties():
         "Gemini2.5-pro(thinking,S&P500)": ((0.08990, 1), (0.471, 8), (0.471, 7)),
         "XGBoost(30d)": ((0.03045, 6), (0.250, 10), (0.313, 9)),
     }
-    runs = [ScoredRun(name, name, {"ic_mean": ic[0], "ic_sig_ratio": sig[0], "rank_ic_sig_ratio": rsig[0]})
+    runs = [RunMetrics(name, name, {"ic_mean": ic[0], "ic_sig_ratio": sig[0], "rank_ic_sig_ratio": rsig[0]})
             for name, (ic, sig, rsig) in printed.items()]
     table = table5(runs).frame.set_index("Model")
     for name, (ic, sig, rsig) in printed.items():
         assert table.loc[name, "IC Mean"].endswith(f"({ic[1]})")
         assert table.loc[name, "IC Sig."] == f"{sig[0]:.3f} ({sig[1]})"
         assert table.loc[name, "RankIC Sig."] == f"{rsig[0]:.3f} ({rsig[1]})"
-    two_way = table5([ScoredRun(n, n, {"ic_mean": v}) for n, v in (("a", 0.1), ("b", 0.1), ("c", 0.0))]).frame
+    two_way = table5([RunMetrics(n, n, {"ic_mean": v}) for n, v in (("a", 0.1), ("b", 0.1), ("c", 0.0))]).frame
     assert list(two_way["IC Mean"]) == ["0.10000 (1.5)", "0.10000 (1.5)", "0.00000 (3)"]
 
 

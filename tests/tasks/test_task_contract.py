@@ -72,7 +72,7 @@ def test_class_attributes_have_their_declared_shapes(registry):
         assert len({c.name for c in task.columns}) == len(task.columns), "a column declared twice"
         assert isinstance(task.baselines, Mapping) and all(callable(b) for b in task.baselines.values())
         assert set(task.references) <= set(task.baselines), "a reference that is no baseline"
-        assert all(isinstance(m, str) and m != "direct" for m in task.methods)
+        assert all(isinstance(m, str) and m != "direct" for m in task.second_passes)
         assert set(task.scored_after) <= set(registry) - {name}, f"scored_after {task.scored_after}"
         assert isinstance(task.judge_version, int) and task.judge_version >= 1
         assert isinstance(task.settings_type, type) and issubclass(task.settings_type, TaskSettings)

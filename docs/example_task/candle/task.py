@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import integer
 from candlebench.scoring.per_sample import Measure, PerSample
 from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
@@ -80,7 +80,7 @@ class CandleTask(Task):
         return s.prompt
 
     def request(self, s: CandleSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
-                earlier=None) -> RequestSpec:
+                first_pass=None) -> RequestSpec:
         return RequestSpec(s.prompt.format(**{k: sample[k] for k in ("open", "high", "low", "close")}), ())
 
     def parser(self, s: CandleSettings) -> Callable[[str | None], Parsed]:
@@ -93,7 +93,7 @@ class CandleTask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: CandleSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: CandleSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         p = run.parsed
         table = pd.DataFrame({"sample_id": p["sample_id"], "right": (p["colour"] == p["truth"]).fillna(False),
                               "change_error": (p["change"] - p["true_change"]).abs()})

@@ -155,7 +155,7 @@ def test_a_local_sentiment_model_replaces_the_lexicon(tmp_path):
 def test_paired_caption_comparison_on_per_sample_scores():
     import pandas as pd
 
-    from candlebench.core.results import RunData
+    from candlebench.core.results import RunAnswers
     from candlebench.tasks.base import ScoreSettings
     from candlebench.tasks.caption.compare import MissingScores, compare_captions
     from candlebench.tasks.caption.metrics import PER_SAMPLE
@@ -165,7 +165,7 @@ def test_paired_caption_comparison_on_per_sample_scores():
     def run(name, shift, sa):
         frame = pd.DataFrame({"sample_id": ids, **{f"score_{k}": [0.1 * (i % 5) + shift for i in range(40)] for k in PER_SAMPLE},
                               "score_sa_candidate": sa, "score_sa_reference": ["positive"] * 40})
-        return RunData(name, frame, pd.DataFrame(), {}, {"bleu4": 0.1 + shift})
+        return RunAnswers(name, frame, pd.DataFrame(), {}, {"bleu4": 0.1 + shift})
 
     base = run("base", 0.0, ["positive"] * 20 + ["negative"] * 20)
     tuned = run("tuned", 0.05, ["positive"] * 30 + ["negative"] * 10)
@@ -175,4 +175,4 @@ def test_paired_caption_comparison_on_per_sample_scores():
     assert low == pytest.approx(0.05) and high == pytest.approx(0.05)  # the same shift on every sample
     assert c["sa_agreement"] == {"a": 0.5, "b": 0.75}
     with pytest.raises(MissingScores, match="base"):
-        compare_captions(RunData("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())
+        compare_captions(RunAnswers("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())

@@ -310,7 +310,7 @@ def test_stock_bootstrap_and_paired_comparison():
 
 def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     from candlebench.stages.graph import compose_config
-    from candlebench.tasks.base import Earlier
+    from candlebench.tasks.base import FirstPassAnswer
     from candlebench.tasks.e2a.verify import verify_prompt
 
     words = compose_config(["task=e2a"]).task.verify.en
@@ -321,7 +321,7 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
                                "golden_cross_bars": np.nan, "death_cross_bars": np.nan}, ("ma_position",))
     said = {"analysis": "A golden cross formed. RSI is overbought. The close is above both moving averages.",
             "rationale": "The uptrend holds.", "action": "BUY", "confidence": 0.8}
-    prompt = verify_prompt(words.prompt, words, "PROMPT", Earlier("first", json.dumps(said), said, None), anchors)
+    prompt = verify_prompt(words.prompt, words, "PROMPT", FirstPassAnswer("first", json.dumps(said), said, None), anchors)
     assert prompt.startswith("PROMPT\n\nYour earlier answer was:\n" + json.dumps(said))
     assert '- "A golden cross formed" (golden cross): contradicted by the data (golden cross: none in the window)' in prompt
     assert '- "RSI is overbought" (rsi): not checkable against these facts' in prompt
@@ -332,23 +332,23 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     assert "- MA5/MA20 crossings: golden cross: none in the window; death cross: none in the window" in prompt
     # Each claim once, with one verdict, however often the answer repeats it.
     twice = {**said, "rationale": "A golden cross formed. The uptrend holds."}
-    again = verify_prompt(words.prompt, words, "P", Earlier("first", json.dumps(twice), twice, None), anchors)
+    again = verify_prompt(words.prompt, words, "P", FirstPassAnswer("first", json.dumps(twice), twice, None), anchors)
     assert again.count("(golden cross)") == 1 and again.count("(uptrend)") == 1
     # An answer that was not parsed: its claims are read from what it wrote.
-    raw = verify_prompt(words.prompt, words, "P", Earlier("first", "Death cross!! sell", None, "no JSON object"), anchors)
+    raw = verify_prompt(words.prompt, words, "P", FirstPassAnswer("first", "Death cross!! sell", None, "no JSON object"), anchors)
     assert "Death cross!! sell" in raw
     assert '- "Death cross" (death cross): contradicted by the data (death cross: none in the window)' in raw
     # No text at all (generation failed): says so, with no claim to check.
-    none = verify_prompt(words.prompt, words, "P", Earlier("first", None, None, "CUDA out of memory"), anchors)
+    none = verify_prompt(words.prompt, words, "P", FirstPassAnswer("first", None, None, "CUDA out of memory"), anchors)
     assert "(no readable answer: CUDA out of memory)" in none and "(no claim that these facts can check)" in none
 
 
 def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
-    from candlebench.scoring.report import ScoredRun
+    from candlebench.scoring.report import RunMetrics
     from candlebench.tasks.e2a.report import frontier
 
     def run(name, blocks):
-        return ScoredRun(name, name, {"modalities": blocks, "all": {}}, "PSE")
+        return RunMetrics(name, name, {"modalities": blocks, "all": {}}, "PSE")
 
     base = run("base", {"text": {"coverage": 0.5, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})
     tuned = run("tuned", {"text": {"coverage": 0.9, "ucr_dir": 0.4}, "chart": {"coverage": 0.2, "ucr_dir": 0.1}})

@@ -120,9 +120,9 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
     assert info["identity"]["method"] == "verify" and info["identity"]["revises"] == MODEL
     direct, second = records(run, MODEL, task="e2a"), records(run, verify, task="e2a")
     assert list(second.index) == list(direct.index) and (second["tier"] == "json").all()
-    # The second prompt is the first plus the earlier answer, its claims and the ten facts.
+    # The second prompt is the first plus the first-pass answer, its claims and the ten facts.
     assert (second["prompt_tokens"] > direct["prompt_tokens"] + 50).all()
-    assert set(second["inputs"]).isdisjoint(direct["inputs"])  # the earlier answer is part of its inputs
+    assert set(second["inputs"]).isdisjoint(direct["inputs"])  # the first-pass answer is part of its inputs
     m = {n: json.loads((root / n / "metrics.json").read_text()) for n in (MODEL, verify)}
     assert m[verify]["method"] == "verify" and m[verify]["revises"] == MODEL and m[MODEL]["revises"] is None
     pair = json.loads((run / "report" / "comparisons.json").read_text())["e2a"][f"{MODEL} → {verify}"]
@@ -137,7 +137,7 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
     assert f"| {MODEL} → {verify} | chart |" in table.split("\n\n#")[0]
 
 
-def test_verify_prompt_shows_the_earlier_answer_its_checked_claims_and_every_fact(run):
+def test_verify_prompt_shows_the_first_pass_answer_its_checked_claims_and_every_fact(run):
     from candlebench.core.layout import Layout
     from candlebench.stages.graph import compose_config
     from candlebench.stages.infer import build_requests
@@ -189,8 +189,8 @@ def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_pa
 
 
 @pytest.mark.parametrize("overrides, says", [
-    (["task.method=verify", "task.revises=nowhere"], "revises run nowhere"),
-    (["task.method=refine"], "has the methods ['direct', 'verify']"),
+    (["task.method=verify", "task.revises=nowhere"], "a second pass over run nowhere (task.revises)"),
+    (["task.method=refine"], "has no such pass; task.method is one of ['direct', 'verify']"),
 ])
 def test_a_second_pass_without_its_first_fails_with_the_run_it_needs(run, env, overrides, says):
     done = cli("infer", *COMMON[1:], "task=e2a", f"out_dir={run}", *overrides, "infer.run_name=never", env=env, check=False)

@@ -214,12 +214,12 @@ def test_release_split_is_the_same_comparison_on_each_side_of_the_date() -> None
 
 
 def test_task_splits_at_the_later_release_only() -> None:
-    from candlebench.core.results import RunData
+    from candlebench.core.results import RunAnswers
     from candlebench.tasks.base import ScoreSettings
     from candlebench.tasks.forecast.task import TASK
 
     a, b = two_runs()
-    run = lambda frame, date: RunData("x", frame, frame, {"release_date": date}, {"horizon": 30})
+    run = lambda frame, date: RunAnswers("x", frame, frame, {"release_date": date}, {"horizon": 30})
     settings = ScoreSettings(n_boot=0)
     assert TASK.compare(run(a, "2024-01-01"), run(b, "2024-05-01"), settings)["split_date"] == "2024-05-01"
     assert "split_date" not in TASK.compare(run(b, "2024-05-01"), run(a, "2024-01-01"), settings)

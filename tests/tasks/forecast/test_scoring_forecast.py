@@ -523,7 +523,7 @@ def test_all_parse_failures() -> None:
 def test_answers_cut_while_reasoning_are_counted() -> None:
     """A thinking model whose budget ran out inside <think>: the parser flags it, the metrics count
     it (whether or not a score was found), the report shows the count."""
-    from candlebench.scoring.report import ScoredRun
+    from candlebench.scoring.report import RunMetrics
     from candlebench.tasks.forecast.parse import parse_score
     from candlebench.tasks.forecast.report import table4
 
@@ -535,7 +535,7 @@ def test_answers_cut_while_reasoning_are_counted() -> None:
     metrics = compute_metrics(frame_of(rows), n_boot=0)
     assert metrics["n_reasoning_cut"] == 2 and metrics["n_parse_failed"] == 1
     assert compute_metrics(frame_of([{k: v for k, v in r.items() if k != "reason"} for r in rows]), n_boot=0)["n_reasoning_cut"] == 0
-    table = table4([ScoredRun("thinker", "thinker", metrics)]).frame
+    table = table4([RunMetrics("thinker", "thinker", metrics)]).frame
     assert table["Reasoning cut"].tolist() == [2]
 
 
@@ -561,7 +561,7 @@ def test_reasoning_models_get_a_budget_that_fits():
 def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> None:
     """A baseline's "no prediction: <why>" and a model's parse failures, counted per reason in the
     metrics and shown in Table 4 (the headline), most frequent first, the rest summed."""
-    from candlebench.scoring.report import ScoredRun
+    from candlebench.scoring.report import RunMetrics
     from candlebench.tasks.forecast.report import table4
 
     few = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"
@@ -576,7 +576,7 @@ def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> Non
     model = compute_metrics(frame_of(mixed + rows[3:]), n_boot=0)
     assert list(model["no_answer_reasons"].items()) == [("b", 3), ("a", 2), ("(no reason given)", 1), ("c", 1), ("d", 1)]
 
-    runs = [ScoredRun(n, n, m) for n, m in (("xgboost", baseline), ("momentum", answered), ("model", model),
+    runs = [RunMetrics(n, n, m) for n, m in (("xgboost", baseline), ("momentum", answered), ("model", model),
                                             ("old", {k: v for k, v in answered.items() if k != "no_answer_reasons"}))]
     cells = table4(runs).frame.set_index("Model")["No answer: why"]
     assert cells["xgboost"] == f"3 of 8: {few} (3)"

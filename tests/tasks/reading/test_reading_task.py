@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from candlebench.core.layout import TaskPaths
-from candlebench.core.results import RunData
+from candlebench.core.results import RunAnswers
 from candlebench.market.market import load_market
 from helpers import SLICE, setup_of
 from candlebench.scoring.report import Dataset, scored_run, with_answered
@@ -183,7 +183,7 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
     assert forecast_link(wrong, run)["read_right"]["n"] == 0
     assert forecast_link(oracle, TaskPaths(tmp_path / "forecast").run("other")) is None
 
-    metrics = {**TASK.score(RunData("m", oracle, frame, {"kind": "baseline"}), cfg.settings, cfg.context, ScoreSettings(n_boot=50)),
+    metrics = {**TASK.score(RunAnswers("m", oracle, frame, {"kind": "baseline"}), cfg.settings, cfg.context, ScoreSettings(n_boot=50)),
                "forecast": link}
     metrics.pop("per_sample")
     chance = reading_metrics(answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg.settings))))

@@ -9,9 +9,9 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.results import Parsed, RunData
+from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
-from candlebench.scoring.report import ScoredRun, Section, Table
+from candlebench.scoring.report import RunMetrics, Section, Table
 from candlebench.core.rules import integer
 from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
 from candlebench.tasks.settings import TaskSettings, setting
@@ -72,16 +72,16 @@ class ToyTask(Task):
 
         return parse
 
-    def score(self, run: RunData, s: ToySettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+    def score(self, run: RunAnswers, s: ToySettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
         answered = run.parsed[run.parsed["direction"].notna()]
         right = (answered["direction"] == "up") == answered["up"]
         return {"accuracy": float(right.mean()) if len(answered) else None,
                 "parse_failure_rate": float(run.parsed["direction"].isna().mean())}
 
-    def compare(self, a: RunData, b: RunData, settings: ScoreSettings) -> dict:
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         return {"accuracy_diff": b.metrics["accuracy"] - a.metrics["accuracy"]}
 
-    def report(self, runs: list[ScoredRun], comparisons: Mapping[str, dict], datasets=()) -> list[Section]:
+    def report(self, runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets=()) -> list[Section]:
         frame = pd.DataFrame({"Run": [r.label for r in runs], "Accuracy": [r.metrics["accuracy"] for r in runs]})
         return [Section("Toy task", (Table("Accuracy on the cutoff day's direction", frame),))]
 

@@ -1,6 +1,6 @@
-"""``per_task.<task>.<key>``: a setting for one task only, merged over that task's ``task:`` block when
+"""``task_overrides.<task>.<key>``: a setting for one task only, merged over that task's ``task:`` block when
 it runs. A command over several tasks (``run``, ``sweep``) hands every job the same overrides; no
-job needs to know which task owns a key. ``per_task`` wins over ``task:``: it is the more specific."""
+job needs to know which task owns a key. ``task_overrides`` wins over ``task:``: it is the more specific."""
 
 from __future__ import annotations
 
@@ -36,25 +36,25 @@ def is_setting(block: DictConfig, key: str) -> bool:
     return True
 
 
-def apply_per_task(cfg: DictConfig) -> DictConfig:
-    """``cfg`` with ``per_task.<its task>`` merged over ``cfg.task`` (in place, returned)."""
-    given = cfg.get("per_task")
+def apply_task_overrides(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with ``task_overrides.<its task>`` merged over ``cfg.task`` (in place, returned)."""
+    given = cfg.get("task_overrides")
     if not given:
         return cfg
     known = registry.names()
     for name in given:
         if name not in known:
-            raise ConfigError(f"per_task.{name}: there is no task {name!r}; tasks: {known}")
+            raise ConfigError(f"task_overrides.{name}: there is no task {name!r}; tasks: {known}")
     own = given.get(cfg.task.name)
     if not own:
         return cfg
     if not isinstance(own, DictConfig):
-        raise ConfigError(f"per_task.{cfg.task.name}={own!r}: must be a mapping of the task's settings")
+        raise ConfigError(f"task_overrides.{cfg.task.name}={own!r}: must be a mapping of the task's settings")
     for key in _leaves(own):
         if not is_setting(cfg.task, key):
             keys = _leaves(cfg.task)
             nearest = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
-            raise ConfigError(f"per_task.{cfg.task.name}.{key} is not a setting of task {cfg.task.name}"
+            raise ConfigError(f"task_overrides.{cfg.task.name}.{key} is not a setting of task {cfg.task.name}"
                               + (f"; nearest: {', '.join(nearest)}" if nearest else ""))
     with open_dict(cfg):
         cfg.task = OmegaConf.merge(cfg.task, own)
