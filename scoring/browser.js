@@ -104,19 +104,24 @@
   const runName = (i) => D.runs[i].task + "/" + D.runs[i].name;
   if (!SPLIT) ingest(D);
   const outcomeOf = (i) => R.outcome[i] || "–";
+  // The sample keys some sample of the study has: a dataset's own samples (no market) have no
+  // date or stock, so no column and no filter of them.
+  const hasKey = (key) => D.keys.includes(key);
   // Sortable columns: header, the row's value.
   const COLUMNS = [
     ["Run", (i) => runName(R.run[i])],
-    ["Date", (i) => S.date[R.sample[i]]],
-    ["Stock", (i) => S.code[R.sample[i]]],
+    hasKey("date") ? ["Date", (i) => S.date[R.sample[i]]] : null,
+    hasKey("code") ? ["Stock", (i) => S.code[R.sample[i]]] : null,
     ["Group", (i) => S.group[R.sample[i]]],
     ["Tier", (i) => R.tier[i]],
     ["Reason", (i) => R.reason[i] || ""],
     ["Outcome", outcomeOf],
     ["Answer", (i) => (R.failed[i] ? "(failed)" : R.answer[i])],
     ["Label", (i) => S.label[R.sample[i]]],
-  ];
-  const state = { run: "", task: "", from: "", to: "", stock: "", group: "", parse: "", outcome: "", sort: 1, dir: 1, page: 0 };
+  ].filter((c) => c !== null);
+  // Sorted by date where there are dates, else by run.
+  const state = { run: "", task: "", from: "", to: "", stock: "", group: "", parse: "", outcome: "",
+                  sort: hasKey("date") ? 1 : 0, dir: 1, page: 0 };
 
   const clip = (text, n) => (text && text.length > n ? text.slice(0, n - 1) + "…" : text);
   const unique = (values) => [...new Set(values)].filter((v) => v !== null && v !== "").sort();
@@ -126,9 +131,11 @@
   const controls = {
     run: h("select", { id: "cb-run" }, options([["", SPLIT ? "all runs loaded" : "all runs"], ...D.runs.map((r, i) => [String(i), runName(i)])])),
     task: h("select", { id: "cb-task" }, options([["", "all tasks"], ...D.tasks.map((t, i) => [String(i), t])])),
-    from: h("input", { id: "cb-from", type: "date", title: "from date" }),
-    to: h("input", { id: "cb-to", type: "date", title: "to date" }),
-    stock: h("input", { id: "cb-stock", type: "search", placeholder: "stock", size: 8 }),
+    ...(hasKey("date") ? {
+      from: h("input", { id: "cb-from", type: "date", title: "from date" }),
+      to: h("input", { id: "cb-to", type: "date", title: "to date" }),
+    } : {}),
+    ...(hasKey("code") ? { stock: h("input", { id: "cb-stock", type: "search", placeholder: "stock", size: 8 }) } : {}),
     group: h("select", { id: "cb-group" }, options([["", "all groups"], ...groups.map((g) => [g, g])])),
     parse: h("select", { id: "cb-parse" }, options([
       ["", "any parse"], ["parsed", "parsed"], ["failed", "failed"],
@@ -262,7 +269,7 @@
     const others = bySample.get(s).filter((j) => j !== i)
       .sort((a, b) => (D.runs[R.run[b]].kind === "model") - (D.runs[R.run[a]].kind === "model") || R.run[a] - R.run[b]);
     detail.replaceChildren(
-      h("h3", {}, D.tasks[S.task[s]] + " · " + S.code[s] + " · " + S.date[s] + " · " + S.id[s]),
+      h("h3", {}, [D.tasks[S.task[s]], S.code[s], S.date[s], S.id[s]].filter(Boolean).join(" · ")),
       h("p", {}, "group ", h("b", {}, S.group[s] || "–"), S.market[s] ? " · market " + S.market[s] : ""),
       h("details", { open: "" }, h("summary", {}, "Label"), pre("cb-label", S.label[s])),
       h("div", { class: "cb-side" }, runColumn(s, i, "left"), others.length ? runColumn(s, others[0], "right") : null),

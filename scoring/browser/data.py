@@ -203,6 +203,11 @@ class _Tables:
     def document(self) -> dict[str, Any]:
         return {"samples": self.sample_cols, "rows": self.rows, "detail": self.detail, "images": self.images.table}
 
+    def keys(self) -> set[str]:
+        """The sample keys (``date``, ``code``) some sample here has: the page shows a column and a
+        filter of each, none of a key no sample has (a dataset's own samples: no market)."""
+        return {k for k in ("date", "code") if any(self.sample_cols[k])}
+
     def failures(self) -> list[list]:
         """[[reason or "", count], ...] of the failed rows, for the page's failure table."""
         counts: dict[str, int] = {}
@@ -228,7 +233,7 @@ def browser_data(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -
     for index, b in enumerate(runs):
         tables.add(index, b, b.load())
     return {"runs": [_run_entry(b) for b in runs], "tasks": tables.tasks, **tables.document(),
-            "prompts": list(prompts.index), "page_size": settings.page_size}
+            "prompts": list(prompts.index), "page_size": settings.page_size, "keys": sorted(tables.keys())}
 
 
 def _write_gzip_json(value: Any, path: Path) -> Path:
@@ -248,7 +253,7 @@ def write_run_files(runs: list[BrowserRun], out: Path, settings: BrowserSettings
     shutil.rmtree(folder, ignore_errors=True)  # a rebuilt report's runs, not an older one's
     prompts = _PromptFiles(folder / "prompts")
     tasks = _tasks(runs)
-    entries, groups, tiers, reasons, sources = [], set(), set(), set(), {}
+    entries, groups, tiers, reasons, keys, sources = [], set(), set(), set(), set(), {}
     for index, b in enumerate(runs):
         tables = _Tables(Images(out, settings, sources), prompts, tasks)
         tables.add(index, b, b.load())
@@ -259,7 +264,8 @@ def write_run_files(runs: list[BrowserRun], out: Path, settings: BrowserSettings
         groups.update(tables.sample_cols["group"])
         tiers.update(tables.rows["tier"])
         reasons.update(r for r in tables.rows["reason"] if r)
+        keys |= tables.keys()
     prompts.flush()
     return {"runs": entries, "tasks": tasks, "page_size": settings.page_size,
             "split": {"prompts": f"{FILES}/prompts/", "prompts_per_file": PROMPTS_PER_FILE},
-            "groups": sorted(groups - {""}), "tiers": sorted(tiers), "reasons": sorted(reasons)}
+            "groups": sorted(groups - {""}), "tiers": sorted(tiers), "reasons": sorted(reasons), "keys": sorted(keys)}

@@ -351,3 +351,33 @@ def test_through_candlebench_view_a_chosen_runs_rows_are_fetched_and_shown(viewe
     assert left.find_element(By.CSS_SELECTOR, ".cb-raw").text == sample["text"].strip()
     wait_for(browser, "return document.querySelector('#cb-detail .cb-run .cb-prompt').textContent", sample["prompt"])
     assert errors(browser) == []
+
+
+def test_samples_without_dates_or_stocks_get_no_such_column_or_filter(browser, env, tmp_path, monkeypatch):
+    """The example task of docs/development.md (samples of no market: no cutoff, no code): its page
+    has no Date or Stock column, no date or stock filter, rows sorted by run, and a detail title
+    without empty parts; a study of stocks and dates keeps both (the tests above)."""
+    from selenium.webdriver.common.by import By
+
+    from candlebench import tasks
+    from candlebench.stages.graph import run_stage
+    from helpers import ROOT
+
+    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(ROOT / "docs" / "example_task")])
+    monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
+    common = ["task=candle", "task.samples.n=6", f"out_dir={tmp_path}"]
+    for stage in ("samples", "render", "baseline"):
+        run_stage(stage, common)
+    for name in ("always_bullish", "coin"):
+        run_stage("score", [*common, f"score.run={name}"])
+    run_stage("report", [*common, "tasks=[candle]"])
+    open_report(browser, tmp_path / "report" / "report.html")
+    assert errors(browser) == []
+    heads = [th.text for th in browser.find_elements(By.CSS_SELECTOR, ".cb-table th")]
+    assert heads[:2] == ["Run", "Group"] and not {"Date", "Stock"} & set(heads), heads
+    assert not browser.find_elements(By.ID, "cb-from") and not browser.find_elements(By.ID, "cb-stock")
+    rows = [tr.find_element(By.TAG_NAME, "td").text for tr in browser.find_elements(By.CSS_SELECTOR, "#cb-rows tr")]
+    assert rows == ["candle/always_bullish"] * 6 + ["candle/coin"] * 6  # sorted by run
+    browser.find_element(By.CSS_SELECTOR, "#cb-rows tr").click()
+    title = browser.find_element(By.CSS_SELECTOR, "#cb-detail h3").text
+    assert title.startswith("candle · candle-00") and title.count("·") == 1, title
