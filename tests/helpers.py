@@ -1,22 +1,27 @@
-"""Helpers the tests share (imported, not fixtures): the CLI as its own process, CSV writing, record
-tables, and the normalised view of a forecast run directory that the golden files hold."""
+"""Helpers the tests share (imported, not fixtures): the CLI as its own process, a stage in this one,
+CSV writing, record tables, and the normalised view of a forecast run directory that the golden
+files hold."""
 
 from __future__ import annotations
 
 import atexit
 import csv
+import io
 import json
 import os
 import subprocess
+import sys
 import tempfile
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 
 from hypothesis import strategies as st
 
 from candlebench.core.jsonl import read_jsonl
-from fixtures.forked_cli import CANDLEBENCH, Done, Parents, Started
+from fixtures.forked_cli import CANDLEBENCH, VOLATILE, Done, Parents, Started
 from fixtures.vllm_server import TEST_KV_BYTES
 
 # The checkout and its tests folder, for every test wherever it stands in tests/ (they mirror the package).
@@ -62,6 +67,40 @@ def start(*args: str, env: dict | None = None, cwd_out: Path | None = None, envi
     return _parents(env).start(list(args), cwd=cwd_out or os.getcwd(), environ=environ)
 
 
+@contextmanager
+def environment(env: dict | None) -> Iterator[None]:
+    """``env``'s variables in os.environ for the block, each restored after (as monkeypatch.setenv's):
+    what a job reads while it runs (CANDLEBENCH_CACHE, which the config resolves), not what a module
+    read when this process imported it (HF_HUB_OFFLINE): that needs a command of its own (:func:`cli`)."""
+    changed = {k: os.environ.get(k) for k, v in (env or {}).items() if k not in VOLATILE and os.environ.get(k) != v}
+    os.environ.update({k: env[k] for k in changed})
+    try:
+        yield
+    finally:
+        for k, was in changed.items():
+            if was is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = was
+
+
+def stage(name: str, *overrides: str, env: dict | None = None) -> str:
+    """The stage job ``name`` under these overrides in this process (graph.run_stage), with ``env``'s
+    variables (:func:`environment`); returns what it printed. For a test of what a stage writes or
+    does: even forked, a command costs CPU the job does not (bench/cli_fork.py). No command line
+    is tested here: an error the job raises reaches the test as itself, not as exit 1 and
+    "error: ..." (a test of those runs :func:`cli`)."""
+    from candlebench.stages.graph import run_stage
+
+    printed = io.StringIO()
+    try:
+        with environment(env), redirect_stdout(printed):
+            run_stage(name, list(overrides))
+    finally:
+        sys.stdout.write(printed.getvalue())  # where pytest shows it with a failure
+    return printed.getvalue()
+
+
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -99,8 +138,18 @@ def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("sample_id").sort_index()
 
 
+def _on_slice(workspace: Path, run: str) -> tuple[str, ...]:
+    return "data=slice", f"out_dir={workspace}", f"infer.run_name={run}"
+
+
 def infer(workspace: Path, env: dict, run: str, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
-    return cli("infer", "data=slice", f"out_dir={workspace}", f"infer.run_name={run}", *overrides, env=env, check=check)
+    """``candlebench infer`` of run ``run`` over the workspace's samples, as a command (:func:`cli`)."""
+    return cli("infer", *_on_slice(workspace, run), *overrides, env=env, check=check)
+
+
+def infer_here(workspace: Path, env: dict, run: str, *overrides: str) -> str:
+    """The same infer job in this process (:func:`stage`): what it printed."""
+    return stage("infer", *_on_slice(workspace, run), *overrides, env=env)
 
 
 # What metrics.json says of its own scoring, which the golden files predate: the schema version,

@@ -1,6 +1,8 @@
 """The inference job end to end through the real transformers backend on tiny random-weight models:
 every fixture family answers from samples.parquet, answers do not depend on batch size or shard
 count, killed runs resume to exactly the uninterrupted result, LoRA works, failures are data.
+The job runs in this process (infer_here) where its output is what is tested; as a command where
+the command is: its exit and what it says, a run killed while it works.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ import pandas as pd
 import pytest
 
 from fixtures.forked_cli import Started
-from helpers import cli, infer, records, start
+from helpers import cli, infer, infer_here, records, start
 
 ANSWER = ["text", "token_ids", "answer", "tier", "reason", "error", "run_key"]
 
 
 @pytest.mark.parametrize("model", ["tiny_qwen2_5_vl", "tiny_qwen3_vl", "tiny_gemma3", "tiny_gemma4_e4b", "tiny_gemma4_31b", "tiny_llava"])
 def test_each_fixture_answers_end_to_end(workspace, env, model):
-    infer(workspace, env, model, f"model={model}", "infer.batch_size=4")
+    infer_here(workspace, env, model, f"model={model}", "infer.batch_size=4")
     samples = pd.read_parquet(workspace / "forecast" / "samples.parquet")
     got = records(workspace, model)
     assert sorted(got.index) == sorted(samples["sample_id"]) and got.index.is_unique
@@ -41,7 +43,7 @@ def test_each_fixture_answers_end_to_end(workspace, env, model):
 
 
 def test_unconstrained_answers_are_kept_with_their_reason(workspace, env):
-    infer(workspace, env, "free", "model.constrain_answers=false", "infer.batch_size=8")
+    infer_here(workspace, env, "free", "model.constrain_answers=false", "infer.batch_size=8")
     got = records(workspace, "free")
     assert set(got["tier"]) <= {"tag", "interval", "scan", "none"}
     assert (got["answer"].isna() == (got["tier"] == "none")).all()
@@ -52,8 +54,8 @@ def test_unconstrained_answers_are_kept_with_their_reason(workspace, env):
 
 def test_answers_do_not_depend_on_batch_size(workspace, env):
     # Free decoding: its longer, varied outputs are what padding would corrupt first.
-    infer(workspace, env, "batch1", "infer.batch_size=1", "model.constrain_answers=false")
-    infer(workspace, env, "batch8", "infer.batch_size=8", "model.constrain_answers=false")
+    infer_here(workspace, env, "batch1", "infer.batch_size=1", "model.constrain_answers=false")
+    infer_here(workspace, env, "batch8", "infer.batch_size=8", "model.constrain_answers=false")
     one, eight = records(workspace, "batch1"), records(workspace, "batch8")
     pd.testing.assert_frame_equal(one[ANSWER], eight[ANSWER])
     assert one["text"].nunique() > 1  # answers depend on the charts, so the comparison has teeth
@@ -69,7 +71,7 @@ def _start(workspace: Path, env: dict, run: str, *overrides: str) -> Started:
 
 def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
     """SIGKILL at random points, resume with other batch sizes and shard counts: no duplicates, no gaps."""
-    infer(workspace, env, "reference", "infer.batch_size=3")
+    infer_here(workspace, env, "reference", "infer.batch_size=3")
     reference = records(workspace, "reference")
     run_dir = workspace / "forecast" / "runs" / "crashy"
     rng = random.Random(7)
@@ -89,8 +91,8 @@ def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
                 kills += 1
             proc.wait()
     assert kills >= 3 and _lines(run_dir) < len(reference), "the kills should have interrupted the run"
-    infer(workspace, env, "crashy", "infer.batch_size=4", "infer.shard.count=2", "infer.shard.index=0")
-    infer(workspace, env, "crashy", "infer.batch_size=7", "infer.shard.count=2", "infer.shard.index=1")
+    infer_here(workspace, env, "crashy", "infer.batch_size=4", "infer.shard.count=2", "infer.shard.index=0")
+    infer_here(workspace, env, "crashy", "infer.batch_size=7", "infer.shard.count=2", "infer.shard.index=1")
     final = records(workspace, "crashy")
     assert final.index.is_unique and list(final.index) == list(reference.index)
     pd.testing.assert_frame_equal(final[ANSWER], reference[ANSWER])
@@ -99,18 +101,18 @@ def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
 
 
 def test_a_finished_run_is_skipped_without_loading_the_model(workspace, env):
-    infer(workspace, env, "again", "infer.batch_size=8")
+    infer_here(workspace, env, "again", "infer.batch_size=8")
     parts = sorted((workspace / "forecast" / "runs" / "again" / "parts").iterdir())
-    done = infer(workspace, env, "again", "infer.batch_size=2", "infer.shard.count=3", "infer.shard.index=1")
-    assert "0 generated" in done.stdout
+    done = infer_here(workspace, env, "again", "infer.batch_size=2", "infer.shard.count=3", "infer.shard.index=1")
+    assert "0 generated" in done
     assert sorted((workspace / "forecast" / "runs" / "again" / "parts").iterdir()) == parts
 
 
 def test_lora_unmerged_equals_merged_and_differs_from_base(workspace, env):
     free = "model.constrain_answers=false"
-    infer(workspace, env, "base", "model=tiny_qwen2_5_vl", free, "infer.batch_size=8")
-    infer(workspace, env, "lora", "model=tiny_qwen2_5_vl_lora", free, "infer.batch_size=8")
-    infer(workspace, env, "merged", "model=tiny_qwen2_5_vl_lora", free, "model.merge_adapter=true", "infer.batch_size=8")
+    infer_here(workspace, env, "base", "model=tiny_qwen2_5_vl", free, "infer.batch_size=8")
+    infer_here(workspace, env, "lora", "model=tiny_qwen2_5_vl_lora", free, "infer.batch_size=8")
+    infer_here(workspace, env, "merged", "model=tiny_qwen2_5_vl_lora", free, "model.merge_adapter=true", "infer.batch_size=8")
     base, lora, merged = (records(workspace, r) for r in ("base", "lora", "merged"))
     assert list(lora["token_ids"]) == list(merged["token_ids"])
     assert list(lora["token_ids"]) != list(base["token_ids"])
@@ -124,12 +126,12 @@ def test_a_broken_chart_fails_its_sample_not_the_run(tmp_path, workspace, env):
     samples = pd.read_parquet(copy / "forecast" / "samples.parquet")
     broken = samples.iloc[3]
     (copy / "forecast" / broken["image_weekly"]).write_bytes(b"not a png")
-    ok = cli("infer", "data=slice", f"out_dir={copy}", "infer.run_name=r", "infer.max_error_rate=0.5", env=env)
+    ok = infer_here(copy, env, "r", "infer.max_error_rate=0.5")
     got = records(copy, "r")
     assert got.loc[broken["sample_id"], "error"] and str(copy / "forecast" / broken["image_weekly"]) in got.loc[broken["sample_id"], "error"]
     assert got.loc[broken["sample_id"], "tier"] == "none"
     assert got.drop(index=broken["sample_id"])["error"].isna().all()
-    assert "1 errors" in ok.stdout
+    assert "1 errors" in ok
 
     for _, row in samples.iloc[:8].iterrows():
         (copy / "forecast" / row["image_daily"]).write_bytes(b"")

@@ -1,9 +1,9 @@
-"""Baselines → score → report through the CLI: the numbers on disk are the library's numbers."""
+"""Baselines → score → report, each stage's job in this process: the numbers on disk are the
+library's numbers."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,22 +12,18 @@ from candlebench.core.jsonl import read_jsonl
 from candlebench.tasks.forecast.metrics import compute_metrics
 
 import helpers
-from helpers import SLICE
-
-
-def cli(*args: str, cwd: Path) -> str:
-    return helpers.cli(*args, cwd_out=cwd).stdout
+from helpers import SLICE, stage
 
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     common = ["data=slice", f"out_dir={out}", "score.n_boot=200"]
-    cli("samples", *common, "task.samples.interval=15", cwd=out)
-    (out / "baseline.stdout").write_text(cli("baseline", *common, cwd=out))
+    stage("samples", *common, "task.samples.interval=15")
+    (out / "baseline.stdout").write_text(stage("baseline", *common))
     for name in ("xgboost", "momentum", "constant", "random"):
-        cli("score", *common, f"score.run={name}", cwd=out)
-    cli("report", *common, "report.compare=[[momentum,xgboost]]", cwd=out)
+        stage("score", *common, f"score.run={name}")
+    stage("report", *common, "report.compare=[[momentum,xgboost]]")
     return out
 
 
@@ -83,7 +79,7 @@ def test_each_run_says_in_the_headline_table_how_many_samples_it_left_unanswered
 def test_rerun_appends_nothing(scored):
     before = (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes()
     parts = sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir())
-    cli("baseline", "data=slice", f"out_dir={scored}", "task.baseline.names=[random]", cwd=scored)
+    stage("baseline", "data=slice", f"out_dir={scored}", "task.baseline.names=[random]")
     assert sorted((scored / "forecast" / "runs" / "random" / "parts").iterdir()) == parts
     assert (scored / "forecast" / "runs" / "random" / "responses.jsonl").read_bytes() == before
 
@@ -137,14 +133,14 @@ def test_pooled_report_of_two_markets(tmp_path):
     for market, codes in (("PSE-A", "[AC,ALI,BPI,JFC]"), ("PSE-B", "[SM,TEL,URC,MER]")):
         out = tmp_path / market
         common = ["data=slice", f"data.codes={codes}", f"data.market={market}", f"out_dir={out}", "score.n_boot=0"]
-        cli("samples", *common, "task.samples.interval=20", cwd=tmp_path)
-        cli("baseline", *common, "task.baseline.names=[momentum,constant]", cwd=tmp_path)
+        stage("samples", *common, "task.samples.interval=20")
+        stage("baseline", *common, "task.baseline.names=[momentum,constant]")
         for name in ("momentum", "constant"):
-            cli("score", *common, f"score.run={name}", cwd=tmp_path)
+            stage("score", *common, f"score.run={name}")
         runs[market] = out
     a, b = runs["PSE-A"], runs["PSE-B"]
-    cli("report", "data=slice", f"out_dir={a}", f"report.pool=[{b}]", "report.compare=[[constant,momentum]]",
-        f"report.dir={tmp_path / 'pooled'}", cwd=tmp_path)
+    stage("report", "data=slice", f"out_dir={a}", f"report.pool=[{b}]", "report.compare=[[constant,momentum]]",
+          f"report.dir={tmp_path / 'pooled'}")
     md = (tmp_path / "pooled" / "report.md").read_text()
     for market, out in runs.items():
         m = json.loads((out / "forecast" / "runs" / "momentum" / "metrics.json").read_text())

@@ -1,6 +1,9 @@
 """The captioning task end to end on the tiny fixture, offline: generated references that describe
 only what the chart shows, the three reference captioners, `candlebench import` of captions, the
-per-sample scores in parsed.parquet and the report's Table 2 / Table 3 layouts."""
+per-sample scores in parsed.parquet and the report's Table 2 / Table 3 layouts. The study is built
+by `candlebench run`; import and report run in this process. Scoring stays a command: a process
+keeps its caption scorer (METEOR's Java process, the encoders) until it ends, which a test worker
+would for the rest of its tests."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records
+from helpers import cli, records, stage
 
 COMMON = ["tasks=[caption]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100",
           "infer.generation.max_new_tokens=48"]
@@ -100,8 +103,8 @@ def test_imported_captions_score_like_the_run_that_wrote_them(run, tmp_path, env
     giant_path.write_text("".join(json.dumps({"sample_id": s, "text": t}) + "\n" for s, t in texts.items()))
     common = [*COMMON[1:], "task=caption", f"out_dir={run}"]
     started = time.monotonic()
-    cli("import", *common, f"import_file={path}", "infer.run_name=imported", env=env)
-    cli("import", *common, f"import_file={giant_path}", "infer.run_name=giant", env=env)
+    stage("import", *common, f"import_file={path}", "infer.run_name=imported", env=env)
+    stage("import", *common, f"import_file={giant_path}", "infer.run_name=giant", env=env)
     cli("score", *common, "score.run=[imported,giant]", env={**env, "HF_HUB_OFFLINE": "1"})
     assert time.monotonic() - started < 120  # a hang guard, not a speed test: it ran past 7 minutes
     a = json.loads((run / "caption" / "runs" / "shuffled" / "metrics.json").read_text())
@@ -131,7 +134,7 @@ def test_a_run_that_cannot_be_scored_is_named_and_listed_in_the_report(run, tmp_
     assert "2 run(s) not scored: caption/template:" in broken.stderr and "caption/shuffled:" in broken.stderr
     error = json.loads((out / "caption" / "runs" / "template" / "score_error.json").read_text())
     assert "no-such-encoder" in error["error"] and "Traceback" in error["traceback"]
-    cli("report", *common, env=env)
+    stage("report", *common, env=env)
     md = (out / "report" / "report.md").read_text()
     assert "runs not scored" in md and "no-such-encoder" in md
     cli("score", *common, "score.run=template", env={**env, "HF_HUB_OFFLINE": "1"})  # scored again: the record goes

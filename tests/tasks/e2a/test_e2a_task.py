@@ -1,6 +1,7 @@
 """The E2A-style task end to end through the transformers backend (tiny fixture, decoding
 constrained to the answer object), its reference responders, `candlebench import`, the Chinese
-prompt, and no look-ahead in the anchors."""
+prompt, and no look-ahead in the anchors. The study is built by `candlebench run`; the stages after
+it run in this process, but for the command whose exit and message a test reads."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records
+from helpers import cli, records, stage
 from candlebench.tasks.e2a.anchors import ANCHORS, compute_anchors
 
 COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
@@ -76,8 +77,8 @@ def test_imported_answers_score_like_the_responder_that_wrote_them(run, tmp_path
     oracle = records(run, "anchor_oracle", task="e2a")
     path = tmp_path / "answers.jsonl"
     path.write_text("".join(json.dumps({"sample_id": sid, "text": t}) + "\n" for sid, t in oracle["text"].items()))
-    cli("import", *COMMON, "task=e2a", f"out_dir={run}", f"import_file={path}", "infer.run_name=imported", env=env)
-    cli("score", *COMMON, "task=e2a", f"out_dir={run}", "score.run=imported", env=env)
+    stage("import", *COMMON, "task=e2a", f"out_dir={run}", f"import_file={path}", "infer.run_name=imported", env=env)
+    stage("score", *COMMON, "task=e2a", f"out_dir={run}", "score.run=imported", env=env)
     a = json.loads((run / "e2a" / "runs" / "anchor_oracle" / "metrics.json").read_text())
     b = json.loads((run / "e2a" / "runs" / "imported" / "metrics.json").read_text())
     assert a["all"] == b["all"] and a["modalities"] == b["modalities"]
@@ -176,11 +177,11 @@ def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_pa
 
     # Which answers are asked again is the point here, not their text: a short answer budget.
     second = ["task.method=verify", "task.revises=first", "infer.run_name=second", "infer.generation.max_new_tokens=16"]
-    cli("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('anchor_oracle')}", "infer.run_name=first", env=env)
-    assert f"{n} generated" in cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
-    assert f"0 generated, {n} already done" in cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
-    cli("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first", env=env)
-    again = cli("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env).stdout
+    stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('anchor_oracle')}", "infer.run_name=first", env=env)
+    assert f"{n} generated" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
+    assert f"0 generated, {n} already done" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
+    stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first", env=env)
+    again = stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
     # Exactly the answers that changed are asked again (the contrarian holds where the oracle does).
     changed = int((records(out, "anchor_oracle", task="e2a")["text"] != records(out, "contrarian", task="e2a")["text"]).sum())
     assert 0 < changed < n
