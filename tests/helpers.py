@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
+import pytest
 
 from hypothesis import strategies as st
 
@@ -69,19 +70,14 @@ def start(*args: str, env: dict | None = None, cwd_out: Path | None = None, envi
 
 @contextmanager
 def environment(env: dict | None) -> Iterator[None]:
-    """``env``'s variables in os.environ for the block, each restored after (as monkeypatch.setenv's):
+    """``env``'s variables in os.environ for the block, each restored after (pytest.MonkeyPatch):
     what a job reads while it runs (CANDLEBENCH_CACHE, which the config resolves), not what a module
     read when this process imported it (HF_HUB_OFFLINE): that needs a command of its own (:func:`cli`)."""
-    changed = {k: os.environ.get(k) for k, v in (env or {}).items() if k not in VOLATILE and os.environ.get(k) != v}
-    os.environ.update({k: env[k] for k in changed})
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        for k, v in (env or {}).items():
+            if k not in VOLATILE:
+                patch.setenv(k, v)
         yield
-    finally:
-        for k, was in changed.items():
-            if was is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = was
 
 
 def stage(name: str, *overrides: str, env: dict | None = None) -> str:

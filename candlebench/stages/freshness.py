@@ -42,7 +42,7 @@ from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples, text_column
-from candlebench.rendering.render import RenderSettings, collect_manifest, input_column
+from candlebench.rendering.render import MANIFEST_COLUMNS, RenderSettings, collect_manifest, input_column
 from candlebench.tasks import get_task
 from candlebench.tasks.base import FirstPassAnswer, Task
 
@@ -159,7 +159,7 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
     inputs = task.inputs(setup.settings)
     needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
     if not needed:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
-        return pd.DataFrame(columns=["sample_id", "freq", "sha256"])
+        return pd.DataFrame(columns=MANIFEST_COLUMNS)
     missing = [c for c in needed if c not in samples]
     if missing or not paths.manifest.exists():
         raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
