@@ -11,7 +11,7 @@ import pytest
 
 from omegaconf import OmegaConf
 
-from helpers import ROOT, SLICE, cli
+from helpers import ROOT, SLICE
 from candlebench.market.adjustment import NO_FACTOR_REASON
 from candlebench.market.data_source import input_files
 from candlebench.market.market import MarketDataError, load_market
@@ -269,7 +269,7 @@ def test_bad_adjustment_factor_is_a_defect(clean, tmp_path):
         bars(tmp_path / "f.csv")
 
 
-def test_data_check_summarises_one_line_per_defect_kind(clean, tmp_path):
+def test_data_check_summarises_one_line_per_defect_kind(clean, tmp_path, capsys):
     """1,500 rows with the same defect read as one line with its count and first lines."""
     bad = clean.copy()
     many = bad.index[bad["code"] == "TEL"][:1500]
@@ -284,5 +284,7 @@ def test_data_check_summarises_one_line_per_defect_kind(clean, tmp_path):
     tel = next(line for line in lines if "close outside" in line)
     first_line = many[0] + 2
     assert f"{len(many)} rows" in tel and f"line {first_line}" in tel and "TEL" in tel and str(path) in tel
-    done = cli("data", "check", "data=csv", f"data.path={path}", "data.on_defect=drop", check=True)
-    assert f"close outside [low, high]: {len(many)} rows" in done.stdout and "negative volume: 2 rows" in done.stdout
+    # The job `candlebench data check` runs, in process: the unit tier starts no command.
+    data_check(OmegaConf.create({"data": OmegaConf.merge(OmegaConf.load(CSV_CONFIG), {"path": str(path), "on_defect": "drop"})}))
+    out = capsys.readouterr().out
+    assert f"close outside [low, high]: {len(many)} rows" in out and "negative volume: 2 rows" in out
