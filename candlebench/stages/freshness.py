@@ -156,10 +156,10 @@ def charts(cfg: DictConfig) -> Freshness:
 def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> pd.DataFrame:
     """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
     setup = task_setup(cfg)
+    if setup.draws_nothing:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
+        return pd.DataFrame(columns=MANIFEST_COLUMNS)
     inputs = task.inputs(setup.settings)
     needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
-    if not needed:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
-        return pd.DataFrame(columns=MANIFEST_COLUMNS)
     missing = [c for c in needed if c not in samples]
     if missing or not paths.manifest.exists():
         raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
