@@ -40,8 +40,8 @@ from candlebench.report_server import view_command
 from candlebench.sweep import SweepError
 from candlebench.inference.backends import BACKEND_REQUIRES
 from candlebench.inference.runner import RunAborted
-from candlebench.tasks import get_task, store_configs
-from candlebench.tasks import names as task_names
+from candlebench.task_api.registry import get_task, store_configs
+from candlebench.task_api.registry import names as task_names
 
 
 @dataclass(frozen=True)

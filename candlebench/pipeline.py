@@ -7,12 +7,12 @@ from __future__ import annotations
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from candlebench import tasks as registry
+from candlebench.task_api import registry
 from candlebench.core.overrides import without_keys
 from candlebench.stages.graph import Job, ModelVariant, check_jobs, compose_config, plan, run_stage
 from candlebench.inference.backends import check_weights
 from candlebench.inference.models import ModelSpec
-from candlebench.tasks.base import PassError
+from candlebench.task_api.base import PassError
 
 
 def user_overrides(skip_prefix: str | None = None) -> list[str]:

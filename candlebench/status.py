@@ -17,8 +17,8 @@ from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
-from candlebench.tasks import get_task
-from candlebench.tasks.base import Task
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import Task
 
 
 def _shards_of(layout: Layout) -> int:

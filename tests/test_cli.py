@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from candlebench.tasks import names as task_names
+from candlebench.task_api.registry import names as task_names
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples
 
 from helpers import CANDLEBENCH, SLICE, cli

@@ -7,7 +7,7 @@ import pytest
 
 from helpers import ROOT, SLICE
 
-EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "candlebench" / "conf" / "experiment").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

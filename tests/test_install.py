@@ -63,5 +63,5 @@ def test_an_installed_copy_runs_a_study_outside_the_checkout(installed, tmp_path
         assert done.returncode == 0, (stage, done.stderr[-3000:])
     page = (tmp_path / "study" / "report" / "report.html").read_text()
     # The sample browser's script and style come from the package's data files.
-    script = (ROOT / "scoring" / "browser.js").read_text().splitlines()[0]
+    script = (ROOT / "candlebench" / "scoring" / "browser.js").read_text().splitlines()[0]
     assert script in page and "momentum" in page

@@ -18,7 +18,7 @@ import pytest
 
 from fixtures.forked_cli import Started
 from helpers import SLICE, cli, records, run_dir, start
-from candlebench.tasks import names as task_names
+from candlebench.task_api.registry import names as task_names
 
 BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=90", "render.workers=1"]
 

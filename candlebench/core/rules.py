@@ -1,7 +1,7 @@
 """Config rules as a table: (key, test, what is allowed), so a bad value is a one-line error naming
 the key, the value and what is allowed. The shared stages check theirs (candlebench.stages.validate);
 a task's keys are checked by its settings dataclass, whose fields declare these tests
-(candlebench.tasks.settings). A key absent from the config is not checked."""
+(candlebench.task_api.settings). A key absent from the config is not checked."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from candlebench.stages.parsed import finalize_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.tasks import get_task
-from candlebench.tasks.base import NoAnswer
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import NoAnswer
 
 NO_ANSWER = "no prediction"
 

@@ -43,8 +43,8 @@ from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples, text_column
 from candlebench.rendering.render import MANIFEST_COLUMNS, RenderSettings, collect_manifest, input_column
-from candlebench.tasks import get_task
-from candlebench.tasks.base import FirstPassAnswer, Task
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import FirstPassAnswer, Task
 
 
 @dataclass(frozen=True)

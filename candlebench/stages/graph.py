@@ -45,8 +45,8 @@ from candlebench.stages.report import report
 from candlebench.stages.samples import samples
 from candlebench.stages.score import score
 from candlebench.stages.validate import validate
-from candlebench.tasks import get_task, store_configs
-from candlebench.tasks import names as task_names
+from candlebench.task_api.registry import get_task, store_configs
+from candlebench.task_api.registry import names as task_names
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from candlebench.inference.chat import reasoning_in_text
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 
 REQUIRED = ("sample_id", "text")
 # What json.loads makes of an unpaired "\ud800" escape (a pair becomes one character).

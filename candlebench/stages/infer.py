@@ -27,8 +27,8 @@ from candlebench.inference.run_info import RunInfo
 from candlebench.inference.runner import Request, run_requests
 from candlebench.rendering.inputs import TEXT_INPUT, read_samples, text_column
 from candlebench.rendering.model_input import fit_size
-from candlebench.tasks import get_task
-from candlebench.tasks.base import Task
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import Task
 
 
 def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:

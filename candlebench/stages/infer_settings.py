@@ -13,7 +13,7 @@ from candlebench.inference.run_info import RunInfo
 from candlebench.inference.runner import RunSettings, Shard, default_gil_switch_ms
 from candlebench.rendering.model_input import ImagePolicy
 from candlebench.stages.task_setup import task_setup
-from candlebench.tasks.base import Task
+from candlebench.task_api.base import Task
 
 
 def generation_spec(cfg: DictConfig, task: Task, model: ModelSpec) -> GenerationSpec:

@@ -22,7 +22,7 @@ from candlebench.core.layout import RunPaths
 from candlebench.core.results import Parsed
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
-from candlebench.tasks.base import Task
+from candlebench.task_api.base import Task
 
 GENERIC = ("answer", "tier", "reason", "error", "text", "prompt", "charts")
 

@@ -25,8 +25,8 @@ from candlebench.rendering.inputs import read_samples
 from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
 from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
 from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run, with_answered, write_report
-from candlebench.tasks import get_task, names as task_names
-from candlebench.tasks.base import Task, extent
+from candlebench.task_api.registry import get_task, names as task_names
+from candlebench.task_api.base import Task, extent
 
 
 class StaleScores(UserError, FileNotFoundError):

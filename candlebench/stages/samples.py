@@ -12,7 +12,7 @@ from candlebench.core.layout import task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
 from candlebench.stages.task_setup import task_setup
-from candlebench.tasks.base import SAMPLE_KEYS, extent
+from candlebench.task_api.base import SAMPLE_KEYS, extent
 
 
 def data_prepare(cfg: DictConfig) -> None:

@@ -25,8 +25,8 @@ from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.tasks import get_task
-from candlebench.tasks.base import ScoreSettings, Task
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import ScoreSettings, Task
 
 
 def score_settings(cfg: DictConfig) -> ScoreSettings:

@@ -8,7 +8,7 @@ import difflib
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from candlebench import tasks as registry
+from candlebench.task_api import registry
 from candlebench.core.rules import ConfigError
 
 

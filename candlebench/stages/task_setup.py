@@ -10,9 +10,9 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from candlebench.rendering.render import render_settings
-from candlebench.tasks import get_task
-from candlebench.tasks.base import Task, TaskContext
-from candlebench.tasks.settings import TaskSettings
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import Task, TaskContext
+from candlebench.task_api.settings import TaskSettings
 
 
 @dataclass(frozen=True)

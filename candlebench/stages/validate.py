@@ -3,7 +3,7 @@ the value and what is allowed — not a traceback after the model loaded, nor a 
 nothing and exits 0.
 
 The shared stages' rules are a table (candlebench.core.rules); the task's keys are checked by its
-settings dataclass (``Task.settings``, candlebench.tasks.settings), built here once for the job. A
+settings dataclass (``Task.settings``, candlebench.task_api.settings), built here once for the job. A
 key that is absent from the config (a backend without that block) is not checked.
 """
 
@@ -16,7 +16,7 @@ from candlebench.core.rules import (ConfigError, Rule, check, check_early, integ
 from candlebench.market.market import OnDefect
 from candlebench.inference.backends.server_http import http_url
 from candlebench.rendering.render import COLOR_CONVENTIONS, RENDERERS
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 
 __all__ = ["ConfigError", "validate"]
 

@@ -61,7 +61,7 @@ def test_a_template_that_opens_the_reasoning_block_itself_gets_a_budget_and_its_
     import pandas as pd
 
     from helpers import cli, records, run_dir
-    from candlebench.tasks.base import REASONING_CUT
+    from candlebench.task_api.base import REASONING_CUT
 
     fixture = Path(env["CANDLEBENCH_CACHE"]) / "fixtures" / "tiny_qwen2_5_vl"
     infer(workspace, env, "plain", "model=tiny_qwen2_5_vl")  # builds the fixture if this worker has not

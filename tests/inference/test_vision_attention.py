@@ -198,7 +198,7 @@ def test_the_choice_is_part_of_the_run_key_and_checked(qwen_dir):
     assert spec(qwen_dir, "varlen", ()).identity() == spec(qwen_dir, "varlen").identity()
     assert ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": []})).vision_speedups == ()
     # the configs' default is the code's
-    defaults = OmegaConf.load(ROOT / "conf" / "model" / "_defaults.yaml")
+    defaults = OmegaConf.load(ROOT / "candlebench" / "conf" / "model" / "_defaults.yaml")
     assert tuple(defaults.vision_speedups) == DEFAULT_SPEEDUPS
     with pytest.raises(ValueError, match=r"model.vision_speedups: unknown \['cuda_graphs'\]"):
         ModelSpec.from_config(OmegaConf.create({"name": "x", "path": "y", "vision_speedups": ["grid_cache", "cuda_graphs"]}))

@@ -178,7 +178,7 @@ def test_yahoo_adj_close_is_rebased_to_the_first_bar(clean, tmp_path):
 
 
 YAHOO = ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
-CSV_CONFIG = ROOT / "conf" / "data" / "csv.yaml"
+CSV_CONFIG = ROOT / "candlebench" / "conf" / "data" / "csv.yaml"
 
 
 def _yahoo_download(clean: pd.DataFrame, code: str, adj: pd.Series | None) -> pd.DataFrame:

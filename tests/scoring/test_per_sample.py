@@ -12,7 +12,7 @@ from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
 from candlebench.scoring.per_sample import Measure, MissingScores, PerSample
 from candlebench.scoring.report import scored_run
-from candlebench.tasks.base import ScoreSettings, Task
+from candlebench.task_api.base import ScoreSettings, Task
 
 pytestmark = pytest.mark.unit
 

@@ -359,11 +359,11 @@ def test_samples_without_dates_or_stocks_get_no_such_column_or_filter(browser, e
     without empty parts; a study of stocks and dates keeps both (the tests above)."""
     from selenium.webdriver.common.by import By
 
-    from candlebench import tasks
+    from candlebench.task_api import registry as tasks
     from candlebench.stages.graph import run_stage
     from helpers import ROOT
 
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(ROOT / "docs" / "example_task")])
+    monkeypatch.setenv("CANDLEBENCH_TASKS", str(ROOT / "docs" / "example_task"))
     monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
     common = ["task=candle", "task.samples.n=6", f"out_dir={tmp_path}"]
     for stage in ("samples", "render", "baseline"):

@@ -69,7 +69,7 @@ def _caption_metrics(bleu: float) -> dict:
     ("caption", _caption_metrics, "Table 2 layout"),
 ])
 def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables(task, metrics, first_paper_table, tmp_path):
-    from candlebench.tasks import get_task
+    from candlebench.task_api.registry import get_task
 
     runs = [RunMetrics("base", "base", metrics(0.1)), RunMetrics("tuned", "tuned", metrics(0.3))]
     sections = get_task(task).report(runs, {"base → tuned": {"n": 9}}, [])
@@ -86,7 +86,7 @@ def test_each_task_opens_on_its_headline_then_comparisons_then_the_papers_tables
 
 
 def test_the_e2a_and_caption_sections_draw_their_own_charts():
-    from candlebench.tasks import get_task
+    from candlebench.task_api.registry import get_task
 
     runs = [RunMetrics("a", "a", _e2a_metrics(0.2))]
     assert {"e2a_frontier", "e2a_modalities"} <= set(get_task("e2a").report(runs, {}, [])[0].plots)
@@ -109,7 +109,7 @@ def test_plots_with_nothing_labelled_are_drawn_without_a_legend_or_a_warning():
 def test_references_sit_last_unstarred_and_every_dash_says_why():
     """The caption describer scores 1.0 everywhere by construction: a ceiling, shown apart and never
     the best; a forecast IC that no date could give ("–") is explained under the table."""
-    from candlebench.tasks import get_task
+    from candlebench.task_api.registry import get_task
     from candlebench.tasks.caption import report as caption
     from candlebench.tasks.forecast import report as forecast_report
 

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from candlebench.scoring.report import RunMetrics, scored_run
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 from candlebench.tasks.forecast.metrics import compute_metrics
 
 from plot_checks import problems

@@ -25,7 +25,7 @@ from candlebench.stages.task_setup import task_setup
 from candlebench.stages.score import score_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.rendering.inputs import read_samples
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 from helpers import SLICE
 
 COMMON = ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=180", "render.workers=1",

@@ -162,7 +162,7 @@ def test_imported_reasoning_answers_cut_by_their_budget_are_flagged_as_in_proces
     """An answer of a model whose chat template opens <think> itself (reasoning_opened), or whose
     reasoning came apart (reasoning, no answer after it): recorded inside the block, as in process,
     so the parser flags the cut instead of reading 0.12 out of the reasoning (in process)."""
-    from candlebench.tasks.base import REASONING_CUT
+    from candlebench.task_api.base import REASONING_CUT
 
     a, b, c, d = (r["sample_id"] for r in _responses(scored)[:4])
     thought = "The close rose 5% and the score is 0.12 because"

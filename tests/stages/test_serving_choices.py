@@ -13,7 +13,7 @@ from candlebench.inference.backends.base import Media
 from candlebench.inference.backends.vllm import mm_limits
 from candlebench.inference.chat import chat_text
 from candlebench.rendering.model_input import fit_size
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 
 from helpers import SLICE
 

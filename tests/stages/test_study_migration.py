@@ -15,7 +15,7 @@ import pytest
 from candlebench.core.schema import NewerSchema
 from candlebench.stages.graph import run_stage
 from candlebench.rendering.render import read_manifest
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 from helpers import DATA_DIR
 
 STUDY = DATA_DIR / "study_main_8cea46e"

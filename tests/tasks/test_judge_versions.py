@@ -11,7 +11,7 @@ import pytest
 from candlebench.core.io import fingerprint
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import compose_config
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 from helpers import TESTS
 
 pytestmark = pytest.mark.unit

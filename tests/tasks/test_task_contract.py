@@ -1,23 +1,23 @@
-"""What every registered task promises the shared stages (tasks/base.py), checked over
-``candlebench.tasks.names()``: the shipped tasks, the toy task of tests/toy_tasks and the example
+"""What every registered task promises the shared stages (task_api/base.py), checked over
+``candlebench.task_api.registry.names()``: the shipped tasks, the toy task of tests/toy_tasks and the example
 task of docs/development.md, so a task added as a folder is checked with no line added here."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from candlebench import tasks
+from candlebench.task_api import registry as tasks
 from candlebench.core.results import MAX_TEXT_CHARS, Parsed
 from candlebench.stages.graph import compose_config
 from candlebench.stages.task_setup import task_setup
-from candlebench.tasks.base import Column, Inputs, Task
-from candlebench.tasks.settings import TaskSettings
+from candlebench.task_api.base import Column, Inputs, Task
+from candlebench.task_api.settings import TaskSettings
 from helpers import ROOT, TESTS
 
 pytestmark = pytest.mark.unit
@@ -33,13 +33,12 @@ HOSTILE = (None, "", " \n\t", "\x85", "\ud800", "a\ud800b", "\x00", "{", '{"answ
 
 @pytest.fixture(scope="module")
 def registry():
-    """Every task: the registry's path with the toy and example folders joined, as the env var does."""
-    before = list(tasks.__path__)
-    tasks.__path__.extend(str(p) for p in JOINED if str(p) not in tasks.__path__)
-    names = tasks.names()
-    assert {"toy", "candle"} <= set(names), names
-    yield {name: tasks.get_task(name) for name in names}
-    tasks.__path__[:] = before
+    """Every task: the shipped ones with the toy and example folders joined through CANDLEBENCH_TASKS."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CANDLEBENCH_TASKS", os.pathsep.join(str(p) for p in JOINED))
+        names = tasks.names()
+        assert {"toy", "candle"} <= set(names), names
+        yield {name: tasks.get_task(name) for name in names}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +92,7 @@ def test_every_task_compares_and_reports_its_runs(registry):
 
 def test_config_yaml_loads_and_composes(registry, configs, setups):
     def check(name, task):
-        folder = next((Path(p) / name for p in tasks.__path__ if (Path(p) / name / "task.py").exists()), None)
+        folder = tasks._folders().get(name)
         if folder is not None:  # not a task registered in code
             assert OmegaConf.load(folder / "config.yaml").name == name, "config.yaml's name is not its folder's"
         cfg = configs[name]

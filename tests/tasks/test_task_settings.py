@@ -1,4 +1,4 @@
-"""Typed task settings (candlebench.tasks.settings): each task's config.yaml and its settings
+"""Typed task settings (candlebench.task_api.settings): each task's config.yaml and its settings
 dataclass hold the same keys, and the dataclass is built and checked once, frozen, with one-line
 errors naming the key, the value and what is allowed."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from candlebench import tasks
+from candlebench.task_api import registry as tasks
 from candlebench.core.rules import ConfigError
 from candlebench.stages.graph import compose_config
 from candlebench.stages.task_setup import task_setup
-from candlebench.tasks import get_task
+from candlebench.task_api.registry import get_task
 from helpers import TESTS
 
 pytestmark = pytest.mark.unit
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture()
 def with_toy(monkeypatch):
-    """The toy task (tests/toy_tasks) on the registry's path, as CANDLEBENCH_TASKS puts it there."""
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(TESTS / "toy_tasks")])
+    """The toy task (tests/toy_tasks) joined through CANDLEBENCH_TASKS."""
+    monkeypatch.setenv("CANDLEBENCH_TASKS", str(TESTS / "toy_tasks"))
     return tasks.names()
 
 

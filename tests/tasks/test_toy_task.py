@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from candlebench import tasks
+from candlebench.task_api import registry as tasks
 from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
 from candlebench.status import report_lines
@@ -18,8 +18,8 @@ from helpers import ROOT, TESTS, verdicts
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
-    """The toy folder on the registry's path, as CANDLEBENCH_TASKS puts it there."""
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(TESTS / "toy_tasks")])
+    """The toy folder joined through CANDLEBENCH_TASKS."""
+    monkeypatch.setenv("CANDLEBENCH_TASKS", str(TESTS / "toy_tasks"))
     return tmp_path
 
 
@@ -73,7 +73,7 @@ def test_a_task_of_its_own_samples_without_market_keys_runs_every_stage(tmp_path
     """The example task of docs/development.md: samples with no market, code or cutoff and no input
     to draw; every stage copes, and its comparison, report and browser rows are the defaults of its
     per-sample scores."""
-    monkeypatch.setattr(tasks, "__path__", [*tasks.__path__, str(ROOT / "docs" / "example_task")])
+    monkeypatch.setenv("CANDLEBENCH_TASKS", str(ROOT / "docs" / "example_task"))
     monkeypatch.setenv("CANDLEBENCH_CACHE", env["CANDLEBENCH_CACHE"])
     common = ["task=candle", "task.samples.n=8", f"out_dir={tmp_path}", "render.workers=1", "infer.batch_size=4"]
     for stage in ("samples", "render", "baseline", "infer"):

@@ -18,8 +18,8 @@ import pandas as pd
 from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import integer
 from candlebench.scoring.per_sample import Measure, PerSample
-from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
-from candlebench.tasks.settings import TaskSettings, setting
+from candlebench.task_api.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.task_api.settings import TaskSettings, setting
 
 ANSWER = re.compile(r"\b(bullish|bearish|doji)\b(?:\W+([-+]?\d+(?:\.\d+)?)\s*%)?", re.I)
 

@@ -119,8 +119,8 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
     from candlebench.stages.graph import compose_config
     from helpers import SLICE
     from candlebench.inference.backends.server import generation_of
-    from candlebench.tasks import get_task
-    from candlebench.tasks.base import REASONING_CUT
+    from candlebench.task_api.registry import get_task
+    from candlebench.task_api.base import REASONING_CUT
 
     parse = get_task(task).parser(get_task(task).settings(compose_config([f"data.path={SLICE}", f"task={task}"]).task))
     thought = "The close rose 5%, so I would BUY; the score is 0.12 and"

@@ -156,7 +156,7 @@ def test_paired_caption_comparison_on_per_sample_scores():
     import pandas as pd
 
     from candlebench.core.results import RunAnswers
-    from candlebench.tasks.base import ScoreSettings
+    from candlebench.task_api.base import ScoreSettings
     from candlebench.tasks.caption.compare import MissingScores, compare_captions
     from candlebench.tasks.caption.metrics import PER_SAMPLE
 

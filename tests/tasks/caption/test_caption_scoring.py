@@ -172,7 +172,7 @@ def test_a_chinese_caption_has_a_real_length():
 def test_a_caption_cut_while_reasoning_is_no_caption_and_says_so():
     """A closed reasoning block is not the caption; an unclosed one (the budget ran out while the model
     thought, or the template opened it) leaves only what came before it, and here that is nothing."""
-    from candlebench.tasks.base import REASONING_CUT
+    from candlebench.task_api.base import REASONING_CUT
     from candlebench.tasks.caption.task import TASK
     from helpers import setup_of
 

@@ -310,7 +310,7 @@ def test_stock_bootstrap_and_paired_comparison():
 
 def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
     from candlebench.stages.graph import compose_config
-    from candlebench.tasks.base import FirstPassAnswer
+    from candlebench.task_api.base import FirstPassAnswer
     from candlebench.tasks.e2a.verify import verify_prompt
 
     words = compose_config(["task=e2a"]).task.verify.en

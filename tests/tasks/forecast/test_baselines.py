@@ -355,7 +355,7 @@ def _defaults() -> dict:
     """The xgboost block of tasks/forecast/config.yaml, as `candlebench baseline` passes it."""
     from omegaconf import OmegaConf
 
-    conf = OmegaConf.load(ROOT / "tasks" / "forecast" / "config.yaml")
+    conf = OmegaConf.load(ROOT / "candlebench" / "tasks" / "forecast" / "config.yaml")
     return OmegaConf.to_container(conf.baseline.params.xgboost)
 
 
@@ -367,7 +367,7 @@ def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
     """5 stocks, 18 months before task.samples.start, the shipped defaults: every test sample is answered
     (training on every trading day); on the test grid alone (train_stride = task.samples.interval, the
     former rule) none is, and each says why."""
-    from candlebench.tasks.base import NoAnswer
+    from candlebench.task_api.base import NoAnswer
     from candlebench.tasks.forecast.task import TASK
 
     cal = short_market.calendar
@@ -471,7 +471,7 @@ def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market
 
 def test_momentum_says_why_a_sample_has_no_answer(samples, slice_market):
     """A lookback reaching before the data: those samples are NoAnswer with the reason, the rest scores."""
-    from candlebench.tasks.base import NoAnswer
+    from candlebench.task_api.base import NoAnswer
     from candlebench.tasks.forecast.task import TASK
 
     answers = TASK.baselines["momentum"](samples, slice_market, _window_config(None), lookback=400)

@@ -215,7 +215,7 @@ def test_release_split_is_the_same_comparison_on_each_side_of_the_date() -> None
 
 def test_task_splits_at_the_later_release_only() -> None:
     from candlebench.core.results import RunAnswers
-    from candlebench.tasks.base import ScoreSettings
+    from candlebench.task_api.base import ScoreSettings
     from candlebench.tasks.forecast.task import TASK
 
     a, b = two_runs()

@@ -545,11 +545,11 @@ def test_reasoning_models_get_a_budget_that_fits():
     from hydra import compose, initialize_config_dir
 
     from candlebench.core.paths import register_resolvers
-    from candlebench.tasks import store_configs
+    from candlebench.task_api.registry import store_configs
 
     register_resolvers()
     store_configs()  # each task's config.yaml, as every candlebench command registers them
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(ROOT / "candlebench" / "conf"), version_base=None):
         budget = {m: compose("config", overrides=[f"model={m}"]).infer.generation.max_new_tokens
                   for m in ("qwen2_5_vl_7b", "pyfi_qwenvl_7b_cot", "pyfi_qwenvl_3b_cot", "qwen3_vl_8b_thinking")}
         forced = compose("config", overrides=["model=pyfi_qwenvl_7b_cot", "infer.generation.max_new_tokens=64"])

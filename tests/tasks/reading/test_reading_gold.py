@@ -18,7 +18,7 @@ from reading_facts import sheet  # noqa: E402
 from reading_gold import answers, problems  # noqa: E402
 
 from candlebench.core.io import fingerprint  # noqa: E402
-from candlebench.tasks import get_task  # noqa: E402
+from candlebench.task_api.registry import get_task  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

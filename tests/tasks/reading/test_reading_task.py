@@ -18,8 +18,8 @@ from candlebench.core.results import RunAnswers
 from candlebench.market.market import load_market
 from helpers import SLICE, setup_of
 from candlebench.scoring.report import Dataset, scored_run, with_answered
-from candlebench.tasks import get_task
-from candlebench.tasks.base import ScoreSettings
+from candlebench.task_api.registry import get_task
+from candlebench.task_api.base import ScoreSettings
 from candlebench.tasks.forecast.samples import SampleSpec, cutoff_dates
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.compare import compare_runs

