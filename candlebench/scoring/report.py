@@ -155,10 +155,12 @@ def on_cell(rgba) -> str:
 
 
 def legend(ax) -> None:
-    """The legend of what is labelled on ``ax``; none where nothing is (a study whose runs have no IC
-    per date or no horizon), where matplotlib's would only warn "No artists with labels"."""
+    """The legend of what is labelled on ``ax``, beside the axes: inside them, wherever matplotlib
+    finds room, it covered lines of the IC-per-date plot and a CI whisker of the mean-and-median
+    bars. None where nothing is labelled (a study whose runs have no IC per date or no horizon),
+    where matplotlib's would only warn "No artists with labels"."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
 
 
 def figure(draw: Callable[[Any], None], size=(8, 4), panels: int | tuple[int, int] = 1) -> bytes:
