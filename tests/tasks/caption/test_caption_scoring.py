@@ -198,3 +198,17 @@ def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp
     _, _, f1 = BERTScorer(model_type=default_encoder(), num_layers=3, device="cpu").score(CANDS, REFS)
     assert np.allclose(per["bertscore_f1"], f1.numpy(), atol=1e-4) and not np.allclose(per["bertscore_f1"], base["bertscore_f1"])
     assert np.array_equal(per["cos"], base["cos"])
+
+
+def test_a_replacement_character_is_tokenized_as_the_ptb_tokenizer_would_and_nothing_is_said(scorer, capfd):
+    """Java's "Untokenizable: � (U+FFFD)" on caption scoring alarmed users: the tokenizer deletes the
+    character and ends the token before it; a space does the same without the warning."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    texts = ["Prices rose\ufffd sharply.", "a\ufffdb and \ufffd\ufffd c", "\ufffd"]
+    capfd.readouterr()
+    ours = scorer.tokenize(texts)
+    assert "Untokenizable" not in capfd.readouterr().err
+    direct = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})
+    assert "Untokenizable" in capfd.readouterr().err  # what it says without the space
+    assert ours == [direct[i][0] for i in range(len(texts))]
