@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +171,31 @@ def first_task(command: Command, given: set[str], args: list[str]) -> list[str]:
     return [f"task={first}"] if first in task_names() else []  # an unknown one: the registry names it
 
 
+# What a command writes into a study before its work: Hydra's log folder and the resolved configs.
+BEFORE_WORK = frozenset({"logs", "configs"})
+
+
+def forget_empty_study(out: Path, since: float) -> None:
+    """After a failed command: the study folder it made holding nothing but what it wrote before
+    its work (its logs and configs) goes, so a typo (``data.path=nosuch.csv``) leaves no
+    ``outputs/nosuch`` that `status` then reads as a study with no samples yet. Anything older
+    than the command, or any other file, keeps the folder as it is."""
+    try:
+        entries = list(out.iterdir())
+        files = [p for e in entries for p in e.rglob("*") if not p.is_dir()]
+        ours = all(e.name in BEFORE_WORK and e.is_dir() for e in entries) and all(
+            p.lstat().st_mtime >= since - 1 for p in files)  # 1 s: file systems with coarse timestamps
+    except OSError:
+        return
+    if entries and ours:
+        for entry in entries:
+            shutil.rmtree(entry, ignore_errors=True)
+        try:
+            out.rmdir()  # only now empty; never a folder with anything of the user's in it
+        except OSError:
+            pass
+
+
 def fail(message: str) -> None:
     # Inside a SLURM task submitit must see an exception it can pickle back to the sweep (it would
     # wait and then report a lost job for SystemExit); on a terminal, a message and exit code 1.
@@ -231,12 +258,12 @@ def main(argv: list[str] | None = None) -> None:
     # hydra.main reads sys.argv; give it only the overrides and Hydra's flags, and name the job after the command.
     sys.argv = [f"candlebench {name}", f"hydra.job.name={job_name}", *overrides, *flags]
 
-    started = []
+    started, since = [], time.time()
 
     def run(cfg: DictConfig) -> None:
         started.append(True)
         try:
-            apply_task_overrides(cfg)
+            apply_task_overrides(cfg, overrides)
             check_extras(name, command, cfg)
             validate(cfg)
             if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs
@@ -245,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         except (UserError, MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
+            forget_empty_study(Path(str(cfg.out_dir)), since)
             fail(f"error: {err}")
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: every stage resumes from what it wrote, so no traceback is owed.

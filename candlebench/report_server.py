@@ -71,6 +71,8 @@ def view_command(args: list[str]) -> None:
     parser.add_argument("out_dir", type=Path, help="the study's out_dir (its report in report/) or a report folder")
     parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free one; default 8000)")
     ns = parser.parse_args(args)
+    if not 0 <= ns.port <= 65535:  # bind() raises OverflowError for these: a traceback, not an OSError
+        raise SystemExit(f"error: --port {ns.port}: must be 0-65535 (0: any free one)")
     try:
         served = serve(ns.out_dir, ns.port)
     except (NoReport, OSError) as err:

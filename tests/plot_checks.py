@@ -1,7 +1,7 @@
 """What a reader of a report's plot trips over, checked on the matplotlib figure itself: text cut off
 by the figure's edge or spilling out of its axes, labels drawn over each other (their rendered
-bounding boxes), numbers on coloured cells below WCAG's 4.5 : 1 contrast, and a panel with nothing
-to show that does not say why."""
+bounding boxes), a legend over the data (a line, a bar, an error whisker), numbers on coloured
+cells below WCAG's 4.5 : 1 contrast, and a panel with nothing to show that does not say why."""
 
 from __future__ import annotations
 
@@ -87,6 +87,28 @@ def _has_data(ax) -> bool:
     return bool(lines or bars or points or images)
 
 
+def _covered(ax, box) -> list[str]:
+    """What of the data a legend's box ``box`` lies over: a line (its path, not only its points), a
+    bar, an error whisker (a LineCollection)."""
+    hit = []
+    for line in ax.lines:
+        path = line.get_path().transformed(line.get_transform())
+        if line.get_linestyle() in ("None", "none", "", " "):  # markers only (a whisker's caps): their points
+            over = any(box.contains(x, y) for x, y in path.vertices if np.isfinite([x, y]).all())
+        else:
+            over = path.intersects_bbox(box, filled=False)
+        if line.get_gid() != "reference" and over:
+            hit.append(f"line {line.get_label()!r}")
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle) and patch.get_window_extent().overlaps(box) and abs(patch.get_height() * patch.get_width()) > 0:
+            hit.append(f"bar {patch.get_label()!r}")
+    for coll in ax.collections:
+        if type(coll).__name__ == "LineCollection" and any(
+                p.transformed(coll.get_transform()).intersects_bbox(box, filled=False) for p in coll.get_paths()):
+            hit.append("error whisker")
+    return sorted(set(hit))
+
+
 def problems(fig) -> list[str]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -108,6 +130,9 @@ def problems(fig) -> list[str]:
                                  "on its cell, under 4.5")
         if ax.get_visible() and not _has_data(ax) and not [t for t in ax.texts if _shown(t)]:
             found.append(f"axes {n} ({ax.get_title()!r}) has nothing to show and does not say why")
+    for n, ax in enumerate(fig.axes):
+        if ax.get_legend() is not None and ax.get_visible():
+            found += [f"axes {n} legend covers its {what}" for what in _covered(ax, ax.get_legend().get_window_extent(renderer))]
     for (wa, a), (wb, b) in itertools.combinations(shown, 2):
         overlap = boxes[id(a)].intersection(boxes[id(a)], boxes[id(b)])
         if overlap is not None and overlap.width > SLACK_PX and overlap.height > SLACK_PX:

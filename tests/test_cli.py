@@ -154,6 +154,20 @@ def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path):
         "error: cannot write /proc/candlebench-test: No such file or directory; out_dir must be a folder you can create and write")
 
 
+def test_a_failed_command_leaves_no_study_folder_and_status_names_it_missing(tmp_path):
+    """A typo'd data file once left outputs/nosuch/{logs,configs}, and `status` then said "no
+    samples yet"; a study with work in it keeps everything after a failed command."""
+    done = run("samples", "data=csv", f"data.path={tmp_path / 'nosuch.csv'}", cwd=tmp_path)
+    assert done.returncode != 0 and "nosuch.csv" in done.stderr
+    assert not (tmp_path / "outputs" / "nosuch").exists(), list((tmp_path / "outputs").rglob("*"))
+    status = run("status", "outputs/nosuch", cwd=tmp_path)
+    assert status.returncode != 0 and "outputs/nosuch: no such directory" in status.stderr
+    kept = tmp_path / "kept"
+    (kept / "forecast").mkdir(parents=True)
+    done = run("samples", "data=csv", f"data.path={tmp_path / 'nosuch.csv'}", f"out_dir={kept}", cwd=tmp_path)
+    assert done.returncode != 0 and (kept / "forecast").is_dir() and (kept / "logs").is_dir()
+
+
 @pytest.mark.unit
 def test_a_users_data_file_is_a_study_folder_of_its_own():
     """Two files no longer share outputs/csv (#39): the default out_dir is named after the file (a

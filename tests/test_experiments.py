@@ -88,6 +88,54 @@ def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
     assert compose_config(list(jobs["report"].overrides[0])).task.name == "forecast"
 
 
+def test_a_typed_task_key_wins_over_a_config_files_task_overrides():
+    """The demo sets task_overrides.e2a.samples.interval=240; docs/e2a.md's `task.samples.interval=60`
+    was silently replaced by it. What the user types wins over a file; typed twice, the task's own
+    key (the more specific) wins."""
+    from candlebench.stages.graph import compose_config
+
+    demo = ["experiment=demo", f"data.path={SLICE}"]
+    assert compose_config([*demo, "task=e2a"]).task.samples.interval == 240
+    typed = compose_config([*demo, "task=e2a", "task.samples.interval=60"]).task.samples
+    assert typed.interval == 60 and list(typed.codes) == ["AC", "ALI", "SM", "TEL"]  # the file's other keys stay
+    both = ["task.samples.interval=60", "task_overrides.e2a.samples.interval=90"]
+    assert compose_config([*demo, "task=e2a", *both]).task.samples.interval == 90
+    assert compose_config([*demo, "task.samples.interval=60"]).task.samples.interval == 60  # forecast's too
+
+
+def test_the_readmes_larger_grids_reach_e2a_and_caption():
+    """README's "larger E2A-style and caption grids" command once changed E2A's grid only."""
+    import shlex
+
+    from candlebench.stages.graph import compose_config
+
+    text = (ROOT / "README.md").read_text()
+    at = text.index("larger E2A-style and caption grids")
+    line = next(x for x in text[at:].splitlines() if x.startswith("candlebench run"))
+    overrides = shlex.split(line)[2:]
+    for task in ("e2a", "caption"):
+        default = compose_config(["experiment=demo", f"task={task}"]).task.samples
+        grid = compose_config(["experiment=demo", *overrides, f"task={task}"]).task.samples
+        assert (grid.interval, list(grid.codes)) != (default.interval, list(default.codes)), task
+        assert grid.interval < default.interval and len(grid.codes) > len(default.codes), task
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("task_overrides.e2a.samples.intervl=5", "task_overrides.e2a.samples.intervl is not a setting of task e2a; "
+                                             "nearest: samples.interval"),
+    ("task_overrides.e2a.samples.interval=0", "task_overrides.e2a: task.samples.interval=0: must be an integer >= 1"),
+    ("task_overrides.caption.language=zh", "task_overrides.caption.language is not a setting of task caption"),
+])
+def test_another_tasks_overrides_are_checked_in_a_one_task_stage(override, message):
+    """A typo in E2A's override passed a forecast-only stage unnoticed."""
+    from candlebench.core.rules import ConfigError
+    from candlebench.stages.graph import compose_config
+
+    compose_config([f"data.path={SLICE}", "task_overrides.e2a.samples.interval=5"])  # a good one passes
+    with pytest.raises(ConfigError, match=message.replace("(", "\\(")):
+        compose_config([f"data.path={SLICE}", override])
+
+
 def test_run_with_a_key_of_one_task_and_a_key_of_none(tmp_path, env):
     from helpers import cli
 

@@ -65,3 +65,33 @@ def test_an_installed_copy_runs_a_study_outside_the_checkout(installed, tmp_path
     # The sample browser's script and style come from the package's data files.
     script = (ROOT / "candlebench" / "scoring" / "browser.js").read_text().splitlines()[0]
     assert script in page and "momentum" in page
+
+
+@pytest.mark.unit
+def test_make_installs_the_test_extra_into_a_venv_the_readmes_install_made(tmp_path):
+    """The README's install (`pip install -e '.[hf,caption]'`) leaves .venv/bin/candlebench newer
+    than pyproject.toml: `make check` once took that for its own install and failed on "No module
+    named pytest". Its stamp names the extras; a stamp made by make itself is the whole install."""
+    import os
+    import shutil
+    import time
+
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    later = time.time() + 60
+    for made in ("python", "candlebench"):
+        (bin_dir / made).write_text("")
+        os.utime(bin_dir / made, (later, later))
+
+    def planned() -> str:
+        return subprocess.run(["make", "-n", "check"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+
+    assert "pip install --quiet -e '.[hf,caption,test]'" in planned()
+    stamp = next(p for p in subprocess.run(["make", "-n", "-p", "check"], cwd=tmp_path, capture_output=True,
+                                           text=True).stdout.splitlines() if p.startswith("STAMP := "))
+    made = tmp_path / stamp.split(":= ", 1)[1]
+    made.write_text("")
+    os.utime(made, (later, later))
+    assert "pip install" not in planned() and "pytest -q -m unit" in planned()

@@ -39,3 +39,13 @@ def test_the_page_its_files_and_the_charts_beside_it_are_served(tmp_path, named)
 def test_a_folder_without_a_report_says_where_it_looked(tmp_path):
     with pytest.raises(NoReport, match="no report.html"):
         serve(tmp_path)
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_one_line(tmp_path, port):
+    from candlebench.report_server import view_command
+
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "report.html").write_text("<p>page</p>")
+    with pytest.raises(SystemExit, match=f"^error: --port {port}: must be 0-65535"):
+        view_command([str(tmp_path), "--port", port])

@@ -39,13 +39,25 @@ def _holder(path: Path) -> dict:
     return found if isinstance(found, dict) else {}
 
 
+class NoLockFile(UserError, OSError):
+    """The lock's path cannot be a file (a folder stands there, or a file where its folder belongs)."""
+
+
+def _open(path: Path, what: str) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as err:
+        raise NoLockFile(f"{path}: the lock file of {what} cannot be written there ({err.strerror}); nothing of ours "
+                         "puts a folder or file there: move it away and run the same command again") from None
+
+
 @contextmanager
 def held(path: Path, what: str, instead: str) -> Iterator[None]:
     """Hold ``path`` while the block runs, or raise :class:`Held` naming the holder of ``what``
     (``instead``: what the user can do other than wait)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open(path, what)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -5,6 +5,7 @@ a task's keys are checked by its settings dataclass, whose fields declare these 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Iterable, Sequence
 
@@ -34,11 +35,13 @@ def optional_integer(lo: int) -> tuple[Callable[[Any], bool], str]:
 
 
 def number(lo: float, low_open: bool = False, hi: float | None = None, high_open: bool = False) -> tuple[Callable[[Any], bool], str]:
+    # Finite: YAML reads `inf` as a float, and a deadline or a wait of inf is accepted by every
+    # comparison here, then fails each request (a socket timeout of inf) or waits forever.
     def test(v: Any) -> bool:
-        return (_plain_number(v) and (v > lo if low_open else v >= lo)
+        return (_plain_number(v) and math.isfinite(v) and (v > lo if low_open else v >= lo)
                 and (hi is None or (v < hi if high_open else v <= hi)))
     low = f"{'>' if low_open else '>='} {lo}"
-    high = "" if hi is None else f" and {'<' if high_open else '<='} {hi}"
+    high = ", not inf" if hi is None else f" and {'<' if high_open else '<='} {hi}"
     return test, f"a number {low}{high}"
 
 
@@ -80,9 +83,11 @@ def check(cfg: DictConfig, rules: Sequence[Rule]) -> None:
             raise ConfigError(f"{key}={found!r}: must be {allowed}")
 
 
-# A variable's name as a shell exports it. A value that is not one, or that starts as API keys do,
-# is a key pasted where its variable's name belongs.
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A variable's name as environment variables are named (capitals, digits, _). A value that is not
+# one, or that starts as API keys do, is a key pasted where its variable's name belongs: mixed-case
+# keys with no known prefix (most providers') were taken for a name, written into the job's saved
+# configs and echoed by the "not set" error.
+_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")
 _KEY_PREFIXES = ("sk-", "sk_", "hf_", "ghp_", "gsk_", "xai-", "pk-", "api-", "key-")
 
 
@@ -102,8 +107,8 @@ EARLY: tuple[Rule, ...] = (
     ("out_dir", folder, "a folder path, not empty (the study's files would land in the working folder, "
                         "Hydra's logs at /logs)"),
     ("backend.api_key_env", variable_name,
-     "the NAME of an environment variable holding the key, not the key (the value given looks like a key "
-     "and was written nowhere): `export MY_KEY=...` and set backend.api_key_env=MY_KEY"),
+     "the NAME of an environment variable holding the key (capitals, digits and _), not the key (the value "
+     "given is no such name and was written nowhere): `export MY_KEY=...` and set backend.api_key_env=MY_KEY"),
 )
 
 

@@ -155,10 +155,12 @@ def on_cell(rgba) -> str:
 
 
 def legend(ax) -> None:
-    """The legend of what is labelled on ``ax``; none where nothing is (a study whose runs have no IC
-    per date or no horizon), where matplotlib's would only warn "No artists with labels"."""
+    """The legend of what is labelled on ``ax``, beside the axes: inside them, wherever matplotlib
+    finds room, it covered lines of the IC-per-date plot and a CI whisker of the mean-and-median
+    bars. None where nothing is labelled (a study whose runs have no IC per date or no horizon),
+    where matplotlib's would only warn "No artists with labels"."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
 
 
 def figure(draw: Callable[[Any], None], size=(8, 4), panels: int | tuple[int, int] = 1) -> bytes:
@@ -269,7 +271,8 @@ def _markdown_table(frame: pd.DataFrame) -> str:
 _NUMERIC = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|nan|inf)(?: \[[^\]]*\])?(?: †)?(?: ★)?|–|None", re.I)
 # One small stylesheet: the page never scrolls sideways (a wide table scrolls inside its box, its
 # header row and its first column, the run, stay in view), numbers right-aligned and text
-# left-aligned, an interval folded under its value, plots as wide as the column.
+# left-aligned, an interval folded under its value (and at its comma where the column is narrow:
+# six metrics with intervals fit a 900 px window so), plots as wide as the column.
 STYLE = (
     "body{font-family:system-ui,-apple-system,sans-serif;max-width:1400px;margin:0 auto;padding:0 16px;line-height:1.4;"
     "color:#222}h2{border-bottom:2px solid #ddd;padding-bottom:2px;margin-top:32px}nav ul{columns:2;padding-left:20px}"
@@ -280,7 +283,7 @@ STYLE = (
     "td,th{padding:3px 8px;border-bottom:1px solid #e4e4e4;white-space:nowrap;text-align:left;vertical-align:top}"
     "td:first-child,th:first-child{position:sticky;left:0;background:#fff;white-space:normal;min-width:9em;"
     "max-width:16em;overflow-wrap:anywhere;border-right:1px solid #e4e4e4}th:first-child{z-index:2;background:#f4f5f7}"
-    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td small{display:block;color:#666;font-size:11px}"
+    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td small{display:block;color:#666;font-size:11px;white-space:normal}"
     "p.note{font-size:13px;color:#555;margin-top:2px}"
     "img{max-width:100%;height:auto}details>summary{cursor:pointer}details>summary h2{display:inline}"
 )

@@ -192,9 +192,9 @@ def compose_config(overrides: list[str]) -> DictConfig:
     store_configs()
     overrides = [open_key(o) for o in overrides]
     if GlobalHydra.instance().is_initialized():  # inside a Hydra job (run, sweep)
-        return apply_task_overrides(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides), overrides)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="candlebench"):
-        return apply_task_overrides(compose(config_name="config", overrides=overrides))
+        return apply_task_overrides(compose(config_name="config", overrides=overrides), overrides)
 
 
 def check_jobs(jobs: list[Job]) -> dict[tuple[str, ...], DictConfig]:

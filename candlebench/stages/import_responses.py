@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
 import shutil
 from pathlib import Path
@@ -58,15 +59,24 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise ResponseFileError(f"{path}: no column {missing} (columns: {reader.fieldnames}); need {list(REQUIRED)}")
-        return [(reader.line_num, row) for row in reader]
+        rows = [(reader.line_num, row) for row in reader]
+        if not rows:  # as an empty file is: an import of nothing would be an empty run
+            raise ResponseFileError(f"{path}: a header and no rows, no responses to import")
+        return rows
     rows = []
     for number, row in json_objects(raw, path, ResponseFileError):
         missing = [c for c in REQUIRED if c not in row]
         if missing:
             raise ResponseFileError(f"{path}, line {number}: no {missing}; every line needs {list(REQUIRED)}")
-        if not isinstance(row.get("reasoning_opened", False), bool) or not isinstance(row.get("reasoning") or "", str):
-            raise ResponseFileError(f"{path}, line {number}: reasoning_opened is true or false and reasoning a text "
-                                    f"(got {row.get('reasoning_opened')!r}, {type(row.get('reasoning')).__name__})")
+        if not isinstance(row.get("reasoning_opened", False), bool):
+            raise ResponseFileError(f"{path}, line {number}: reasoning_opened is true or false "
+                                    f"(got {row.get('reasoning_opened')!r})")
+        for key in ("text", "reasoning"):
+            # A list, object, true/false, number or NaN was stored as Python's str() of it
+            # ("['...']", "True"): an answer no model wrote.
+            if not isinstance(row.get(key), (str, type(None))):
+                raise ResponseFileError(f"{path}, line {number}: {key} is {_json_kind(row[key])}, not a text "
+                                        f"(or null: no answer); got {json.dumps(row[key])[:80]}")
         for key, value in row.items():
             if isinstance(value, str) and (lone := LONE_SURROGATE.search(value)):
                 raise ResponseFileError(
@@ -74,6 +84,14 @@ def read_responses(path: Path) -> list[tuple[int, dict]]:
                     f"{lone.start() + 1}), which is no Unicode text; replace it (e.g. with \\ufffd) and import again")
         rows.append((number, row))
     return rows
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def import_responses(cfg: DictConfig) -> None:

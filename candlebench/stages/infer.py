@@ -133,10 +133,14 @@ def infer(cfg: DictConfig) -> None:
             shutil.rmtree(run.root)
         else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
             table = finalize_run(run, samples, task, task.judge(settings), dict(zip(sent["sample_id"], sent["inputs"])))
+    # A sample whose every attempt failed has a row (its error record) but no answer: counted apart,
+    # as score and status count it.
+    failed = int(table["error"].notna().sum())
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
-        f"{len(table)} of {len(samples)} samples answered so far -> {run.root}"
+        f"{len(table) - failed} of {len(samples)} samples answered so far"
+        + (f" ({failed} failed: asked again by the next infer)" if failed else "") + f" -> {run.root}"
     )
 
 

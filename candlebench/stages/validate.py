@@ -31,10 +31,16 @@ RULES: tuple[Rule, ...] = (
     ("backend.startup_wait_s", *number(0)),
     ("backend.dialect", *one_of(("auto", "vllm", "openai"))),
     ("backend.opens_reasoning", *one_of((True, False))),
-    ("backend.base_url", http_url, "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"),
+    ("backend.base_url", http_url, "an http:// or https:// URL with a host and no spaces around it, "
+                                   "e.g. http://127.0.0.1:8000/v1"),
     ("report.embed", lambda v: v is True or v is False or v == "auto", "true, false or auto"),
     ("report.embed_max_mb", *number(0)),
     ("report.bundle", *one_of((True, False))),
+    # The browser's own settings (scoring/browser/settings.py checks them too, as a library: here
+    # they are a one-line error before any work rather than a traceback at the end of the report).
+    ("report.page_size", *integer(1)),
+    ("report.thumb_px", *integer(16)),
+    ("report.split_above", *integer(0)),
     ("infer.batch_size", *optional_integer(1)),
     ("infer.prefetch_batches", *integer(0)),
     ("infer.loader_threads", *integer(1)),

@@ -126,3 +126,62 @@ def test_references_sit_last_unstarred_and_every_dash_says_why():
     assert "'–' under IC, Rank IC: no cutoff date had 3 stocks or more" in headline.note
     assert "'–' under Accuracy" not in headline.note
     assert "no cutoff date had 3 stocks or more" in forecast_report.table5(forecast).note
+
+
+def _min_width(frame: pd.DataFrame, style: str) -> float:
+    """The narrowest a report.html table can be laid out, in CSS px, by the report's own stylesheet
+    (cell padding, the run column's min-width, whether an interval may fold at its comma), with
+    DejaVu Sans (what Debian's chromium draws system-ui with) measuring each piece that cannot break:
+    a value with its star, each part of an interval, each word of a header (bold)."""
+    import re
+
+    from matplotlib import font_manager
+    from PIL import ImageFont
+
+    from candlebench.scoring.report import _INTERVAL
+
+    fonts = {weight: font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans", weight=weight))
+             for weight in ("normal", "bold")}
+
+    def px(text: str, size: int, weight: str = "normal") -> float:
+        return ImageFont.truetype(fonts[weight], size).getlength(text)
+
+    pad = 2 * float(re.search(r"td,th\{padding:\d+px (\d+)px", style).group(1))
+    first = 13 * float(re.search(r"td:first-child,th:first-child\{[^}]*min-width:([\d.]+)em", style).group(1))
+    folds = "white-space:normal" in re.search(r"td small\{([^}]*)\}", style).group(1)
+    cells = frame.astype(object).where(frame.notna(), "–").astype(str)
+    total = 1.0  # the run column's right border
+    for i, column in enumerate(cells.columns):
+        head = max(max(px(word, 13, "bold") for word in str(column).split()), 3 * 13)  # th: min-width 3em
+        body = 0.0
+        for value in cells[column]:
+            found = _INTERVAL.match(value)
+            pieces = [(value, 13)] if not found else [(found.group(1) + found.group(3), 13)] + [
+                (part, 11) for part in (found.group(2).split(" ") if folds else [found.group(2)])]
+            body = max(body, *(px(text, size) for text, size in pieces))
+        total += (first if i == 0 else max(head, body)) + pad
+    return total
+
+
+@pytest.mark.parametrize("task", ["forecast", "e2a", "caption", "reading"])
+def test_every_tasks_headline_fits_a_900_px_window(task):
+    """A 5-stock US study's caption headline was wider than its box at 900 px. Every headline, with
+    an interval under each metric, signed values and a CIDEr-sized one, long run names and the
+    Answered column, fits 900 px less the page's padding, scrollbar and box border (850 px)."""
+    from importlib import import_module
+
+    from candlebench.scoring.report import STYLE
+
+    metrics = import_module(f"candlebench.tasks.{task}.report").HEADLINE
+    runs = []
+    for j, name in enumerate(["tiny_qwen2_5_vl-transformers", "qwen2_5_vl_7b-vllm", "pyfi_qwenvl_7b_cot-transformers",
+                              "momentum"]):
+        m: dict = {"answered": 40, "n_samples": 40}
+        for h in metrics:
+            block = m.setdefault(h.block, {}) if h.block else m
+            block[h.key], interval = (10.0, [9.5, 10.5]) if j == 3 else (-0.4321, [-0.5678, -0.3012])
+            block.setdefault("ci", {})[h.key] = interval
+            block["n"] = 1234
+        runs.append(scored_run(name, m, j == 0))
+    frame = with_answered(Section("s", (headline_table("t", runs, metrics),)), runs).tables[0].frame
+    assert _min_width(frame, STYLE) <= 850

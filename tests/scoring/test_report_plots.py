@@ -85,3 +85,24 @@ def test_every_plot_reads_cleanly(task, kind, monkeypatch):
     plots = [name for s in get_task(task).report(runs, comparisons, []) for name in s.plots]
     assert len(found) == len(plots) >= 1
     assert [(title, said) for title, said in found if said] == []
+
+
+def test_an_accuracy_of_zero_is_drawn_as_zero_not_as_no_sample(monkeypatch):
+    """The regime and continuous-rise heatmaps showed "–" (no sample) where accuracy was exactly 0,
+    beside a table saying 0.000 (n=40)."""
+    from candlebench.tasks.forecast.report import plot_continuous, plot_regimes
+
+    cells: list[list[str]] = []
+    save = Figure.savefig
+
+    def kept(fig, *args, **kwargs):
+        cells.append([t.get_text() for t in fig.axes[0].texts])
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", kept)
+    metrics = {"by_regime": {"bull": {"accuracy": 0.0, "n": 40}, "bear": {"accuracy": 0.5, "n": 40}},
+               "continuous_rise": {"accuracy": 0.0, "n": 40}}
+    run = scored_run("momentum", metrics, False)
+    plot_regimes([run])
+    plot_continuous([run])
+    assert cells == [["0.00", "0.50", "–"], ["0.00", "–"]]

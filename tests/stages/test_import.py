@@ -99,6 +99,36 @@ def test_bad_files_are_named_errors_and_write_nothing(scored, env, tmp_path, con
     assert not run_dir(scored, "bad").exists()
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(("text", "kind"), [
+    ('["<score>0.1</score>"]', "a list"), ('{"score": 0.1}', "an object"), ("true", "true/false"),
+    ("0.1", "a number"), ("NaN", "a number"),
+])
+def test_a_text_that_is_not_text_is_refused_with_its_line(tmp_path, text, kind):
+    """Stored as Python's str() of it ("['...']", "True"), it was an answer no model wrote."""
+    from candlebench.stages.import_responses import ResponseFileError, read_responses
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"sample_id": "a", "text": "ok"}\n{"sample_id": "b", "text": null}\n'
+                    f'{{"sample_id": "c", "text": {text}}}\n')
+    with pytest.raises(ResponseFileError, match=f"answers.jsonl, line 3: text is {kind}, not a text"):
+        read_responses(path)
+    path.write_text('{"sample_id": "a", "text": "ok", "reasoning": 7}\n')
+    with pytest.raises(ResponseFileError, match="line 1: reasoning is a number, not a text"):
+        read_responses(path)
+
+
+@pytest.mark.unit
+def test_a_csv_of_its_header_alone_is_refused_as_an_empty_file_is(tmp_path):
+    from candlebench.stages.import_responses import ResponseFileError, read_responses
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    for path in (empty, write_csv(tmp_path / "header.csv", ["sample_id", "text"], [])):
+        with pytest.raises(ResponseFileError, match=f"{path.name}: .*no responses to import"):
+            read_responses(path)
+
+
 def test_csv_with_quoted_multiline_answers(scored, env, tmp_path):
     rows = [[r["sample_id"], f"Thinking...\nfinal: {r['text']}"] for r in _responses(scored)]
     path = tmp_path / "multi.csv"

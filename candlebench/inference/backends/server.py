@@ -152,6 +152,20 @@ def served_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
     return {**connect(settings).identity(regex), **({"opens_reasoning": True} if settings.opens_reasoning else {})}
 
 
+def message_text(value: Any, field: str) -> str | None:
+    """A message field as text: a string, or OpenAI's list of text parts (``[{"type": "text",
+    "text": ...}]``, which several OpenAI-compatible servers send), joined as the API joins them.
+    Anything else (an object, a number, a part that is not text) is no answer: the sample's
+    failure (:class:`HTTPFailure`, its error record, asked again by the next run), never a value
+    stored as if it were the model's text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                                       for p in value):
+        return "".join(p["text"] for p in value)
+    raise HTTPFailure(200, f"message.{field} is neither text nor a list of text parts: {str(value)[:200]}")
+
+
 def generation_of(reply: dict, opens_reasoning: bool = False) -> Generation:
     """A chat completion as a generation. Reasoning the server returned apart (vLLM's
     ``reasoning_content``, others' ``reasoning``) goes back into the text inside its block, left
@@ -160,8 +174,8 @@ def generation_of(reply: dict, opens_reasoning: bool = False) -> Generation:
     try:
         choice = reply["choices"][0]
         message = choice["message"]
-        content = message.get("content")
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        content = message_text(message.get("content"), "content")
+        reasoning = message_text(message.get("reasoning_content") or message.get("reasoning"), "reasoning")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise HTTPFailure(200, f"not a chat completion: {str(reply)[:200]}") from None
     closed = bool(content) or choice.get("finish_reason") != "length"

@@ -116,8 +116,10 @@ def _shut(sock: socket.socket) -> None:
 
 
 def http_url(value: object) -> bool:
-    """An http:// or https:// URL with a host: what ``backend.base_url`` must be."""
-    if not isinstance(value, str):
+    """An http:// or https:// URL with a host: what ``backend.base_url`` must be. Nothing around it:
+    urlsplit drops a leading space, but the URL kept and printed in every later message would
+    still carry it, invisible."""
+    if not isinstance(value, str) or value != value.strip():
         return False
     try:
         parts = urlsplit(value)
@@ -183,6 +185,9 @@ class Endpoint:
             if response.status >= 400:
                 raise HTTPFailure(response.status, _error_text(raw, response.reason),
                                   _retry_after(response.getheader("Retry-After")))
+            if response.status >= 300:  # not followed: a POST's body and a bearer key must not go elsewhere unasked
+                raise HTTPFailure(response.status, f"a redirect to {response.getheader('Location') or '(no Location)'}: "
+                                  "set backend.base_url to where the server answers")
             return json.loads(raw)
         except (OSError, http.client.HTTPException) as err:
             if expired.is_set() or isinstance(err, (TimeoutError, socket.timeout)):
@@ -302,9 +307,13 @@ def list_models(endpoint: Endpoint, timeout_s: float = 10.0) -> list[ServedModel
     except TimeoutError as err:
         raise ConnectionLost(str(err)) from None
     cards = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(cards, list) or not all(isinstance(c, dict) and "id" in c for c in cards):
+    if not isinstance(cards, list) or not all(isinstance(c, dict) for c in cards):
         raise ServerUnreachable(f"{endpoint.base_url}/models did not answer with an OpenAI model list; "
                                 "is backend.base_url an OpenAI-compatible server's /v1?")
+    for card in cards:  # a null id was once taken as the model "None", and sent as such with every request
+        if not isinstance(card.get("id"), str) or not card["id"].strip():
+            raise ServerUnreachable(f"{endpoint.base_url}/models lists a model without a name as its id "
+                                    f"({str(card)[:200]}); fix the server's model list (e.g. its --served-model-name)")
     return [ServedModel.from_card(c) for c in cards]
 
 

@@ -203,7 +203,10 @@ class CaptionScorer:
 
         new = [t for t in dict.fromkeys(texts) if t not in self._tokens]
         if new:
-            done = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(new)})
+            # U+FFFD (a model's byte-level decoding of a cut UTF-8 sequence) is a character the PTB
+            # tokenizer deletes, ending the token before it, with an alarming "Untokenizable: �" on
+            # stderr; a space ends the token alike, so the tokens are the same and nothing is said.
+            done = PTBTokenizer().tokenize({i: [{"caption": t.replace("\ufffd", " ")}] for i, t in enumerate(new)})
             self._tokens.update({t: done[i][0] for i, t in enumerate(new)})
         return [self._tokens[t] for t in texts]
 

@@ -299,8 +299,11 @@ def plot_bias(runs: list[RunMetrics]) -> bytes:
 
 
 def _accuracy_heatmap(runs: list[RunMetrics], groups: dict[str, Callable[[dict], dict | None]], title: str) -> bytes:
-    grid = np.array([[(pick(r.metrics) or {}).get("accuracy") or np.nan for pick in groups.values()] for r in runs],
-                    dtype=float)
+    def accuracy(found: dict | None) -> float:
+        value = (found or {}).get("accuracy")
+        return np.nan if value is None else value  # an accuracy of 0 is a value, not "no sample"
+
+    grid = np.array([[accuracy(pick(r.metrics)) for pick in groups.values()] for r in runs], dtype=float)
 
     def draw(ax):
         ax.set(title=title)

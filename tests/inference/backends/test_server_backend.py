@@ -101,6 +101,11 @@ def test_a_server_backend_needs_no_checkpoint_here():
     ("backend.opens_reasoning=maybe", "backend.opens_reasoning='maybe': must be one of"),
     ("backend.base_url=notaurl", "backend.base_url='notaurl': must be an http:// or https:// URL"),
     ("backend.base_url=http://127.0.0.1:port/v1", "backend.base_url='http://127.0.0.1:port/v1': must be an http://"),
+    # urlsplit drops the space; every later message would carry it, invisible
+    ("backend.base_url=' http://127.0.0.1:8000/v1'", "backend.base_url=' http://127.0.0.1:8000/v1': must be an http://"),
+    ("backend.timeout_s=inf", "backend.timeout_s=inf: must be a number > 0, not inf"),
+    ("backend.max_backoff_s=inf", "backend.max_backoff_s=inf: must be a number >= 0, not inf"),
+    ("report.page_size=0", "report.page_size=0: must be an integer >= 1"),
 ])
 def test_server_settings_are_checked_up_front(override, message):
     from candlebench.stages.graph import compose_config
@@ -224,3 +229,39 @@ def test_each_reply_names_the_served_model_or_the_run_stops_naming_both():
         with pytest.raises(ServerChanged, match="answered as model 'totally-different-model', not 'tiny' that its "
                                                 "/v1/models serves"):
             list(backend_for(fake.base_url).stream([one_request()]))
+
+
+@pytest.mark.parametrize(("content", "text"), [
+    ([{"type": "text", "text": "<score>"}, {"type": "text", "text": "0.5</score>"}], "<score>0.5</score>"),
+    ({"text": "<score>0.5</score>"}, None),
+    (42, None),
+    ([{"type": "image_url", "image_url": {"url": "data:"}}], None),
+])
+def test_a_reply_whose_content_is_not_text_is_joined_when_text_parts_and_else_that_samples_error(content, text):
+    """Several OpenAI-compatible servers send ``content`` as a list of text parts: that is an
+    answer. An object, a number or a part that is not text is the sample's error record (asked
+    again by the next run), never stored as if it were the model's text."""
+    from fixtures.fake_openai import FakeServer
+    from candlebench.inference.backends.base import Generation
+
+    with FakeServer(text=content, lifetime_s=10) as fake:
+        [[(sample, got)]] = list(backend_for(fake.base_url).stream([one_request()]))
+    if text is not None:
+        assert isinstance(got, Generation) and got.text == text
+    else:
+        assert isinstance(got, HTTPFailure) and "message.content is neither text nor a list of text parts" in str(got), got
+
+
+def test_a_redirect_says_where_to_and_a_model_without_a_name_is_refused():
+    """A 302 was read as "HTTP 200: not JSON"; a /v1/models entry whose id is null was used as the
+    model "None"."""
+    from fixtures.fake_openai import FakeServer
+
+    with FakeServer(redirect_to="https://elsewhere.example/v1/models", lifetime_s=10) as fake:
+        with pytest.raises(ServerUnreachable, match="HTTP 302: a redirect to https://elsewhere.example/v1/models: "
+                                                    "set backend.base_url to where the server answers"):
+            connect(ServerSettings(base_url=fake.base_url))
+    with FakeServer(model=None, lifetime_s=10) as fake:
+        with pytest.raises(ServerUnreachable, match="lists a model without a name as its id") as err:
+            connect(ServerSettings(base_url=fake.base_url))
+    assert "\n" not in str(err.value)

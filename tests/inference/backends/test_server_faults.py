@@ -129,3 +129,19 @@ def test_import_refuses_a_model_runs_name_unless_told_to_replace_it(workspace, e
     replaced = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
     assert [r["sample_id"] for r in replaced] == [first] and replaced[0]["backend"] == "import"
     assert json.loads((run / "run.json").read_text())["kind"] == "import"
+
+
+def test_replies_that_are_no_text_are_failures_counted_apart_and_asked_again(workspace, env):
+    """A server whose content is an object: every sample is its error record, infer's last line
+    counts none of them as answered, and the next infer asks them again; a server that sends its
+    content as text parts then answers them all."""
+    from helpers import stage
+
+    common = ["data=slice", f"out_dir={workspace}", "infer.run_name=nontext", "backend=server",
+              "infer.max_error_rate=1"]
+    with FakeServer(text={"oops": 1}, lifetime_s=60) as fake:
+        said = stage("infer", *common, f"backend.base_url={fake.base_url}", env=env)
+    assert "27 errors; 0 of 27 samples answered so far (27 failed: asked again by the next infer)" in said, said
+    with FakeServer(text=[{"type": "text", "text": "<score>0.5</score>"}], lifetime_s=60) as fake:
+        said = stage("infer", *common, f"backend.base_url={fake.base_url}", env=env)
+    assert "27 generated, 0 already done, 0 errors; 27 of 27 samples answered so far ->" in said, said

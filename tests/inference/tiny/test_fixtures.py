@@ -11,6 +11,7 @@ import pytest
 
 from fixtures import tiny_models as tm  # noqa: E402  (installs the torchvision glue first)
 from candlebench.inference.tiny.tokenizer import FAMILIES, NEWLINE_TOKENS, build_tokenizer  # noqa: E402
+from helpers import ROOT  # noqa: E402
 
 # Runs in the vLLM CPU environment (`make test` runs `pytest -m vllm` there).
 needs_vllm = pytest.mark.vllm
@@ -93,6 +94,24 @@ def test_builds_are_deterministic(tmp_path, model_dirs):
 
 
 # --- transformers reload + generation ------------------------------------------------------------------
+
+
+def test_a_prompt_past_the_fixtures_nominal_length_is_read_whole(qwen_dir):
+    """docs/reading.md says transformers' "Token indices sequence length is longer than the specified
+    maximum sequence length (4110 > 4096)" is harmless with the tiny fixture: nothing is cut, and its
+    rotary positions run past 4,096."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(qwen_dir)
+    text = "2019-03-01,52.50,53.10,51.90,52.80,120400\n" * 400
+    ids = processor.tokenizer(text)["input_ids"]
+    assert processor.tokenizer.model_max_length == 4096 < len(ids)  # no truncation unless asked for
+    model = AutoModelForImageTextToText.from_pretrained(qwen_dir, dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids[:4200]])).logits
+    assert logits.shape[1] == 4200 and torch.isfinite(logits).all()
+    assert "4110 > 4096" in (ROOT / "docs" / "reading.md").read_text().replace("\n", " ")
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma3", "gemma4_e4b", "gemma4_31b", "llava"])

@@ -198,3 +198,38 @@ def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp
     _, _, f1 = BERTScorer(model_type=default_encoder(), num_layers=3, device="cpu").score(CANDS, REFS)
     assert np.allclose(per["bertscore_f1"], f1.numpy(), atol=1e-4) and not np.allclose(per["bertscore_f1"], base["bertscore_f1"])
     assert np.array_equal(per["cos"], base["cos"])
+
+
+def test_a_replacement_character_is_tokenized_as_the_ptb_tokenizer_would_and_nothing_is_said(scorer, capfd):
+    """Java's "Untokenizable: � (U+FFFD)" on caption scoring alarmed users: the tokenizer deletes the
+    character and ends the token before it; a space does the same without the warning."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    texts = ["Prices rose\ufffd sharply.", "a\ufffdb and \ufffd\ufffd c", "\ufffd"]
+    capfd.readouterr()
+    ours = scorer.tokenize(texts)
+    assert "Untokenizable" not in capfd.readouterr().err
+    direct = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})
+    assert "Untokenizable" in capfd.readouterr().err  # what it says without the space
+    assert ours == [direct[i][0] for i in range(len(texts))]
+
+
+def test_bertscore_and_cos_are_the_libraries_whichever_setting_scores_first(tmp_path):
+    """In one process, as one test worker runs the module: BERTScore at layer 3 scored first, then
+    the defaults, then layer 3 again, each equal to bert-score and sentence-transformers run
+    directly (a fresh-clone `make test` once saw both differ by up to 0.13 after the other setting,
+    though each passed alone). No setting may change a model another setting reads."""
+    from bert_score import BERTScorer
+    from sentence_transformers import SentenceTransformer
+
+    from candlebench.tasks.caption.metrics import CaptionScorer, CaptionSettings, default_encoder
+
+    model = SentenceTransformer(default_encoder(), device="cpu")
+    cos = (model.encode(CANDS, normalize_embeddings=True) * model.encode(REFS, normalize_embeddings=True)).sum(axis=1)
+    expected = {layers: BERTScorer(model_type=default_encoder(), num_layers=layers, device="cpu").score(CANDS, REFS)[2].numpy()
+                for layers in (3, 6)}
+    for n, layers in enumerate((3, 6, 3)):
+        per = CaptionScorer(CaptionSettings(bertscore_layers=layers, cache_dir=str(tmp_path / str(n)))).score(
+            CANDS, REFS, [META] * 4).per
+        assert np.allclose(per["bertscore_f1"], expected[layers], atol=1e-4), (n, layers)
+        assert np.allclose(per["cos"], cos, atol=1e-4), (n, layers)
