@@ -53,13 +53,22 @@ QUESTIONS = ("ma5", "ma20", "ma90", "highest", "lowest", "highest_close", "chang
 TYPES = {"ma5": "position", "ma20": "position", "ma90": "position", "highest": "extremes", "lowest": "extremes",
          "highest_close": "extremes", "change": "change", "cross": "crossings", "up_candles": "counts",
          "volume_above_mean": "volume", "max_volume": "volume", "pattern": "pattern"}
-# The answers each multiple-choice question allows; the numeric ones (highest_close, up_candles) have none.
+# The canonical answer of an unanswerable item (a line not drawn, a marked bar outside the drawn
+# window): the parser reads "cannot tell" / "无法判断" as this; it is one of the choices of every
+# question that can be unanswerable.
+CANNOT_TELL = "cannot_tell"
+# The answers each multiple-choice question allows (the parser reads an answer by them); every
+# other question is numeric, of a kind in NUMERIC.
 CHOICES: dict[str, tuple[str, ...]] = {
-    "ma5": ("above", "below"), "ma20": ("above", "below"), "ma90": ("above", "below"),
+    "ma5": ("above", "below", CANNOT_TELL), "ma20": ("above", "below", CANNOT_TELL),
+    "ma90": ("above", "below", CANNOT_TELL),
     "highest": MARKS, "lowest": MARKS, "max_volume": MARKS, "change": CHANGE_BUCKETS,
     "cross": ("golden", "death", "none"), "volume_above_mean": ("yes", "no"),
     "pattern": ("doji", "hammer", "bullish_engulfing", "bearish_engulfing", "none"),
 }
+# The numeric questions and their kind: "price" (a positive number, right within VALUE_TOLERANCE)
+# or "count" (an integer 0..RECENT, right when equal).
+NUMERIC: dict[str, str] = {"highest_close": "price", "up_candles": "count"}
 UP_CANDLES = tuple(range(RECENT + 1))
 
 

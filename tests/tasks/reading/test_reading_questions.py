@@ -148,3 +148,11 @@ def test_two_patterns_at_once_are_left_out():
         ask("pattern", pattern_bars((9.0, 9.02, 8.0, 9.01), (9.8, 9.9, 9.1, 9.2)))
     with pytest.raises(LeftOut, match="fewer than 11"):
         ask("pattern", chart(np.ones(5)))
+
+
+def test_every_question_has_choices_or_a_numeric_kind_the_parser_reads_it_by():
+    from candlebench.tasks.reading.questions import CANNOT_TELL, CHOICES, NUMERIC, QUESTIONS
+
+    assert set(CHOICES) | set(NUMERIC) == set(QUESTIONS) and not set(CHOICES) & set(NUMERIC)
+    assert set(NUMERIC.values()) <= {"price", "count"}
+    assert CANNOT_TELL == "cannot_tell" and all(CANNOT_TELL in CHOICES[f"ma{w}"] for w in (5, 20, 90))
