@@ -27,15 +27,16 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
                                     TaskContext)
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
-from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
+from candlebench.rendering.inputs import BLANK_INPUT
+from candlebench.tasks.reading.questions import CHOICES, NUMERIC, QUESTIONS, RECENT, TYPES
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
 from candlebench.task_api.settings import StockWindow, TaskSettings, setting
 
-# The answer format the prompt shows, per question, in the order asked.
-FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
-          "lowest": '"A|B|C|D"', "highest_close": "<number>", "change": '"A|B|C|D|E"', "cross": '"golden|death|none"',
-          "up_candles": "<0-10>", "volume_above_mean": '"yes|no"', "max_volume": '"A|B|C|D"',
-          "pattern": '"doji|hammer|bullish_engulfing|bearish_engulfing|none"'}
+# The answer format the prompt shows, per question, in the order asked: a choice list, or the kind
+# of number (questions.NUMERIC).
+_NUMBER_FORMAT = {"price": "<number>", "count": f"<0-{RECENT}>"}
+FORMAT = {**{q: '"' + "|".join(c) + '"' for q, c in CHOICES.items()},
+          **{q: _NUMBER_FORMAT[kind] for q, kind in NUMERIC.items()}}
 assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
 
 
@@ -65,7 +66,7 @@ class ReadingSettings(TaskSettings):
 def spec_of(s: ReadingSettings) -> ReadingSpec:
     return ReadingSpec(**s.samples.window, codes=s.samples.codes, frames=tuple(str(f) for f in s.frames),
                        modalities=tuple(str(m) for m in s.modalities), max_bars=s.render.max_bars,
-                       ma_windows=tuple(int(w) for w in s.render.ma_windows))
+                       ma_windows=tuple(int(w) for w in s.render.ma_windows), marks=s.render.marks)
 
 
 def frame_block(text: str, frame: str) -> str:
@@ -89,11 +90,13 @@ class ReadingTask(Task):
                                              "when the judge and the data agree)"})
 
     def build_samples(self, market: Market, s: ReadingSettings, ctx: TaskContext) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(s))
+        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: ReadingSettings) -> Inputs:
-        return Inputs(charts=tuple(str(f) for f in s.frames), text="text" in s.modalities)
+        # The blank image of a chart's size (the image-free control) is drawn as a chart of its own.
+        blank = (BLANK_INPUT,) if "blank" in s.modalities else ()
+        return Inputs(charts=(*(str(f) for f in s.frames), *blank), text="text" in s.modalities)
 
     def _words(self, s: ReadingSettings) -> dict[str, Any]:
         return {k: getattr(s, k)[s.language] for k in ("inputs", "frame_names", "questions", "mark")}
@@ -108,14 +111,18 @@ class ReadingTask(Task):
         up, down = ctx.render.colors
         mas = ", ".join(f"MA{w} {c}" for w, c in zip(s.render.ma_windows, s.render.ma_colors))
         ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
-        inputs = words["inputs"][modality].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
+        # The blank control is asked as the chart is, word for word: only the image differs.
+        shown = "chart" if modality == "blank" else modality
+        inputs = words["inputs"][shown].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
         marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
-                          for letter, (back, date) in zip(MARKS, json.loads(sample["marked"])))
+                          for letter, back, date in json.loads(sample["marked"]))
         asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
-        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up) for i, q in enumerate(asked, 1))
+        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up, mark=sample["mark_color"])
+                              for i, q in enumerate(asked, 1))
         answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
         prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)
-        return RequestSpec(prompt, (frame,) if modality == "chart" else (), (text_column(),) if modality == "text" else ())
+        charts = {"chart": (frame,), "blank": (BLANK_INPUT,), "text": ()}[modality]
+        return RequestSpec(prompt, charts, (text_column(),) if modality == "text" else ())
 
     def parser(self, s: ReadingSettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:

@@ -40,13 +40,13 @@ def market():
 
 
 @pytest.fixture(scope="module")
-def samples(market):
-    return build_samples(market, SPEC)
+def cfg():
+    return setup_of("task=reading")
 
 
 @pytest.fixture(scope="module")
-def cfg():
-    return setup_of("task=reading")
+def samples(market, cfg):
+    return build_samples(market, SPEC, cfg.context.render.spec)
 
 
 def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFrame:
@@ -69,7 +69,7 @@ def test_samples_are_the_forecast_grid_per_frame_and_modality(market, samples):
     assert all(json.loads(q) for q in frame["questions"])
 
 
-def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, tmp_path):
+def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, cfg, tmp_path):
     frame, _ = samples
     cutoff = sorted(frame["cutoff"].unique())[2]
     bars = pd.read_csv(SLICE)
@@ -77,8 +77,8 @@ def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, tmp_pa
     bars.loc[later, ["open", "high", "low", "close"]] *= 3.0  # any answer reading these would change
     bars.loc[later, "volume"] *= 0.01
     bars.to_csv(tmp_path / "moved.csv", index=False)
-    moved, _ = build_samples(load_market([tmp_path / "moved.csv"], name="PSE"), SPEC)
-    keep = ["sample_id", "questions", "left_out", "marked"]
+    moved, _ = build_samples(load_market([tmp_path / "moved.csv"], name="PSE"), SPEC, cfg.context.render.spec)
+    keep = ["sample_id", "questions", "left_out", "marked", "mark_color"]
     before = frame["cutoff"] <= cutoff
     pd.testing.assert_frame_equal(moved.loc[moved["cutoff"] <= cutoff, keep].reset_index(drop=True),
                                   frame.loc[before, keep].reset_index(drop=True))
@@ -95,8 +95,8 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
     spec = TASK.request(cfg.settings, cfg.context, chart, {"text_ohlcv": ohlcv})
     assert spec.charts == ("weekly",) and spec.texts == () and "weekly candlestick chart" in spec.prompt
     assert all(f"{q}:" in spec.prompt for q in asked) and "MA5 black, MA20 blue, MA90 purple" in spec.prompt
-    back, date = json.loads(chart["marked"])[0]
-    assert f"A = bar {back} from the right ({date})" in spec.prompt
+    letter, back, date = json.loads(chart["marked"])[0]
+    assert letter == "A" and f"A = bar {back} from the right ({date})" in spec.prompt
     assert spec.prompt.count("\n1. ") == 1 and f"{len(asked)}. " in spec.prompt
     on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
@@ -131,7 +131,8 @@ def test_metrics_count_unanswered_questions_wrong_per_cell(samples):
     n_chart = sum(len(t) for (sid, t), mod in zip(truths.items(), frame["modality"]) if mod == "chart")
     assert m["chart"]["accuracy"] == 1.0 and m["chart"]["n"] == n_chart and m["text"]["accuracy"] == 0.0
     assert m["all"]["accuracy"] == pytest.approx(0.5) and m["cells"]["ma5"]["daily"]["text"]["answered"] == 1.0
-    assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == 1 / len(frame)
+    none = sum(t is None for t in texts.values())  # the failed one, and text samples not asked ma5
+    assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == none / len(frame)
     lo, hi = m["all"]["ci"]["accuracy"]
     assert lo <= 0.5 <= hi
     m["n_missing_records"] = 0  # score adds it
