@@ -80,7 +80,7 @@ TYPES = {"ma5": "position", "ma20": "position", "ma90": "position", "range_posit
          "highest": "extremes", "lowest": "extremes", "highest_close": "prices", "last_close": "prices",
          "change": "trend", "direction": "trend", "cross": "moving averages", "ma_order": "moving averages",
          "ma_slope": "moving averages", "up_candles": "counts", "volume_above_mean": "volume",
-         "max_volume": "volume", "pattern": "pattern", "mark_color": "unanswerable control"}
+         "max_volume": "volume", "pattern": "pattern", "mark_color": "colour"}
 # The canonical answer of an unanswerable item (a line not drawn, a marked bar outside the drawn
 # window): the parser reads "cannot tell" / "无法判断" as this; it is one of the choices of every
 # question that can be unanswerable.

@@ -174,8 +174,11 @@ class ReadingTask(Task):
         return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
-        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text") if k in m)
-        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), questions answered {pct(m['all']['answered'])}, "
+        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text", "blank") if k in m)
+        scores = ", ".join(f"{k} {fmt(m[f'balanced_{k}']['score'], 3)}" for k in ("chart", "text", "blank")
+                           if f"balanced_{k}" in m)
+        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), chance-corrected {scores}, "
+                f"questions answered {pct(m['all']['answered'])}, "
                 f"no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
 
 

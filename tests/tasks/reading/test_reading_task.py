@@ -27,6 +27,7 @@ from candlebench.tasks.reading.forecast_link import forecast_link
 from candlebench.tasks.reading.metrics import reading_metrics, verdicts
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.report import sections
+from candlebench.tasks.reading.questions import TYPES
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
 from candlebench.tasks.reading.task import TASK, frame_block
 
@@ -137,7 +138,8 @@ def test_metrics_count_unanswered_questions_wrong_per_cell(samples):
     assert lo <= 0.5 <= hi
     m["n_missing_records"] = 0  # score adds it
     line = get_task("reading").summary_line(m)  # the console: meaningful precision, not 16 digits
-    assert line.startswith("accuracy 0.500 (chart 1.000, text 0.000), questions answered ") and "no answer " in line
+    assert line.startswith("accuracy 0.500 (chart 1.000, text 0.000), chance-corrected chart 1.000, text -")
+    assert "questions answered " in line and "no answer " in line
 
 
 def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
@@ -151,6 +153,45 @@ def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
     assert scores["uniform_random"]["all"]["accuracy"] < scores["majority"]["all"]["accuracy"] < 1.0
     assert scores["majority"]["questions"]["highest_close"]["answered"] == 0.0
     assert BASELINES["uniform_random"](frame, market, cfg.settings) == BASELINES["uniform_random"](frame, market, cfg.settings)
+
+
+def test_per_type_chance_levels_and_the_balanced_chance_corrected_headline(market, samples, cfg):
+    frame, _ = samples
+    runs = {name: reading_metrics(answered(frame, dict(baseline(frame, market, cfg.settings))), n_boot=200)
+            for name, baseline in BASELINES.items()}
+    charts = frame[frame["modality"] == "chart"][["code", "cutoff", "frame"]].drop_duplicates()
+    oracle, majority, chance = runs["oracle"], runs["majority"], runs["uniform_random"]
+    assert oracle["balanced_chart"]["score"] == 1.0 and oracle["balanced_chart"]["n"] == len(charts)
+    # The in-sample most common answer scores its chance level exactly: 0 on every type it answers.
+    answered_types = {t for t, b in majority["types"]["chart"].items() if t != "prices"}
+    assert all(majority["types"]["chart"][t]["corrected_majority"] == pytest.approx(0, abs=1e-12) for t in answered_types)
+    assert majority["types"]["chart"]["prices"]["accuracy"] == 0.0  # no constant price: unanswered
+    types = chance["types"]["chart"]
+    assert {"position", "extremes", "prices", "trend", "moving averages", "counts", "colour"} <= set(types) <= set(
+        TYPES.values())
+    position = types["position"]
+    assert position["chance_uniform"] == pytest.approx(1 / 3) and 0 < position["chance_majority"] < 1
+    assert position["corrected_majority"] == pytest.approx((position["accuracy"] - position["chance_majority"])
+                                                           / (1 - position["chance_majority"]))
+    lo, hi = chance["balanced_chart"]["ci"]["score"]
+    assert lo <= chance["balanced_chart"]["score"] <= hi < 0.5  # chance reads nothing
+    assert chance["balanced_chart"]["score"] == pytest.approx(np.mean(
+        [t["corrected_majority"] for t in types.values() if t["corrected_majority"] is not None]))
+    unanswerable = oracle["unanswerable"]["chart"]
+    assert unanswerable["n"] > 0 and unanswerable["said_cannot_tell"] == 1.0 and unanswerable["false_cannot_tell"] == 0.0
+
+
+def test_the_blank_image_control_is_asked_as_the_chart_is(market, cfg):
+    blank = setup_of("task=reading", "task.modalities=[chart,blank]")
+    frame, _ = build_samples(market, ReadingSpec(codes=("AC",), interval=240, modalities=("chart", "blank")),
+                             blank.context.render.spec)
+    chart = frame[(frame["modality"] == "chart") & (frame["frame"] == "daily")].iloc[0]
+    control = frame[(frame["modality"] == "blank") & (frame["cutoff"] == chart["cutoff"]) & (frame["frame"] == "daily")].iloc[0]
+    on_chart = TASK.request(blank.settings, blank.context, chart, {})
+    on_blank = TASK.request(blank.settings, blank.context, control, {})
+    assert on_blank.charts == ("blank",) and on_chart.charts == ("daily",) and on_blank.prompt == on_chart.prompt
+    assert TASK.inputs(blank.settings).charts == ("daily", "weekly", "blank")
+    assert control["questions"] == chart["questions"] and control["sample_id"] != chart["sample_id"]
 
 
 def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
@@ -193,9 +234,10 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                      {"uniform_random → oracle": compare_runs(oracle, oracle, n_boot=0)},
                      [Dataset("PSE", summary, {})])
     titles = [t.title for t in found[0].tables]
-    assert titles == ["Chart reading: accuracy", "Chart reading: accuracy per question, time frame and modality",
-                      "Chart reading: paired comparisons", "Chart reading next to forecasting (models that ran both)",
-                      "Chart reading: questions left out"]
+    assert titles == ["Chart reading: accuracy", "Chart reading: per question type, against chance",
+                      "Chart reading: accuracy per question, time frame and modality",
+                      "Chart reading: paired comparisons", "Chart reading: unanswerable items",
+                      "Chart reading next to forecasting (models that ran both)", "Chart reading: questions left out"]
     labels = list(found[0].tables[0].frame["Model"])
     assert labels == ["m (random weights)", "uniform_random", "oracle (reference)"]  # the ceiling last
     assert "uniform_random: chance" in found[0].tables[0].note  # the baseline's role, said under the table
