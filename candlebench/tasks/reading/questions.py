@@ -135,6 +135,7 @@ class QuestionSet:
     # mark_color asks about the bar outside the drawn window.
     marked: tuple[tuple[str, int, str], ...] = field(default=())
     mark_color: str = ""  # the letter mark_color asks about
+    margins: dict[str, float] = field(default_factory=dict)  # question -> px from flipping (MARGINS), if asked
 
 
 def _apart(a: float, b: float) -> bool:
@@ -336,6 +337,21 @@ RULES: dict[str, Callable[[Chart], Any]] = {
 assert set(RULES) == set(QUESTIONS) == set(TYPES) == set(CHOICES) | set(NUMERIC)
 
 
+def _ma20_margin(c: Chart) -> float:
+    return float(abs(c.px(c.close[-1]) - c.px(c.mas[20][-1])))
+
+
+def _change_margin(c: Chart) -> float:
+    last = c.px(c.close[-1])
+    return float(min(abs(last - c.px(c.close[0] * (1 + edge))) for edge in CHANGE_EDGES))
+
+
+# How far, in pixels, an asked question's answer lies from flipping (its compared values' distance
+# from the decision's edge): a chart's difficulty for that question, measured on the chart alone.
+# Reading next to forecasting (forecast_link) stratifies by it.
+MARGINS: dict[str, Callable[[Chart], float]] = {"ma20": _ma20_margin, "change": _change_margin}
+
+
 def _seeded(seed: str) -> np.random.Generator:
     return np.random.default_rng(int(hashlib.sha256(seed.encode()).hexdigest()[:16], 16))
 
@@ -373,7 +389,8 @@ def question_set(bars: pd.DataFrame, spec: ChartSpec, code: str, cutoff: pd.Time
     named = [(letter, len(bars) - i, dates[i]) for letter, i in zip(MARKS, marked)]
     if outside:
         named.append((OUTSIDE_MARK, len(bars) + outside_back, f"{before['date'].iloc[-outside_back]:%Y-%m-%d}"))
-    return QuestionSet(answers, left_out, tuple(named), OUTSIDE_MARK if outside else MARKS[0] if marked else "")
+    margins = {q: round(margin(chart), 2) for q, margin in MARGINS.items() if q in answers}
+    return QuestionSet(answers, left_out, tuple(named), OUTSIDE_MARK if outside else MARKS[0] if marked else "", margins)
 
 
 def is_right(question: str, truth: Any, answer: Any) -> bool:

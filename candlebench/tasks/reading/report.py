@@ -128,17 +128,22 @@ def forecast_table(runs: list[RunMetrics]) -> Table | None:
         if not link:
             continue
         right, wrong = link["read_right"], link["read_wrong"]
-        rows.append({"Model": r.label, "Reading accuracy (charts)": fmt((r.metrics.get("chart") or {}).get("accuracy"), 3),
+        rows.append({"Model": r.label, "Reading (charts, chance-corrected)": fmt((r.metrics.get("balanced_chart") or {}).get("score"), 3),
                      f"Forecast IC (r_{link['horizon']})": fmt(link.get("ic_mean"), 4),
                      "Forecast direction accuracy": fmt(link.get("direction_accuracy"), 3),
-                     "Trend read right: n": right["n"], "Read right: direction accuracy": fmt(right["direction_accuracy"], 3),
-                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": fmt(wrong["direction_accuracy"], 3)})
+                     "Trend read right: n": right["n"], "Read right: direction accuracy": _ci(right, "direction_accuracy"),
+                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": _ci(wrong, "direction_accuracy"),
+                     "Gap": _ci(link, "gap", 3), "Gap at equal difficulty": _ci(link, "stratified_gap", 3)})
     if not rows:
         return None
     return Table("Chart reading next to forecasting (models that ran both)", pd.DataFrame(rows),
                  f"Trend read right: every trend question ({', '.join(TREND)}) of the stock's daily and weekly charts "
-                 "answered right; the forecast direction accuracy of those stocks and dates against the others. "
-                 "Computed when the reading run was scored, from the forecast run of the same name.")
+                 "answered right; the forecast direction accuracy of those stocks and dates against the others, and "
+                 "the gap (right - wrong). Hard charts are hard to read and to forecast alike, so the raw gap links "
+                 "the two even for a forecaster that never reads: the gap at equal difficulty (Mantel-Haenszel over "
+                 "quintiles of the trend questions' pixel margins) is the one to read; about 0 = no link beyond "
+                 "difficulty. Brackets: 95% intervals from a bootstrap of cutoff dates. Computed when the reading run "
+                 "was scored, from the forecast run of the same name.")
 
 
 def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:

@@ -4,8 +4,9 @@ task's grid (every ``interval`` trading days, the same ``min_bars`` and stalenes
 (code, cutoff). Each sample carries its questions' true answers (``questions``, JSON), the questions
 left out and why (``left_out``), the bars the prompt names (``marked``: letter, bars from the
 right, date: A-D as the chart letters them, and E, a bar before the drawn window, where mark_color
-asks about it) and the letter mark_color asks about (``mark_color``); the modalities of one chart
-share them. The bars are the renderer's own (:func:`candlebench.market.bars.chart_bars` on the
+asks about it), the letter mark_color asks about (``mark_color``) and how many pixels the trend
+questions' answers lie from flipping (``margins``: the chart's difficulty); the modalities of one
+chart share them. The bars are the renderer's own (:func:`candlebench.market.bars.chart_bars` on the
 history strictly before the cutoff), and so are the pixels the questions are judged in (the task's
 chart spec). Modalities: ``chart``, ``text`` (the same bars as OHLCV text) and ``blank`` (a white
 image of the chart's size: the image-free control).
@@ -79,6 +80,7 @@ def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[
             shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": freq,
                       "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
                       "marked": json.dumps(found.marked), "mark_color": found.mark_color,
+                      "margins": json.dumps(found.margins),
                       "n_questions": len(found.answers)}
             rows += [{"sample_id": sample_id(w.code, w.date, freq, m), "modality": m, **shared} for m in spec.modalities]
     frame = pd.DataFrame(rows)

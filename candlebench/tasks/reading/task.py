@@ -137,7 +137,8 @@ class ReadingTask(Task):
 
         out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
         if run.info.get("kind") == "model":
-            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name))
+            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name), settings.n_boot,
+                                 settings.seed)
             if link is not None:
                 out["forecast"] = link
         out["per_sample"] = per_sample(run.parsed)
