@@ -56,14 +56,21 @@ OFFERS_CANNOT_TELL = {q: CANNOT_TELL in CHOICES.get(q, ()) for q in QUESTIONS}
 
 def verdicts(parsed: pd.DataFrame) -> pd.DataFrame:
     """One row per (sample, asked question) of a run's parsed rows."""
-    rows = []
-    for row in parsed[["sample_id", "code", "cutoff", "frame", "modality", "questions", "answer"]].itertuples(index=False):
-        answer = json.loads(row.answer) if isinstance(row.answer, str) else {}
-        for question, truth in json.loads(row.questions).items():
-            given = answer.get(question)
-            rows.append((row.sample_id, row.code, row.cutoff, row.frame, row.modality, question, truth,
-                         given is not None, is_right(question, truth, given), given == CANNOT_TELL))
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    keys = ["sample_id", "code", "cutoff", "frame", "modality"]
+    rows, questions, truths, given = [], [], [], []
+    for i, (found, answer) in enumerate(zip(parsed["questions"], parsed["answer"])):
+        answer = json.loads(answer) if isinstance(answer, str) else {}
+        for question, truth in json.loads(found).items():
+            rows.append(i)
+            questions.append(question)
+            truths.append(truth)
+            given.append(answer.get(question))
+    out = parsed[keys].iloc[rows].reset_index(drop=True)
+    out["question"], out["truth"] = questions, pd.Series(truths, dtype=object)
+    out["answered"] = np.fromiter((g is not None for g in given), bool, len(given))
+    out["right"] = np.fromiter((is_right(q, t, g) for q, t, g in zip(questions, truths, given)), bool, len(given))
+    out["cannot_tell"] = np.fromiter((g == CANNOT_TELL for g in given), bool, len(given))
+    return out[VERDICT_COLUMNS]
 
 
 def date_terms(v: pd.DataFrame, dates: pd.Index) -> tuple[np.ndarray, np.ndarray]:
@@ -91,18 +98,19 @@ class _Clusters:
     """The charts of a run's verdicts and one bootstrap weight matrix over them (None: no intervals)."""
 
     def __init__(self, v: pd.DataFrame, n_boot: int, seed: int):
-        keys = v[CHART].drop_duplicates().sort_values(CHART)
-        self.index = pd.MultiIndex.from_frame(keys)
-        self.weights = date_weights(len(keys), n_boot, seed) if n_boot > 0 and len(keys) else None
-
-    def terms(self, part: pd.DataFrame, column: str = "right") -> tuple[np.ndarray, np.ndarray]:
-        """Per chart (in order): the sum of ``column`` and the verdicts of ``part``."""
-        grouped = part.groupby(CHART)[column].agg(["sum", "count"])
-        grouped = grouped.reindex(self.index, fill_value=0)
-        return grouped["sum"].to_numpy(float), grouped["count"].to_numpy(float)
+        self.ids = v.groupby(CHART, sort=True).ngroup().to_numpy() if len(v) else np.zeros(0, int)
+        self.n = int(self.ids.max()) + 1 if len(v) else 0
+        self.weights = date_weights(self.n, n_boot, seed) if n_boot > 0 and self.n else None
 
     def replicates(self, part: pd.DataFrame, column: str = "right") -> np.ndarray | None:
-        return None if self.weights is None else weighted_ratio(self.weights, *self.terms(part, column))
+        """Per replicate the mean of ``column`` over ``part`` (rows of the verdicts the clusters were
+        built from), its charts drawn as the weights say."""
+        if self.weights is None:
+            return None
+        ids = self.ids[part.index.to_numpy()]  # part: rows cut from the verdicts, whose index is a RangeIndex
+        total = np.bincount(ids, weights=part[column].to_numpy(float), minlength=self.n)
+        count = np.bincount(ids, minlength=self.n).astype(float)
+        return weighted_ratio(self.weights, total, count)
 
 
 def _block(v: pd.DataFrame, clusters: _Clusters) -> dict[str, Any]:

@@ -84,7 +84,10 @@ class ReadingTask(Task):
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
-    judge_version = 1  # raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them)
+    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them). 2: the
+    # parser reads every value by the questions' choices and numeric kinds (cannot_tell, the new questions),
+    # prices are judged for every price question, chance-corrected metrics and chart-clustered intervals.
+    judge_version = 2
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})
