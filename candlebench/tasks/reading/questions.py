@@ -35,6 +35,8 @@ answer. The rules, one per question (docs/reading.md has them as a table, with t
 * ``mark_color`` (control): the colour of one marked bar, ``up`` or ``down``; on a seeded quarter
   of the charts the prompt names a bar E before the first bar drawn instead, and the right answer
   is ``cannot_tell``.
+* ``frames_agree`` (frames), asked of the daily and the weekly chart together (:func:`pair_set`):
+  whether both moved the same way from their first to their last bar, ``yes`` or ``no``.
 
 A question left out is not asked; its reason is counted (the samples summary, the report).
 """
@@ -74,13 +76,14 @@ MA_ORDERS = tuple(">".join(f"ma{w}" for w in order) for order in itertools.permu
 
 QUESTIONS = ("ma5", "ma20", "ma90", "highest", "lowest", "highest_close", "last_close", "change", "direction",
              "range_position", "cross", "ma_order", "ma_slope", "up_candles", "volume_above_mean", "max_volume",
-             "pattern", "mark_color")
+             "pattern", "mark_color", "frames_agree")
 # The question types (the report's balanced headline averages over them), each a group of questions.
 TYPES = {"ma5": "position", "ma20": "position", "ma90": "position", "range_position": "position",
          "highest": "extremes", "lowest": "extremes", "highest_close": "prices", "last_close": "prices",
          "change": "trend", "direction": "trend", "cross": "moving averages", "ma_order": "moving averages",
          "ma_slope": "moving averages", "up_candles": "counts", "volume_above_mean": "volume",
-         "max_volume": "volume", "pattern": "pattern", "mark_color": "colour"}
+         "max_volume": "volume", "pattern": "pattern", "mark_color": "colour",
+         "frames_agree": "frames"}
 # The canonical answer of an unanswerable item (a line not drawn, a marked bar outside the drawn
 # window): the parser reads "cannot tell" / "无法判断" as this; it is one of the choices of every
 # question that can be unanswerable.
@@ -94,6 +97,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "direction": ("up", "down"), "range_position": ("top", "middle", "bottom"),
     "cross": ("golden", "death", "none"), "ma_order": MA_ORDERS, "ma_slope": ("rising", "falling"),
     "volume_above_mean": ("yes", "no"), "pattern": PATTERNS, "mark_color": ("up", "down", CANNOT_TELL),
+    "frames_agree": ("yes", "no"),
 }
 # The numeric questions and their kind: "price" (a positive number, right within VALUE_TOLERANCE)
 # or "count" (an integer 0..RECENT, right when equal).
@@ -136,6 +140,7 @@ class QuestionSet:
     marked: tuple[tuple[str, int, str], ...] = field(default=())
     mark_color: str = ""  # the letter mark_color asks about
     margins: dict[str, float] = field(default_factory=dict)  # question -> px from flipping (MARGINS), if asked
+    chart: Chart | None = field(default=None, repr=False, compare=False)  # the chart asked about (pair_set)
 
 
 def _apart(a: float, b: float) -> bool:
@@ -334,7 +339,17 @@ RULES: dict[str, Callable[[Chart], Any]] = {
     "volume_above_mean": _volume_above_mean, "max_volume": _pick(lambda c: c.vol_px(c.volume), True),
     "pattern": _pattern, "mark_color": _mark_color,
 }
-assert set(RULES) == set(QUESTIONS) == set(TYPES) == set(CHOICES) | set(NUMERIC)
+
+
+def _frames_agree(daily: Chart, weekly: Chart) -> str:
+    ups = [_sign(c.px(c.close[-1]), c.px(c.close[0]), f"the {name} chart's last and first close")
+           for name, c in (("daily", daily), ("weekly", weekly))]
+    return "yes" if ups[0] == ups[1] else "no"
+
+
+# The questions asked of the daily and the weekly chart of one stock and cutoff together.
+PAIR_RULES: dict[str, Callable[[Chart, Chart], Any]] = {"frames_agree": _frames_agree}
+assert set(RULES) | set(PAIR_RULES) == set(QUESTIONS) == set(TYPES) == set(CHOICES) | set(NUMERIC)
 
 
 def _ma20_margin(c: Chart) -> float:
@@ -379,18 +394,29 @@ def question_set(bars: pd.DataFrame, spec: ChartSpec, code: str, cutoff: pd.Time
     arrays = {k: bars[k].to_numpy(dtype=float) for k in ("open", "high", "low", "close", "volume")}
     chart = Chart(**arrays, mas={w: bars[f"ma{w}"].to_numpy(dtype=float) for w in MA_WINDOWS}, marked=marked,
                   px=px, vol_px=vol_px, partial_last=partial, outside=outside)
-    answers, left_out = {}, {}
-    for key, rule in RULES.items():
-        try:
-            answers[key] = rule(chart)
-        except LeftOut as why:
-            left_out[key] = str(why)
+    answers, left_out = _asked(RULES, chart)
     dates = bars["date"].dt.strftime("%Y-%m-%d").tolist()
     named = [(letter, len(bars) - i, dates[i]) for letter, i in zip(MARKS, marked)]
     if outside:
         named.append((OUTSIDE_MARK, len(bars) + outside_back, f"{before['date'].iloc[-outside_back]:%Y-%m-%d}"))
     margins = {q: round(margin(chart), 2) for q, margin in MARGINS.items() if q in answers}
-    return QuestionSet(answers, left_out, tuple(named), OUTSIDE_MARK if outside else MARKS[0] if marked else "", margins)
+    return QuestionSet(answers, left_out, tuple(named), OUTSIDE_MARK if outside else MARKS[0] if marked else "", margins,
+                       chart)
+
+
+def _asked(rules: dict[str, Callable[..., Any]], *charts: Chart) -> tuple[dict[str, Any], dict[str, str]]:
+    answers, left_out = {}, {}
+    for key, rule in rules.items():
+        try:
+            answers[key] = rule(*charts)
+        except LeftOut as why:
+            left_out[key] = str(why)
+    return answers, left_out
+
+
+def pair_set(daily: QuestionSet, weekly: QuestionSet) -> QuestionSet:
+    """The questions of the daily and the weekly chart of one stock and cutoff, asked together."""
+    return QuestionSet(*_asked(PAIR_RULES, daily.chart, weekly.chart))
 
 
 def is_right(question: str, truth: Any, answer: Any) -> bool:

@@ -1,4 +1,6 @@
-"""Samples of the reading task: one per stock x cutoff x time frame x modality, on the forecast
+"""Samples of the reading task: one per stock x cutoff x time frame x modality (and, where both time
+frames are asked about, one of frame ``both`` per stock x cutoff x modality showing the two charts
+together, for the questions that compare them), on the forecast
 task's grid (every ``interval`` trading days, the same ``min_bars`` and staleness rules:
 :mod:`candlebench.task_api.windows`), so a model's reading and its forecast of the same chart can be joined on
 (code, cutoff). Each sample carries its questions' true answers (``questions``, JSON), the questions
@@ -24,10 +26,13 @@ import pandas as pd
 from candlebench.market.bars import FREQS, chart_bars
 from candlebench.market.market import Market
 from candlebench.rendering.chart import ChartSpec
-from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, question_set
+from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, pair_set, question_set
 from candlebench.task_api.windows import evaluation_windows
 
 MODALITIES = ("chart", "text", "blank")
+# The frame of a sample that shows the daily and the weekly chart together (questions.PAIR_RULES),
+# made for each stock and cutoff when both time frames are asked about.
+PAIR = "both"
 
 
 @dataclass(frozen=True)
@@ -67,22 +72,27 @@ def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[
     dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
                                         spec.max_stale_days, dropped, spec.codes)
     rows, asked, left_out = [], Counter(), Counter()
+
+    def add(w, frame: str, found: QuestionSet) -> None:
+        asked.update(found.answers.keys())
+        left_out.update(f"{q}: {why}" for q, why in found.left_out.items())
+        shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": frame,
+                  "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
+                  "marked": json.dumps(found.marked), "mark_color": found.mark_color,
+                  "margins": json.dumps(found.margins), "n_questions": len(found.answers)}
+        rows.extend({"sample_id": sample_id(w.code, w.date, frame, m), "modality": m, **shared} for m in spec.modalities)
+
     for w in windows:
-        history = w.history
+        charts = {}
         for freq in spec.frames:
             # A few bars more than drawn: the tail is the chart's (MAs over the whole history either
             # way), the rest the bars before it that mark_color's outside bar is taken from.
-            longer = chart_bars(history, freq, spec.ma_windows, spec.max_bars + OUTSIDE_BACK)
+            longer = chart_bars(w.history, freq, spec.ma_windows, spec.max_bars + OUTSIDE_BACK)
             bars = longer.tail(spec.max_bars).reset_index(drop=True)
-            found = question_set(bars, chart, w.code, w.date, freq, longer.iloc[:len(longer) - len(bars)])
-            asked.update(found.answers.keys())
-            left_out.update(f"{q}: {why}" for q, why in found.left_out.items())
-            shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": freq,
-                      "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
-                      "marked": json.dumps(found.marked), "mark_color": found.mark_color,
-                      "margins": json.dumps(found.margins),
-                      "n_questions": len(found.answers)}
-            rows += [{"sample_id": sample_id(w.code, w.date, freq, m), "modality": m, **shared} for m in spec.modalities]
+            charts[freq] = question_set(bars, chart, w.code, w.date, freq, longer.iloc[:len(longer) - len(bars)])
+            add(w, freq, charts[freq])
+        if set(FREQS) <= set(charts):  # the daily and the weekly chart asked about together
+            add(w, PAIR, pair_set(charts["daily"], charts["weekly"]))
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["cutoff", "code", "frame", "modality"], kind="stable").reset_index(drop=True)

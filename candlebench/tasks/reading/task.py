@@ -29,7 +29,8 @@ from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.rendering.inputs import BLANK_INPUT
 from candlebench.tasks.reading.questions import CHOICES, NUMERIC, QUESTIONS, RECENT, TYPES
-from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.market.bars import FREQS
+from candlebench.tasks.reading.samples import PAIR, ReadingSpec, build_samples
 from candlebench.task_api.settings import StockWindow, TaskSettings, setting
 
 # The answer format the prompt shows, per question, in the order asked: a choice list, or the kind
@@ -50,6 +51,7 @@ class ReadingSettings(TaskSettings):
     language: str = setting(key_of="prompts")
     prompt: str  # the language's prompt
     inputs: dict[str, dict[str, str]]
+    pair_inputs: dict[str, dict[str, str]]  # {inputs} of a sample showing the daily and weekly charts together
     frame_names: dict[str, dict[str, str]]
     questions: dict[str, dict[str, str]]
     mark: dict[str, str]
@@ -102,7 +104,7 @@ class ReadingTask(Task):
         return Inputs(charts=(*(str(f) for f in s.frames), *blank), text="text" in s.modalities)
 
     def _words(self, s: ReadingSettings) -> dict[str, Any]:
-        return {k: getattr(s, k)[s.language] for k in ("inputs", "frame_names", "questions", "mark")}
+        return {k: getattr(s, k)[s.language] for k in ("inputs", "pair_inputs", "frame_names", "questions", "mark")}
 
     def prompt_identity(self, s: ReadingSettings, ctx: TaskContext) -> str:
         return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
@@ -113,10 +115,15 @@ class ReadingTask(Task):
         frame, modality = str(sample["frame"]), str(sample["modality"])
         up, down = ctx.render.colors
         mas = ", ".join(f"MA{w} {c}" for w, c in zip(s.render.ma_windows, s.render.ma_colors))
-        ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
+        pair = frame == PAIR
+        if modality == "text":
+            ohlcv = texts[text_column()] if pair else frame_block(texts[text_column()], frame)
+        else:
+            ohlcv = ""
         # The blank control is asked as the chart is, word for word: only the image differs.
         shown = "chart" if modality == "blank" else modality
-        inputs = words["inputs"][shown].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
+        template = (words["pair_inputs"] if pair else words["inputs"])[shown]
+        inputs = template.format(frame="" if pair else words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
         marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
                           for letter, back, date in json.loads(sample["marked"]))
         asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
@@ -124,7 +131,8 @@ class ReadingTask(Task):
                               for i, q in enumerate(asked, 1))
         answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
         prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)
-        charts = {"chart": (frame,), "blank": (BLANK_INPUT,), "text": ()}[modality]
+        frames = tuple(FREQS) if pair else (frame,)
+        charts = {"chart": frames, "blank": (BLANK_INPUT,) * len(frames), "text": ()}[modality]
         return RequestSpec(prompt, charts, (text_column(),) if modality == "text" else ())
 
     def parser(self, s: ReadingSettings) -> Callable[[str | None], Parsed]:

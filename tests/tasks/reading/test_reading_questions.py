@@ -255,3 +255,12 @@ def test_mark_color_and_the_bar_outside_the_drawn_window():
     assert 0 < len(outside) < len(found) / 2 and all(f.answers["mark_color"] == CANNOT_TELL for f in outside)
     assert all(f.marked[-1][0] == "E" and f.marked[-1][1] > 50 for f in outside)
     assert all(len(f.marked) == 4 and f.answers["mark_color"] in ("up", "down") for f in found if f.mark_color == "A")
+
+
+def test_whether_the_daily_and_the_weekly_chart_agree():
+    from candlebench.tasks.reading.questions import PAIR_RULES
+
+    rising, falling, flat = chart([10, 11, 12]), chart([12, 11, 10]), chart([10, 10.1, 10.2])
+    assert PAIR_RULES["frames_agree"](rising, rising) == "yes" and PAIR_RULES["frames_agree"](rising, falling) == "no"
+    with pytest.raises(LeftOut, match="the weekly chart's last and first close within 4 px"):
+        PAIR_RULES["frames_agree"](rising, flat)

@@ -64,6 +64,7 @@ def test_samples_are_the_forecast_grid_per_frame_and_modality(market, samples):
     assert set(frame["cutoff"]) <= grid and frame["cutoff"].nunique() >= 5
     per_chart = frame.groupby(["code", "cutoff", "frame"])
     assert set(frame["modality"]) == {"chart", "text"} and (per_chart.size() == 2).all()
+    assert set(frame["frame"]) == {"daily", "weekly", "both"}  # both: the two charts of a stock and cutoff together
     assert (per_chart["questions"].nunique() == 1).all()  # both modalities ask the same of one chart
     assert summary["charts"] == len(per_chart) and sum(summary["asked"].values()) == frame.drop_duplicates(
         ["code", "cutoff", "frame"])["n_questions"].sum()
@@ -102,6 +103,13 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
     on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
     assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
+    both = frame[(frame["frame"] == "both") & (frame["modality"] == "chart")].iloc[0]
+    assert set(json.loads(both["questions"])) <= {"frames_agree"} and json.loads(both["marked"]) == []
+    on_both = TASK.request(cfg.settings, cfg.context, both, {"text_ohlcv": ohlcv})
+    assert on_both.charts == ("daily", "weekly") and "daily and then the weekly candlestick chart" in on_both.prompt
+    both_text = frame[(frame["sample_id"] != both["sample_id"]) & (frame["frame"] == "both")
+                      & (frame["modality"] == "text")].iloc[0]
+    assert ohlcv in TASK.request(cfg.settings, cfg.context, both_text, {"text_ohlcv": ohlcv}).prompt
     in_zh = setup_of("task=reading", "task.language=zh")
     zh = TASK.request(in_zh.settings, in_zh.context, chart, {"text_ohlcv": ohlcv})
     assert "周K线图" in zh.prompt and "从右数第" in zh.prompt
@@ -192,6 +200,8 @@ def test_the_blank_image_control_is_asked_as_the_chart_is(market, cfg):
     assert on_blank.charts == ("blank",) and on_chart.charts == ("daily",) and on_blank.prompt == on_chart.prompt
     assert TASK.inputs(blank.settings).charts == ("daily", "weekly", "blank")
     assert control["questions"] == chart["questions"] and control["sample_id"] != chart["sample_id"]
+    pair = frame[(frame["modality"] == "blank") & (frame["frame"] == "both")].iloc[0]
+    assert TASK.request(blank.settings, blank.context, pair, {}).charts == ("blank", "blank")
 
 
 def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
