@@ -28,7 +28,7 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.rendering.inputs import BLANK_INPUT
-from candlebench.tasks.reading.questions import CHOICES, NUMERIC, QUESTIONS, RECENT, TYPES
+from candlebench.tasks.reading.questions import CHOICES, MARKS, NUMERIC, QUESTIONS, RECENT, TYPES
 from candlebench.market.bars import FREQS
 from candlebench.tasks.reading.samples import PAIR, ReadingSpec, build_samples
 from candlebench.task_api.settings import StockWindow, TaskSettings, setting
@@ -124,10 +124,13 @@ class ReadingTask(Task):
         shown = "chart" if modality == "blank" else modality
         template = (words["pair_inputs"] if pair else words["inputs"])[shown]
         inputs = template.format(frame="" if pair else words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
-        marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
-                          for letter, back, date in json.loads(sample["marked"]))
+        named = {letter: words["mark"].format(letter=letter, back=back, date=date)
+                 for letter, back, date in json.loads(sample["marked"])}
+        # {marks}: the lettered bars A-D; {mark}: the bar mark_color asks about (E lies outside the chart).
+        marks = "; ".join(named[letter] for letter in MARKS if letter in named)
+        mark = named.get(sample["mark_color"], "")
         asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
-        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up, mark=sample["mark_color"])
+        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up, mark=mark)
                               for i, q in enumerate(asked, 1))
         answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
         prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)

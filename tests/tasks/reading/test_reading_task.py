@@ -103,6 +103,13 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
     on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
     assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
+    outside = frame[(frame["mark_color"] == "E") & (frame["modality"] == "chart")].iloc[0]
+    lines = TASK.request(cfg.settings, cfg.context, outside, {}).prompt.splitlines()
+    letter, back, date = json.loads(outside["marked"])[-1]
+    named = f"E = bar {back} from the right ({date})"
+    assert letter == "E" and any(line.startswith(tuple("123456789")) and "mark_color: Did this bar close up or down: "
+                                 + named in line for line in lines)
+    assert not any(named in line for line in lines if "highest:" in line or "max_volume:" in line)
     both = frame[(frame["frame"] == "both") & (frame["modality"] == "chart")].iloc[0]
     assert set(json.loads(both["questions"])) <= {"frames_agree"} and json.loads(both["marked"]) == []
     on_both = TASK.request(cfg.settings, cfg.context, both, {"text_ohlcv": ohlcv})
