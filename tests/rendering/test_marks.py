@@ -72,3 +72,24 @@ def test_the_blank_control_is_a_white_image_of_the_charts_size():
     spec = ChartSpec(width=320, height=200)
     image = Image.open(io.BytesIO(blank_png(spec)))
     assert image.size == (320, 200) and image.convert("RGB").getextrema() == ((255, 255), (255, 255), (255, 255))
+
+
+def test_the_render_job_draws_the_reading_charts_lettered_and_a_blank_beside_them(tmp_path):
+    from candlebench.market.market import load_market
+    from candlebench.rendering.render import StockJob, render_stock
+    from helpers import SLICE
+
+    market = load_market([SLICE], name="PSE")
+    reading = setup_of("task=reading", "task.modalities=[chart,blank]").context.render
+    forecast = setup_of("task=forecast").context.render
+    job = StockJob("AC", market.stock("AC"), (pd.Timestamp("2019-06-26"),), {})
+    rows = {r["freq"]: r for r in render_stock(job, reading, tmp_path / "reading")}
+    again = {r["freq"]: r for r in render_stock(job, reading, tmp_path / "again")}
+    plain = {r["freq"]: r for r in render_stock(job, forecast, tmp_path / "forecast")}
+    assert set(rows) == {"daily", "weekly", "blank"} and {f: r["sha256"] for f, r in rows.items()} == {
+        f: r["sha256"] for f, r in again.items()}  # the same config, the same bytes
+    assert rows["daily"]["sha256"] != plain["daily"]["sha256"]  # the letters, on the reading charts only
+    unmarked = replace(reading, spec=replace(reading.spec, marks=0), freqs=forecast.freqs)
+    assert render_stock(job, unmarked, tmp_path / "unmarked")[0]["sha256"] == plain["daily"]["sha256"]
+    blank = Image.open(tmp_path / "reading" / rows["blank"]["path"])
+    assert blank.size == (reading.spec.width, reading.spec.height) and blank.getextrema() == ((255, 255),) * 3

@@ -109,10 +109,6 @@ class LeftOut(ValueError):
     """The case is ambiguous (or not drawn): the question is not asked; the message says why."""
 
 
-def _linear(values):
-    return np.asarray(values, dtype=float)
-
-
 @dataclass(frozen=True)
 class Chart:
     """The drawn bars as arrays, the marked bars (indices into them, oldest first) and the axis
@@ -125,8 +121,8 @@ class Chart:
     volume: np.ndarray
     mas: dict[int, np.ndarray]
     marked: tuple[int, ...]
-    px: Callable[[Any], Any] = _linear
-    vol_px: Callable[[Any], Any] = _linear
+    px: Callable[[Any], Any]
+    vol_px: Callable[[Any], Any]
     partial_last: bool = False  # the last bar is a week the cutoff cut short
     outside: bool = False  # mark_color asks about the bar outside the drawn window
 

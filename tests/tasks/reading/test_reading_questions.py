@@ -116,8 +116,7 @@ def test_prices_read_off_the_axis_within_one_percent_where_two_pixels_are_finer(
     assert ask("highest_close", c) == 130.0 and ask("last_close", c) == 130.0
     assert is_right("last_close", 13.0, 13.12) and not is_right("last_close", 13.0, 13.2)
     assert not is_right("highest_close", 13.0, "13") and not is_right("highest_close", 13.0, None)
-    coarse = Chart(*(np.array([1.0, 2.0]),) * 5, {5: np.full(2, np.nan), 20: np.full(2, np.nan), 90: np.full(2, np.nan)},
-                   (), px=lambda p: np.asarray(p) * 10)  # 2 px = 0.2: 10% of a price of 2
+    coarse = chart([1.0, 2.0])  # 2 px = 0.2: 10% of a price of 2
     with pytest.raises(LeftOut, match="2 px span more than 1%"):
         ask("last_close", coarse)
 
