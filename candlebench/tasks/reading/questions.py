@@ -186,21 +186,12 @@ def _pick(heights_of: Callable[[Chart], np.ndarray], highest: bool) -> Callable[
 def _price(value_of: Callable[[Chart], float]) -> Callable[[Chart], float]:
     def rule(c: Chart) -> float:
         value = float(value_of(c))
-        per_px = abs(value - _price_at(c, c.px(value) + MARGIN_PX))
-        if per_px > VALUE_TOLERANCE * abs(value):
+        per_px = 1.0 / abs(float(c.px(1.0)) - float(c.px(0.0)))  # the axis is linear: price per pixel
+        if MARGIN_PX * per_px > VALUE_TOLERANCE * abs(value):
             raise LeftOut(f"{MARGIN_PX:g} px span more than {VALUE_TOLERANCE:.0%} of the price")
         return value
 
     return rule
-
-
-def _price_at(c: Chart, height: float) -> float:
-    """The price at ``height`` pixels (the axis transform is linear: two points give it)."""
-    lo, hi = float(np.min(c.low)), float(np.max(c.high))
-    if hi == lo:
-        hi = lo + 1.0
-    y_lo, y_hi = c.px(lo), c.px(hi)
-    return lo + (height - y_lo) * (hi - lo) / (y_hi - y_lo)
 
 
 def _change(c: Chart) -> str:
