@@ -16,12 +16,15 @@ Chance, per verdict, then averaged over a type's verdicts:
 * ``chance_majority``: the share of the question's most common true answer in its time frame, over
   the run's samples: what always giving that answer scores (the ``majority`` baseline, in-sample).
 
+A price has no constant answer to give: its chance is 0 both ways.
+
 The chance-corrected score of a type is ``(accuracy - chance) / (1 - chance)`` against the majority
 level (Cohen's kappa's form: 0 = no better than the best constant answer, 1 = every answer right;
 negative = worse), the uniform one beside it. A type whose chance is 1 (one answer everywhere) has
-no score. The headline (``balanced_<modality>``) is the mean over types of the majority-corrected
-score, and of the accuracy, each type weighing the same however many questions it holds; a type
-asked of no chart in a replicate drops out of that replicate's mean.
+no score. The headline (``balanced_<modality>``): the balanced accuracy (the mean over types, each
+type weighing the same however many questions it holds) and its score, the same correction of it by
+the mean majority chance of the types. (Not the mean of the types' scores: a type whose majority
+chance is near 1, the patterns' "none", scores -10 for a guesser and would outweigh all others.)
 
 ``unanswerable``: of the items whose right answer is ``cannot_tell``, the share answered so; and of
 the answerable items of questions that offer it, the share wrongly answered ``cannot_tell``.
@@ -52,6 +55,7 @@ def _uniform(question: str) -> float:
 
 UNIFORM = {q: _uniform(q) for q in QUESTIONS}
 OFFERS_CANNOT_TELL = {q: CANNOT_TELL in CHOICES.get(q, ()) for q in QUESTIONS}
+IS_PRICE = {q: NUMERIC.get(q) == "price" for q in QUESTIONS}
 
 
 def verdicts(parsed: pd.DataFrame) -> pd.DataFrame:
@@ -83,9 +87,12 @@ def with_chance(v: pd.DataFrame) -> pd.DataFrame:
     """``v`` with each verdict's chance levels and its question's type."""
     truth = v["truth"].astype(str)
     majority = truth.groupby([v["question"], v["frame"]]).transform(lambda t: t.value_counts().iloc[0] / len(t))
+    # A price has no constant answer to give (two closes rarely repeat; one within 1% of many is
+    # the scale's accident, not a strategy): its chance is 0 both ways.
+    price = v["question"].map(IS_PRICE).to_numpy(bool)
+    majority = np.where(price, 0.0, majority.to_numpy(float)) if len(v) else np.zeros(0)
     uniform = v["question"].map(UNIFORM)
-    return v.assign(chance_majority=majority.to_numpy(float) if len(v) else [], chance_uniform=uniform.astype(float),
-                    type=v["question"].map(TYPES))
+    return v.assign(chance_majority=majority, chance_uniform=uniform.astype(float), type=v["question"].map(TYPES))
 
 
 def corrected(accuracy, chance):
@@ -138,14 +145,18 @@ def _types(v: pd.DataFrame, clusters: _Clusters) -> tuple[dict[str, dict[str, An
             reps[name] = (r, majority)
             block["ci"] = {"accuracy": percentile_ci(r), "corrected_majority": percentile_ci(corrected(r, majority))}
         types[name] = {k: (None if isinstance(x, float) and np.isnan(x) else x) for k, x in block.items()}
-    scores = [t["corrected_majority"] for t in types.values() if t["corrected_majority"] is not None]
     balanced: dict[str, Any] = {"n": int(v[CHART].drop_duplicates().shape[0]), "types": len(types),
-                                "accuracy": float(np.mean([t["accuracy"] for t in types.values()])) if types else None,
-                                "score": float(np.mean(scores)) if scores else None}
+                                "accuracy": None, "chance_majority": None, "score": None}
+    if types:
+        accuracy = float(np.mean([t["accuracy"] for t in types.values()]))
+        chance = float(np.mean([t["chance_majority"] for t in types.values()]))
+        balanced.update(accuracy=accuracy, chance_majority=chance, score=float(corrected(accuracy, chance)))
     if reps:
-        accuracy = np.nanmean(np.stack([r for r, _ in reps.values()]), axis=0)
-        score = np.nanmean(np.stack([corrected(r, c) for r, c in reps.values()]), axis=0)
-        balanced["ci"] = {"accuracy": percentile_ci(accuracy), "score": percentile_ci(score)}
+        # A type asked of no drawn chart in a replicate drops out of that replicate's means.
+        accuracy_r = np.stack([r for r, _ in reps.values()])
+        chance_r = np.where(np.isnan(accuracy_r), np.nan, np.array([c for _, c in reps.values()])[:, None])
+        balanced["ci"] = {"accuracy": percentile_ci(np.nanmean(accuracy_r, axis=0)),
+                          "score": percentile_ci(corrected(np.nanmean(accuracy_r, axis=0), np.nanmean(chance_r, axis=0)))}
     return types, balanced
 
 

@@ -72,9 +72,9 @@ def types_table(runs: list[RunMetrics]) -> Table:
     return Table("Chart reading: per question type, against chance", pd.DataFrame(rows),
                  "Chance (uniform): a guess among each question's answers; chance (majority): always the most common "
                  "true answer of the question and time frame (in-sample). Chance-corrected: (accuracy - majority "
-                 "chance) / (1 - majority chance): 0 = no better than the best constant answer, 1 = all right. The "
-                 "headline averages it over types, each type weighing the same. Brackets: 95% intervals from a "
-                 "bootstrap of charts. A model that scores on the blank image as on the chart is not reading it.")
+                 "chance) / (1 - majority chance): 0 = no better than the best constant answer, 1 = all right; a "
+                 "type whose majority chance is near 1 (patterns: mostly none) punishes any other answer hard. A "
+                 "price has chance 0. Brackets: 95% intervals from a bootstrap of charts.")
 
 
 def unanswerable_table(runs: list[RunMetrics]) -> Table | None:
@@ -149,9 +149,11 @@ def forecast_table(runs: list[RunMetrics]) -> Table | None:
 def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
     roles = "; ".join(f"{r.name}: {ROLES[r.name]}" for r in runs if r.name in ROLES)
     tables = [headline_table("Chart reading: accuracy", runs, HEADLINE,
-                             "Chance-corrected: the balanced mean over question types of (accuracy - majority chance) / "
-                             "(1 - majority chance), with its 95% interval from a bootstrap of charts; the blank-image "
-                             "control beside the charts." + (f" Naive baselines: {roles}." if roles else "")),
+                             "Balanced accuracy: the mean over question types, each type weighing the same. "
+                             "Chance-corrected: (balanced accuracy - c) / (1 - c), c the types' mean majority chance "
+                             "(always the most common answer): 0 = no better than constant answers, 1 = all right; "
+                             "95% intervals from a bootstrap of charts. The blank-image control beside the charts: "
+                             "a model that scores there as on the chart is not reading it." + (f" Naive baselines: {roles}." if roles else "")),
               types_table(runs), questions_table(runs)]
     if comparisons:
         tables.append(comparison_table(comparisons))

@@ -177,10 +177,11 @@ def test_per_type_chance_levels_and_the_balanced_chance_corrected_headline(marke
     charts = frame[frame["modality"] == "chart"][["code", "cutoff", "frame"]].drop_duplicates()
     oracle, majority, chance = runs["oracle"], runs["majority"], runs["uniform_random"]
     assert oracle["balanced_chart"]["score"] == 1.0 and oracle["balanced_chart"]["n"] == len(charts)
-    # The in-sample most common answer scores its chance level exactly: 0 on every type it answers.
-    answered_types = {t for t, b in majority["types"]["chart"].items() if t != "prices"}
-    assert all(majority["types"]["chart"][t]["corrected_majority"] == pytest.approx(0, abs=1e-12) for t in answered_types)
-    assert majority["types"]["chart"]["prices"]["accuracy"] == 0.0  # no constant price: unanswered
+    # The in-sample most common answer scores its chance level exactly: 0 on every type and overall
+    # (a price has no constant answer: unanswered, and its chance is 0).
+    assert all(t["corrected_majority"] == pytest.approx(0, abs=1e-12) for t in majority["types"]["chart"].values())
+    assert majority["types"]["chart"]["prices"]["accuracy"] == majority["types"]["chart"]["prices"]["chance_majority"] == 0
+    assert majority["balanced_chart"]["score"] == pytest.approx(0, abs=1e-12)
     types = chance["types"]["chart"]
     assert {"position", "extremes", "prices", "trend", "moving averages", "counts", "colour"} <= set(types) <= set(
         TYPES.values())
@@ -190,8 +191,10 @@ def test_per_type_chance_levels_and_the_balanced_chance_corrected_headline(marke
                                                            / (1 - position["chance_majority"]))
     lo, hi = chance["balanced_chart"]["ci"]["score"]
     assert lo <= chance["balanced_chart"]["score"] <= hi < 0.5  # chance reads nothing
-    assert chance["balanced_chart"]["score"] == pytest.approx(np.mean(
-        [t["corrected_majority"] for t in types.values() if t["corrected_majority"] is not None]))
+    # The headline corrects the balanced accuracy by the types' mean majority chance.
+    accuracy, level = (np.mean([t[k] for t in types.values()]) for k in ("accuracy", "chance_majority"))
+    assert chance["balanced_chart"]["accuracy"] == pytest.approx(accuracy)
+    assert chance["balanced_chart"]["score"] == pytest.approx((accuracy - level) / (1 - level))
     unanswerable = oracle["unanswerable"]["chart"]
     assert unanswerable["n"] > 0 and unanswerable["said_cannot_tell"] == 1.0 and unanswerable["false_cannot_tell"] == 0.0
 
