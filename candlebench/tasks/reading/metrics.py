@@ -83,16 +83,25 @@ def date_terms(v: pd.DataFrame, dates: pd.Index) -> tuple[np.ndarray, np.ndarray
     return grouped["sum"].to_numpy(float), grouped["count"].to_numpy(float)
 
 
-def with_chance(v: pd.DataFrame) -> pd.DataFrame:
-    """``v`` with each verdict's chance levels and its question's type."""
+def _scored(v: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts as the metrics read them: each with its chance levels, its question's type and
+    its chart's cluster number; the grouping keys as categories (pandas' string columns are copied
+    whole at every cut, and the metrics cut them a few hundred times)."""
     truth = v["truth"].astype(str)
     majority = truth.groupby([v["question"], v["frame"]]).transform(lambda t: t.value_counts().iloc[0] / len(t))
     # A price has no constant answer to give (two closes rarely repeat; one within 1% of many is
     # the scale's accident, not a strategy): its chance is 0 both ways.
     price = v["question"].map(IS_PRICE).to_numpy(bool)
-    majority = np.where(price, 0.0, majority.to_numpy(float)) if len(v) else np.zeros(0)
-    uniform = v["question"].map(UNIFORM)
-    return v.assign(chance_majority=majority, chance_uniform=uniform.astype(float), type=v["question"].map(TYPES))
+    return pd.DataFrame({
+        **{k: pd.Categorical(v[k]) for k in ("question", "frame", "modality")},
+        "type": pd.Categorical(v["question"].map(TYPES)),
+        "chart": v.groupby(CHART, sort=True).ngroup().to_numpy() if len(v) else np.zeros(0, int),
+        "right": v["right"].to_numpy(bool), "answered": v["answered"].to_numpy(bool),
+        "cannot_tell": v["cannot_tell"].to_numpy(bool), "unanswerable": (truth == CANNOT_TELL).to_numpy(bool),
+        "offers_cannot_tell": v["question"].map(OFFERS_CANNOT_TELL).to_numpy(bool),
+        "chance_majority": np.where(price, 0.0, majority.to_numpy(float)) if len(v) else np.zeros(0),
+        "chance_uniform": v["question"].map(UNIFORM).to_numpy(float),
+    })
 
 
 def corrected(accuracy, chance):
@@ -102,19 +111,17 @@ def corrected(accuracy, chance):
 
 
 class _Clusters:
-    """The charts of a run's verdicts and one bootstrap weight matrix over them (None: no intervals)."""
+    """One bootstrap weight matrix over the charts of a run's verdicts (None: no intervals)."""
 
     def __init__(self, v: pd.DataFrame, n_boot: int, seed: int):
-        self.ids = v.groupby(CHART, sort=True).ngroup().to_numpy() if len(v) else np.zeros(0, int)
-        self.n = int(self.ids.max()) + 1 if len(v) else 0
+        self.n = int(v["chart"].max()) + 1 if len(v) else 0
         self.weights = date_weights(self.n, n_boot, seed) if n_boot > 0 and self.n else None
 
     def replicates(self, part: pd.DataFrame, column: str = "right") -> np.ndarray | None:
-        """Per replicate the mean of ``column`` over ``part`` (rows of the verdicts the clusters were
-        built from), its charts drawn as the weights say."""
+        """Per replicate the mean of ``column`` over ``part``, its charts drawn as the weights say."""
         if self.weights is None:
             return None
-        ids = self.ids[part.index.to_numpy()]  # part: rows cut from the verdicts, whose index is a RangeIndex
+        ids = part["chart"].to_numpy()
         total = np.bincount(ids, weights=part[column].to_numpy(float), minlength=self.n)
         count = np.bincount(ids, minlength=self.n).astype(float)
         return weighted_ratio(self.weights, total, count)
@@ -136,7 +143,7 @@ def _types(v: pd.DataFrame, clusters: _Clusters) -> tuple[dict[str, dict[str, An
     for name, part in v.groupby("type", sort=True):
         accuracy = float(part["right"].mean())
         majority, uniform = float(part["chance_majority"].mean()), float(part["chance_uniform"].mean())
-        block = {"n": len(part), "charts": int(part[CHART].drop_duplicates().shape[0]), "accuracy": accuracy,
+        block = {"n": len(part), "charts": int(part["chart"].nunique()), "accuracy": accuracy,
                  "chance_uniform": uniform, "chance_majority": majority,
                  "corrected_uniform": float(corrected(accuracy, uniform)),
                  "corrected_majority": float(corrected(accuracy, majority))}
@@ -145,7 +152,7 @@ def _types(v: pd.DataFrame, clusters: _Clusters) -> tuple[dict[str, dict[str, An
             reps[name] = (r, majority)
             block["ci"] = {"accuracy": percentile_ci(r), "corrected_majority": percentile_ci(corrected(r, majority))}
         types[name] = {k: (None if isinstance(x, float) and np.isnan(x) else x) for k, x in block.items()}
-    balanced: dict[str, Any] = {"n": int(v[CHART].drop_duplicates().shape[0]), "types": len(types),
+    balanced: dict[str, Any] = {"n": int(v["chart"].nunique()), "types": len(types),
                                 "accuracy": None, "chance_majority": None, "score": None}
     if types:
         accuracy = float(np.mean([t["accuracy"] for t in types.values()]))
@@ -161,8 +168,8 @@ def _types(v: pd.DataFrame, clusters: _Clusters) -> tuple[dict[str, dict[str, An
 
 
 def _unanswerable(v: pd.DataFrame, clusters: _Clusters) -> dict[str, Any] | None:
-    unanswerable = v[v["truth"].astype(str) == CANNOT_TELL]
-    could = v[(v["truth"].astype(str) != CANNOT_TELL) & v["question"].map(OFFERS_CANNOT_TELL)]
+    unanswerable = v[v["unanswerable"]]
+    could = v[~v["unanswerable"] & v["offers_cannot_tell"]]
     if unanswerable.empty:
         return None
     out = {"n": len(unanswerable), "said_cannot_tell": float(unanswerable["cannot_tell"].mean()),
@@ -177,17 +184,18 @@ def reading_metrics(parsed: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> dic
     """``all``, ``<modality>`` (chart, text, blank), ``questions.<q>`` (over frames and modalities) and
     ``cells.<q>.<frame>.<modality>`` blocks of n, accuracy, answered share and (with ``n_boot``) ``ci``;
     per modality ``types.<modality>.<type>`` (accuracy, chance levels, chance-corrected scores),
-    ``balanced_<modality>`` (the headline: the mean over types) and ``unanswerable.<modality>``;
-    and the parse failure rate over samples."""
-    v = with_chance(verdicts(parsed))
+    ``balanced_<modality>`` (the headline: the balanced accuracy over types and its chance-corrected
+    score) and ``unanswerable.<modality>``; and the parse failure rate over samples."""
+    v = _scored(verdicts(parsed))
     clusters = _Clusters(v, n_boot, seed)
     cells: dict[str, dict[str, dict[str, Any]]] = {}
     for (question, frame, modality), part in v.groupby(["question", "frame", "modality"], sort=True):
         cells.setdefault(question, {}).setdefault(frame, {})[modality] = _block(part, clusters)
+    by_question = dict(tuple(v.groupby("question")))
     out: dict[str, Any] = {
         "all": _block(v, clusters),
         **{m: _block(part, clusters) for m, part in v.groupby("modality", sort=True)},
-        "questions": {q: _block(v[v["question"] == q], clusters) for q in QUESTIONS if (v["question"] == q).any()},
+        "questions": {q: _block(by_question[q], clusters) for q in QUESTIONS if q in by_question},
         "cells": cells, "types": {}, "unanswerable": {},
         "parse_failure_rate": float(parsed["answer"].isna().mean()) if len(parsed) else None,
     }
