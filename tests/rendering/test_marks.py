@@ -93,3 +93,19 @@ def test_the_render_job_draws_the_reading_charts_lettered_and_a_blank_beside_the
     assert render_stock(job, unmarked, tmp_path / "unmarked")[0]["sha256"] == plain["daily"]["sha256"]
     blank = Image.open(tmp_path / "reading" / rows["blank"]["path"])
     assert blank.size == (reading.spec.width, reading.spec.height) and blank.getextrema() == ((255, 255),) * 3
+
+
+def test_a_letter_over_the_highest_candle_goes_under_it_and_mplfinance_refuses_marks():
+    from candlebench.rendering.chart_mpl import render_chart_mpl
+
+    b = bars()
+    top = int(b["high"].idxmax())
+    marked = b.assign(**{MARK_COLUMN: ["A" if i == top else "" for i in range(len(b))]})
+    small = ChartSpec(height=300)  # the padding over the highest candle is ~7 px: no room for a letter
+    drawn = np.asarray(render_image(marked, replace(small, marks=1), "t"), dtype=int)
+    plain = np.asarray(render_image(b, small, "t"), dtype=int)
+    rows = np.flatnonzero((drawn != plain).any(axis=(1, 2)))
+    lay = layout(b, small)
+    assert rows.min() > lay.y_of(b["low"].iloc[top]) and rows.max() < lay.price_box.bottom  # under the candle, in the panel
+    with pytest.raises(ValueError, match="mplfinance renderer draws no marked bars"):
+        render_chart_mpl(marked, ChartSpec(marks=1), "t")
