@@ -289,3 +289,12 @@ def test_run_and_sweep_score_a_models_forecast_before_its_reading_whatever_the_t
         assert jobs[-1].overrides[0][:1] == (f"task={tasks[0]}",)  # the report still leads with the command's first task
     alone = plan([], ["reading"], models, names, baselines=False)  # no forecast in the plan: nothing to wait for
     assert next(j for j in alone if j.key == "score:reading:tiny_qwen2_5_vl").after == ("infer:reading:tiny_qwen2_5_vl",)
+
+
+def test_the_weekly_volume_question_is_no_longer_nearly_constant(market, cfg):
+    """Asked of partial weeks it was "no" 93% of the time; asked of complete weeks only, both answers occur."""
+    frame, _ = build_samples(market, ReadingSpec(codes=("AC", "SM", "ALI", "TEL"), interval=30, modalities=("chart",)),
+                             cfg.context.render.spec)
+    weekly = [json.loads(q).get("volume_above_mean") for q in frame.loc[frame["frame"] == "weekly", "questions"]]
+    asked = [a for a in weekly if a is not None]
+    assert len(asked) >= 10 and 0.25 <= asked.count("yes") / len(asked) <= 0.75
