@@ -34,9 +34,11 @@ from reading_accuracy import FLOORS, measure  # noqa: E402
 from reading_gold import answers  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
+from candlebench.rendering.chart import ChartSpec  # noqa: E402
 from candlebench.tasks.reading.baselines import BASELINES  # noqa: E402
 from candlebench.tasks.reading.metrics import reading_metrics  # noqa: E402
 from candlebench.tasks.reading.parse import parse_answer  # noqa: E402
+from candlebench.tasks.reading.questions import MARKS  # noqa: E402
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
@@ -52,7 +54,7 @@ def rows(n: int) -> tuple[pd.DataFrame, list[str]]:
     """N sample rows (the real samples, cycled, each with its own id) with an answer text each, and N
     of the baselines' JSON answers (the floor's input)."""
     market = load_market([SLICE], name="PSE")
-    samples, _ = build_samples(market, ReadingSpec())
+    samples, _ = build_samples(market, ReadingSpec(), ChartSpec(marks=len(MARKS)))
     texts = [dict(baseline(samples, market, None)) for baseline in BASELINES.values()]
     gold = [item["response"] for item in answers()]
     picked = samples.iloc[[i % len(samples) for i in range(n)]].reset_index(drop=True)
@@ -78,8 +80,10 @@ def main() -> None:
     accuracy, _ = measure()
     for lang, a in accuracy.items():
         print(f"gold {lang}: {a['n']} questions | " + ", ".join(f"{k} {a[k]:.3f} (floor {FLOORS[k]})" for k in FLOORS))
-    print(f"scoring:  {n} answers ({metrics['all']['n']} questions) in {score_s:.2f} s ({score_s / n * 1e6:.0f} µs each), "
-          f"{score_s / floor_s:.0f}x the json.loads floor ({floor_s * 1e3:.1f} ms)")
+    questions = metrics["all"]["n"]
+    print(f"scoring:  {n} answers ({questions} questions) in {score_s:.2f} s ({score_s / n * 1e6:.0f} µs an answer, "
+          f"{score_s / questions * 1e6:.1f} µs a question), {score_s / floor_s:.0f}x the json.loads floor "
+          f"({floor_s * 1e3:.1f} ms)")
 
 
 if __name__ == "__main__":

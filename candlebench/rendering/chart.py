@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageColor, ImageDraw, ImageFont
 
+from candlebench.rendering.marks import MARK_COLUMN
+
 OHLCV = ("open", "high", "low", "close", "volume")
 RGB = tuple[int, int, int]
 
@@ -69,6 +71,8 @@ class ChartSpec:
     grid_color: str = "#e8e8e8"
     frame_color: str = "#888888"
     text_color: str = "#222222"
+    # Bars lettered A, B, ... over their candle (rendering/marks.py): the reading task's charts only.
+    marks: int = 0
 
     def __post_init__(self) -> None:
         if len(self.ma_windows) != len(self.ma_colors):
@@ -138,6 +142,7 @@ class _Bars:
     volume: np.ndarray
     dates: np.ndarray  # datetime64[D]
     mas: tuple[np.ndarray, ...]  # in spec.ma_windows order
+    marks: tuple[str, ...]  # each bar's letter (rendering/marks.py), "" for an unmarked bar
 
     @property
     def up(self) -> np.ndarray:
@@ -169,9 +174,15 @@ def render_image(bars: pd.DataFrame, spec: ChartSpec, title: str) -> Image.Image
     _draw_candles(draw, lay, xs, b, colors)
     for ma, color in zip(b.mas, colors.ma):
         _draw_ma_line(img, lay, xs, ma, color, spec)
+    _draw_marks(draw, lay, xs, b, spec, colors.text)
     _draw_axes(draw, lay, xs, b, spec, colors)
     _draw_text(draw, spec.margin, spec.margin, title, spec.title_font_size, "la", colors.text)
     return img
+
+
+def blank_png(spec: ChartSpec) -> bytes:
+    """A white PNG of the chart's size: what a model is shown in place of a chart, as a control."""
+    return encode_png(Image.new("RGB", (spec.width, spec.height), "white"))
 
 
 def encode_png(img: Image.Image) -> bytes:
@@ -254,6 +265,7 @@ def _read_bars(bars: pd.DataFrame, spec: ChartSpec) -> _Bars:
         volume=v,
         dates=bars["date"].to_numpy().astype("datetime64[D]"),
         mas=tuple(bars[col].to_numpy(dtype=float) for col in spec.ma_columns),
+        marks=tuple(bars[MARK_COLUMN].astype(str)) if MARK_COLUMN in bars else ("",) * len(c),
     )
 
 
@@ -542,6 +554,19 @@ def _finite_runs(finite: np.ndarray) -> list[slice]:
     edges = np.diff(np.concatenate(([0], finite.astype(np.int8), [0])))
     starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     return [slice(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
+
+
+def _draw_marks(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, spec: ChartSpec, fill: RGB) -> None:
+    """Each marked bar's letter centred over its candle, a gap above its high; below its low where
+    the panel has no room above (the highest candles)."""
+    size, gap = spec.font_size, 3
+    for i, letter in enumerate(b.marks):
+        if not letter:
+            continue
+        top = round(lay.y_of(b.high[i])) - gap - size
+        if top <= lay.price_box.top:
+            top = round(lay.y_of(b.low[i])) + gap
+        _draw_text(draw, xs[i], top, letter, size, "ma", fill)
 
 
 def _draw_axes(

@@ -17,6 +17,8 @@ DPI = 100
 
 def render_chart_mpl(bars: pd.DataFrame, spec: ChartSpec, title: str) -> bytes:
     """PNG bytes (RGBA, as matplotlib writes them) of ``spec.width`` x ``spec.height`` pixels."""
+    if spec.marks:
+        raise ValueError("the mplfinance renderer draws no marked bars (task.render.marks): use render.renderer=pil")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -9,6 +9,9 @@ from candlebench.core.layout import TaskPaths
 
 # The text input (OHLCV blocks of rendering/text.py) is one file per (code, cutoff) beside its charts.
 TEXT_INPUT = "ohlcv"
+# A white image of a chart's size, drawn in place of a chart where a task names this input among
+# its charts: the image-free control (what a model answers with no chart to read).
+BLANK_INPUT = "blank"
 
 
 def text_column() -> str:

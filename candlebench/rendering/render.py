@@ -38,9 +38,10 @@ from candlebench.core.progress import progress
 from candlebench.core.schema import KEY, stamped, version_of
 from candlebench.core.hash_partition import in_part
 from candlebench.market.bars import chart_bars, history_before
-from candlebench.rendering.chart import ChartSpec, render_chart
+from candlebench.rendering.chart import ChartSpec, blank_png, render_chart
 from candlebench.rendering.chart_mpl import render_chart_mpl
-from candlebench.rendering.inputs import TEXT_INPUT, text_column
+from candlebench.rendering.inputs import BLANK_INPUT, TEXT_INPUT, text_column
+from candlebench.rendering.marks import with_marks
 from candlebench.rendering.text import sample_text
 
 Renderer = Callable[[pd.DataFrame, ChartSpec, str], bytes]
@@ -62,6 +63,11 @@ class RenderSettings:
         s = self.spec
         return (f"{self.renderer} {s.width}x{s.height}, {self.colors[0]}-up, {self.max_bars} bars, "
                 f"MAs {list(s.ma_windows)}, inputs {list(self.inputs)}")
+
+    @property
+    def frames(self) -> tuple[str, ...]:
+        """The time frames drawn as charts (the blank image of a chart's size is no time frame)."""
+        return tuple(f for f in self.freqs if f != BLANK_INPUT)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -102,6 +108,7 @@ def render_settings(r: DictConfig, design: DictConfig, freqs: Sequence[str], tex
         down_color=down,
         ma_windows=tuple(int(w) for w in design.ma_windows),
         ma_colors=tuple(str(c) for c in design.ma_colors),
+        marks=int(design.marks),
     )
     return RenderSettings(
         spec=spec, freqs=tuple(freqs), max_bars=int(design.max_bars), renderer=str(r.renderer), text=text,
@@ -171,10 +178,14 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
                 continue
             if freq == TEXT_INPUT:
                 png = sample_text(
-                    history, job.code, cutoff, settings.freqs, settings.spec.ma_windows, settings.max_bars
+                    history, job.code, cutoff, settings.frames, settings.spec.ma_windows, settings.max_bars
                 ).encode()
+            elif freq == BLANK_INPUT:
+                png = blank_png(settings.spec)
             else:
                 bars = chart_bars(history, freq, settings.spec.ma_windows, settings.max_bars)
+                if settings.spec.marks:
+                    bars = with_marks(bars, job.code, cutoff, freq, settings.spec.marks)
                 png = draw(bars, settings.spec, chart_title(job.code, freq, cutoff))
             atomic_write(target, lambda p: p.write_bytes(png))
             rows.append(

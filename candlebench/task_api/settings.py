@@ -100,6 +100,8 @@ class ChartDesign:
     max_bars: int = setting(integer(1))
     ma_windows: tuple[int, ...]
     ma_colors: tuple[str, ...]
+    # Bars lettered A, B, ... on each chart (rendering/marks.py): the reading task's; 0 elsewhere.
+    marks: int = setting(integer(0))
 
     def __post_init__(self) -> None:
         if len(self.ma_windows) != len(self.ma_colors):

@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from candlebench.task_api.base import REASONING_CUT
 from candlebench.task_api.answer_text import normalise, split_reasoning, strip_fences
-from candlebench.tasks.reading.questions import CHOICES, QUESTIONS, RECENT
+from candlebench.tasks.reading.questions import CHOICES, NUMERIC, QUESTIONS, RECENT
 
 _WORDS: Final[dict[str, dict[str, str]]] = {
     "position": {"above": r"above|over|higher|上方|之上|高于|站上", "below": r"below|under|lower|下方|之下|低于|跌破"},
@@ -89,9 +89,9 @@ def _choice(key: str, value: Any) -> str | None:
         value = ("yes" if value else "no") if key == "volume_above_mean" else ("none" if not value else None)
         return value
     text = str(value).strip()
+    if text.lower() in CHOICES[key]:
+        return text.lower()
     if key in _KIND:
-        if text.lower() in CHOICES[key]:
-            return text.lower()
         found = {answer for answer, pattern in _PATTERNS[_KIND[key]].items() if pattern.search(text)}
         if key == "pattern" and found & {"bullish_engulfing", "bearish_engulfing"}:
             found -= {"none"}
@@ -111,10 +111,10 @@ def _number(value: Any) -> float | None:
 
 def read_value(key: str, value: Any) -> Any:
     """One answer as the judge compares it, or None when no rule reads it."""
-    if key == "highest_close":
+    if NUMERIC.get(key) == "price":
         number = _number(value)
         return number if number is not None and number > 0 else None
-    if key == "up_candles":
+    if NUMERIC.get(key) == "count":
         number = _number(value)
         word = _COUNT_WORD.search(value) if number is None and isinstance(value, str) else None
         number = _COUNT_WORDS[word.group(1).lower()] if word else number

@@ -1,6 +1,7 @@
-"""The reading report section: accuracy per model (overall, charts, text), per question x time frame x
-modality, the paired comparisons, the questions left out as ambiguous, and reading next to
-forecasting (IC and the 2x2 of trend read right x forecast direction right) for models that ran both."""
+"""The reading report section: per model the headline (the balanced chance-corrected score over
+question types, charts beside the blank-image control and the text), per type against chance, per
+question x time frame x modality, the unanswerable items, the paired comparisons, the questions left
+out as ambiguous, and reading next to forecasting for models that ran both."""
 
 from __future__ import annotations
 
@@ -16,8 +17,14 @@ from candlebench.tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
 # What the naive baselines are, said under the headline table (a row keeps its run's label: the
 # report adds each run's Answered cell by it); the oracle is a reference (ReadingTask.references).
 ROLES = {"uniform_random": "chance", "majority": "the in-sample most common answer per question"}
-HEADLINE = (Headline("accuracy", "Accuracy", block="all"), Headline("accuracy", "Charts", block="chart"),
-            Headline("accuracy", "Text", block="text"), Headline("answered", "Questions answered", block="all"),
+MODALITY_NAMES = {"chart": "Charts", "text": "Text", "blank": "Blank image (no chart)"}
+HEADLINE = (Headline("score", "Charts: chance-corrected", block="balanced_chart"),
+            Headline("accuracy", "Charts: balanced accuracy", block="balanced_chart"),
+            Headline("score", "Blank image: chance-corrected", block="balanced_blank",
+                     missing="no blank-image control run (task.modalities with blank)"),
+            Headline("score", "Text: chance-corrected", block="balanced_text", missing="no text modality"),
+            Headline("accuracy", "Accuracy (all questions)", block="all"),
+            Headline("answered", "Questions answered", block="all"),
             Headline("parse_failure_rate", "Parse fail", False))
 
 
@@ -42,8 +49,44 @@ def questions_table(runs: list[RunMetrics]) -> Table:
             row["All"] = _cell((r.metrics.get("questions") or {}).get(q))
             rows.append(row)
     return Table("Chart reading: accuracy per question, time frame and modality", pd.DataFrame(rows),
-                 "Accuracy [95% interval over cutoff dates] (n questions asked). Unanswered questions count as wrong. "
+                 "Accuracy [95% interval over charts] (n questions asked). Unanswered questions count as wrong. "
                  "The rules: docs/reading.md.")
+
+
+def _ci(block: Mapping, key: str, digits: int = 2) -> str:
+    ci = (block.get("ci") or {}).get(key)
+    return fmt(block.get(key), 3) + (f" [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]" if ci else "")
+
+
+def types_table(runs: list[RunMetrics]) -> Table:
+    rows = []
+    for r in runs:
+        for modality, types in sorted((r.metrics.get("types") or {}).items()):
+            for name, t in types.items():
+                rows.append({"Model": r.label, "Modality": MODALITY_NAMES.get(modality, modality), "Type": name,
+                             "n": t["n"], "Charts": t["charts"], "Accuracy": _ci(t, "accuracy"),
+                             "Chance (uniform)": fmt(t["chance_uniform"], 3),
+                             "Chance (majority)": fmt(t["chance_majority"], 3),
+                             "Chance-corrected": _ci(t, "corrected_majority"),
+                             "Corrected vs uniform": fmt(t["corrected_uniform"], 3)})
+    return Table("Chart reading: per question type, against chance", pd.DataFrame(rows),
+                 "Chance (uniform): a guess among each question's answers; chance (majority): always the most common "
+                 "true answer of the question and time frame (in-sample). Chance-corrected: (accuracy - majority "
+                 "chance) / (1 - majority chance): 0 = no better than the best constant answer, 1 = all right; a "
+                 "type whose majority chance is near 1 (patterns: mostly none) punishes any other answer hard. A "
+                 "price has chance 0. Brackets: 95% intervals from a bootstrap of charts.")
+
+
+def unanswerable_table(runs: list[RunMetrics]) -> Table | None:
+    rows = [{"Model": r.label, "Modality": MODALITY_NAMES.get(m, m), "Unanswerable items": u["n"],
+             "Said cannot tell": _ci(u, "said_cannot_tell"), "Answerable items": u["n_answerable"],
+             "Said cannot tell wrongly": fmt(u["false_cannot_tell"], 3)}
+            for r in runs for m, u in sorted((r.metrics.get("unanswerable") or {}).items())]
+    if not rows:
+        return None
+    return Table("Chart reading: unanswerable items", pd.DataFrame(rows),
+                 "Items whose right answer is cannot_tell (a line not drawn; a bar named outside the drawn window): the "
+                 "share answered so, and of the answerable items of the same questions the share wrongly answered so.")
 
 
 def comparison_table(comparisons: Mapping[str, dict]) -> Table:
@@ -85,25 +128,34 @@ def forecast_table(runs: list[RunMetrics]) -> Table | None:
         if not link:
             continue
         right, wrong = link["read_right"], link["read_wrong"]
-        rows.append({"Model": r.label, "Reading accuracy (charts)": fmt((r.metrics.get("chart") or {}).get("accuracy"), 3),
+        rows.append({"Model": r.label, "Reading (charts, chance-corrected)": fmt((r.metrics.get("balanced_chart") or {}).get("score"), 3),
                      f"Forecast IC (r_{link['horizon']})": fmt(link.get("ic_mean"), 4),
                      "Forecast direction accuracy": fmt(link.get("direction_accuracy"), 3),
-                     "Trend read right: n": right["n"], "Read right: direction accuracy": fmt(right["direction_accuracy"], 3),
-                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": fmt(wrong["direction_accuracy"], 3)})
+                     "Trend read right: n": right["n"], "Read right: direction accuracy": _ci(right, "direction_accuracy"),
+                     "Trend read wrong: n": wrong["n"], "Read wrong: direction accuracy": _ci(wrong, "direction_accuracy"),
+                     "Gap": _ci(link, "gap", 3), "Gap at equal difficulty": _ci(link, "stratified_gap", 3)})
     if not rows:
         return None
     return Table("Chart reading next to forecasting (models that ran both)", pd.DataFrame(rows),
                  f"Trend read right: every trend question ({', '.join(TREND)}) of the stock's daily and weekly charts "
-                 "answered right; the forecast direction accuracy of those stocks and dates against the others. "
-                 "Computed when the reading run was scored, from the forecast run of the same name.")
+                 "answered right; the forecast direction accuracy of those stocks and dates against the others, and "
+                 "the gap (right - wrong). Hard charts are hard to read and to forecast alike, so the raw gap links "
+                 "the two even for a forecaster that never reads: the gap at equal difficulty (Mantel-Haenszel over "
+                 "quintiles of the trend questions' pixel margins) is the one to read; about 0 = no link beyond "
+                 "difficulty. Brackets: 95% intervals from a bootstrap of cutoff dates. Computed when the reading run "
+                 "was scored, from the forecast run of the same name.")
 
 
 def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: Sequence[Dataset] = ()) -> list[Section]:
     roles = "; ".join(f"{r.name}: {ROLES[r.name]}" for r in runs if r.name in ROLES)
     tables = [headline_table("Chart reading: accuracy", runs, HEADLINE,
-                             "Over every question asked." + (f" Naive baselines: {roles}." if roles else "")),
-              questions_table(runs)]
+                             "Balanced accuracy: the mean over question types, each type weighing the same. "
+                             "Chance-corrected: (balanced accuracy - c) / (1 - c), c the types' mean majority chance "
+                             "(always the most common answer): 0 = no better than constant answers, 1 = all right; "
+                             "95% intervals from a bootstrap of charts. The blank-image control beside the charts: "
+                             "a model that scores there as on the chart is not reading it." + (f" Naive baselines: {roles}." if roles else "")),
+              types_table(runs), questions_table(runs)]
     if comparisons:
         tables.append(comparison_table(comparisons))
-    tables += [t for t in (forecast_table(runs), left_out_table(datasets)) if t is not None]
+    tables += [t for t in (unanswerable_table(runs), forecast_table(runs), left_out_table(datasets)) if t is not None]
     return [Section("Chart reading", tuple(tables))]

@@ -1,10 +1,17 @@
-"""Samples of the reading task: one per stock x cutoff x time frame x modality, on the forecast
+"""Samples of the reading task: one per stock x cutoff x time frame x modality (and, where both time
+frames are asked about, one of frame ``both`` per stock x cutoff x modality showing the two charts
+together, for the questions that compare them), on the forecast
 task's grid (every ``interval`` trading days, the same ``min_bars`` and staleness rules:
 :mod:`candlebench.task_api.windows`), so a model's reading and its forecast of the same chart can be joined on
 (code, cutoff). Each sample carries its questions' true answers (``questions``, JSON), the questions
-left out and why (``left_out``), and the four marked bars (``marked``: bars from the right, date);
-the modalities of one chart share them. The bars are the renderer's own
-(:func:`candlebench.market.bars.chart_bars` on the history strictly before the cutoff).
+left out and why (``left_out``), the bars the prompt names (``marked``: letter, bars from the
+right, date: A-D as the chart letters them, and E, a bar before the drawn window, where mark_color
+asks about it), the letter mark_color asks about (``mark_color``) and how many pixels the trend
+questions' answers lie from flipping (``margins``: the chart's difficulty); the modalities of one
+chart share them. The bars are the renderer's own (:func:`candlebench.market.bars.chart_bars` on the
+history strictly before the cutoff), and so are the pixels the questions are judged in (the task's
+chart spec). Modalities: ``chart``, ``text`` (the same bars as OHLCV text) and ``blank`` (a white
+image of the chart's size: the image-free control).
 """
 
 from __future__ import annotations
@@ -18,10 +25,14 @@ import pandas as pd
 
 from candlebench.market.bars import FREQS, chart_bars
 from candlebench.market.market import Market
-from candlebench.tasks.reading.questions import MA_WINDOWS, question_set
+from candlebench.rendering.chart import ChartSpec
+from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, pair_set, question_set
 from candlebench.task_api.windows import evaluation_windows
 
-MODALITIES = ("chart", "text")
+MODALITIES = ("chart", "text", "blank")
+# The frame of a sample that shows the daily and the weekly chart together (questions.PAIR_RULES),
+# made for each stock and cutoff when both time frames are asked about.
+PAIR = "both"
 
 
 @dataclass(frozen=True)
@@ -33,9 +44,10 @@ class ReadingSpec:
     max_stale_days: int = 5
     codes: tuple[str, ...] | None = None
     frames: tuple[str, ...] = FREQS
-    modalities: tuple[str, ...] = MODALITIES
+    modalities: tuple[str, ...] = ("chart", "text")
     max_bars: int = 50
     ma_windows: tuple[int, ...] = MA_WINDOWS
+    marks: int = len(MARKS)
 
     def __post_init__(self) -> None:
         for key, chosen, allowed in (("frames", self.frames, FREQS), ("modalities", self.modalities, MODALITIES)):
@@ -44,28 +56,43 @@ class ReadingSpec:
         if set(MA_WINDOWS) - set(self.ma_windows):
             raise ValueError(f"task.render.ma_windows: {list(self.ma_windows)} must draw MA{list(MA_WINDOWS)}: "
                              "the questions ask about them")
+        if self.marks != len(MARKS):
+            raise ValueError(f"task.render.marks={self.marks}: the reading charts letter {len(MARKS)} bars "
+                             f"({', '.join(MARKS)}), which the questions name")
 
 
 def sample_id(code: str, cutoff: pd.Timestamp, frame: str, modality: str) -> str:
     return hashlib.sha256(f"reading|{code}|{cutoff:%Y-%m-%d}|{frame}|{modality}".encode()).hexdigest()[:16]
 
 
-def build_samples(market: Market, spec: ReadingSpec) -> tuple[pd.DataFrame, dict]:
+def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
+    """The samples, and their summary; ``chart``: the spec the task's charts are drawn by, whose
+    pixels the questions are judged in."""
     dropped: Counter[str] = Counter()
     dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
                                         spec.max_stale_days, dropped, spec.codes)
     rows, asked, left_out = [], Counter(), Counter()
+
+    def add(w, frame: str, found: QuestionSet) -> None:
+        asked.update(found.answers.keys())
+        left_out.update(f"{q}: {why}" for q, why in found.left_out.items())
+        shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": frame,
+                  "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
+                  "marked": json.dumps(found.marked), "mark_color": found.mark_color,
+                  "margins": json.dumps(found.margins), "n_questions": len(found.answers)}
+        rows.extend({"sample_id": sample_id(w.code, w.date, frame, m), "modality": m, **shared} for m in spec.modalities)
+
     for w in windows:
-        history = w.history
+        charts = {}
         for freq in spec.frames:
-            bars = chart_bars(history, freq, spec.ma_windows, spec.max_bars)
-            found = question_set(bars, f"{w.code}|{w.date:%Y-%m-%d}|{freq}")
-            asked.update(found.answers.keys())
-            left_out.update(f"{q}: {why}" for q, why in found.left_out.items())
-            shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": freq,
-                      "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
-                      "marked": json.dumps(found.marked), "n_questions": len(found.answers)}
-            rows += [{"sample_id": sample_id(w.code, w.date, freq, m), "modality": m, **shared} for m in spec.modalities]
+            # A few bars more than drawn: the tail is the chart's (MAs over the whole history either
+            # way), the rest the bars before it that mark_color's outside bar is taken from.
+            longer = chart_bars(w.history, freq, spec.ma_windows, spec.max_bars + OUTSIDE_BACK)
+            bars = longer.tail(spec.max_bars).reset_index(drop=True)
+            charts[freq] = question_set(bars, chart, w.code, w.date, freq, longer.iloc[:len(longer) - len(bars)])
+            add(w, freq, charts[freq])
+        if set(FREQS) <= set(charts):  # the daily and the weekly chart asked about together
+            add(w, PAIR, pair_set(charts["daily"], charts["weekly"]))
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["cutoff", "code", "frame", "modality"], kind="stable").reset_index(drop=True)

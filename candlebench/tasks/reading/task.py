@@ -27,15 +27,17 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
                                     TaskContext)
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.parse import parse_answer
-from candlebench.tasks.reading.questions import MARKS, QUESTIONS, TYPES
-from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.rendering.inputs import BLANK_INPUT
+from candlebench.tasks.reading.questions import CHOICES, MARKS, NUMERIC, QUESTIONS, RECENT, TYPES
+from candlebench.market.bars import FREQS
+from candlebench.tasks.reading.samples import PAIR, ReadingSpec, build_samples
 from candlebench.task_api.settings import StockWindow, TaskSettings, setting
 
-# The answer format the prompt shows, per question, in the order asked.
-FORMAT = {"ma5": '"above|below"', "ma20": '"above|below"', "ma90": '"above|below"', "highest": '"A|B|C|D"',
-          "lowest": '"A|B|C|D"', "highest_close": "<number>", "change": '"A|B|C|D|E"', "cross": '"golden|death|none"',
-          "up_candles": "<0-10>", "volume_above_mean": '"yes|no"', "max_volume": '"A|B|C|D"',
-          "pattern": '"doji|hammer|bullish_engulfing|bearish_engulfing|none"'}
+# The answer format the prompt shows, per question, in the order asked: a choice list, or the kind
+# of number (questions.NUMERIC).
+_NUMBER_FORMAT = {"price": "<number>", "count": f"<0-{RECENT}>"}
+FORMAT = {**{q: '"' + "|".join(c) + '"' for q, c in CHOICES.items()},
+          **{q: _NUMBER_FORMAT[kind] for q, kind in NUMERIC.items()}}
 assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
 
 
@@ -49,6 +51,7 @@ class ReadingSettings(TaskSettings):
     language: str = setting(key_of="prompts")
     prompt: str  # the language's prompt
     inputs: dict[str, dict[str, str]]
+    pair_inputs: dict[str, dict[str, str]]  # {inputs} of a sample showing the daily and weekly charts together
     frame_names: dict[str, dict[str, str]]
     questions: dict[str, dict[str, str]]
     mark: dict[str, str]
@@ -65,7 +68,7 @@ class ReadingSettings(TaskSettings):
 def spec_of(s: ReadingSettings) -> ReadingSpec:
     return ReadingSpec(**s.samples.window, codes=s.samples.codes, frames=tuple(str(f) for f in s.frames),
                        modalities=tuple(str(m) for m in s.modalities), max_bars=s.render.max_bars,
-                       ma_windows=tuple(int(w) for w in s.render.ma_windows))
+                       ma_windows=tuple(int(w) for w in s.render.ma_windows), marks=s.render.marks)
 
 
 def frame_block(text: str, frame: str) -> str:
@@ -83,20 +86,25 @@ class ReadingTask(Task):
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
-    judge_version = 1  # raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them)
+    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them). 2: the
+    # parser reads every value by the questions' choices and numeric kinds (cannot_tell, the new questions),
+    # prices are judged for every price question, chance-corrected metrics and chart-clustered intervals.
+    judge_version = 2
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})
 
     def build_samples(self, market: Market, s: ReadingSettings, ctx: TaskContext) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(s))
+        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: ReadingSettings) -> Inputs:
-        return Inputs(charts=tuple(str(f) for f in s.frames), text="text" in s.modalities)
+        # The blank image of a chart's size (the image-free control) is drawn as a chart of its own.
+        blank = (BLANK_INPUT,) if "blank" in s.modalities else ()
+        return Inputs(charts=(*(str(f) for f in s.frames), *blank), text="text" in s.modalities)
 
     def _words(self, s: ReadingSettings) -> dict[str, Any]:
-        return {k: getattr(s, k)[s.language] for k in ("inputs", "frame_names", "questions", "mark")}
+        return {k: getattr(s, k)[s.language] for k in ("inputs", "pair_inputs", "frame_names", "questions", "mark")}
 
     def prompt_identity(self, s: ReadingSettings, ctx: TaskContext) -> str:
         return s.prompt + "\n" + json.dumps(self._words(s), ensure_ascii=False, sort_keys=True)
@@ -107,15 +115,28 @@ class ReadingTask(Task):
         frame, modality = str(sample["frame"]), str(sample["modality"])
         up, down = ctx.render.colors
         mas = ", ".join(f"MA{w} {c}" for w, c in zip(s.render.ma_windows, s.render.ma_colors))
-        ohlcv = frame_block(texts[text_column()], frame) if modality == "text" else ""
-        inputs = words["inputs"][modality].format(frame=words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
-        marks = "; ".join(words["mark"].format(letter=letter, back=back, date=date)
-                          for letter, (back, date) in zip(MARKS, json.loads(sample["marked"])))
+        pair = frame == PAIR
+        if modality == "text":
+            ohlcv = texts[text_column()] if pair else frame_block(texts[text_column()], frame)
+        else:
+            ohlcv = ""
+        # The blank control is asked as the chart is, word for word: only the image differs.
+        shown = "chart" if modality == "blank" else modality
+        template = (words["pair_inputs"] if pair else words["inputs"])[shown]
+        inputs = template.format(frame="" if pair else words["frame_names"][frame], up=up, down=down, mas=mas, ohlcv=ohlcv)
+        named = {letter: words["mark"].format(letter=letter, back=back, date=date)
+                 for letter, back, date in json.loads(sample["marked"])}
+        # {marks}: the lettered bars A-D; {mark}: the bar mark_color asks about (E lies outside the chart).
+        marks = "; ".join(named[letter] for letter in MARKS if letter in named)
+        mark = named.get(sample["mark_color"], "")
         asked = [q for q in QUESTIONS if q in json.loads(sample["questions"])]
-        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up) for i, q in enumerate(asked, 1))
+        questions = "\n".join(f"{i}. " + words["questions"][q].format(marks=marks, up=up, mark=mark)
+                              for i, q in enumerate(asked, 1))
         answer = "{" + ", ".join(f'"{q}": {FORMAT[q]}' for q in asked) + "}"
         prompt = s.prompt.format(inputs=inputs, questions=questions, format=answer)
-        return RequestSpec(prompt, (frame,) if modality == "chart" else (), (text_column(),) if modality == "text" else ())
+        frames = tuple(FREQS) if pair else (frame,)
+        charts = {"chart": frames, "blank": (BLANK_INPUT,) * len(frames), "text": ()}[modality]
+        return RequestSpec(prompt, charts, (text_column(),) if modality == "text" else ())
 
     def parser(self, s: ReadingSettings) -> Callable[[str | None], Parsed]:
         def parse(text: str | None) -> Parsed:
@@ -130,7 +151,8 @@ class ReadingTask(Task):
 
         out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
         if run.info.get("kind") == "model":
-            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name))
+            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name), settings.n_boot,
+                                 settings.seed)
             if link is not None:
                 out["forecast"] = link
         out["per_sample"] = per_sample(run.parsed)
@@ -167,8 +189,11 @@ class ReadingTask(Task):
         return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
-        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text") if k in m)
-        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), questions answered {pct(m['all']['answered'])}, "
+        blocks = ", ".join(f"{k} {fmt(m[k]['accuracy'], 3)}" for k in ("chart", "text", "blank") if k in m)
+        scores = ", ".join(f"{k} {fmt(m[f'balanced_{k}']['score'], 3)}" for k in ("chart", "text", "blank")
+                           if f"balanced_{k}" in m)
+        return (f"accuracy {fmt(m['all']['accuracy'], 3)} ({blocks}), chance-corrected {scores}, "
+                f"questions answered {pct(m['all']['answered'])}, "
                 f"no answer {pct(m['parse_failure_rate'])}, missing records {m['n_missing_records']}")
 
 

@@ -21,7 +21,8 @@ import pandas as pd  # noqa: E402
 
 from candlebench.market.bars import chart_bars, history_before  # noqa: E402
 from candlebench.market.market import load_market  # noqa: E402
-from candlebench.tasks.reading.questions import MA_WINDOWS, QuestionSet, question_set  # noqa: E402
+from candlebench.rendering.chart import ChartSpec  # noqa: E402
+from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, question_set  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 # (code, cutoff, frame): picked so that every answer of every question occurs or nearly.
@@ -38,8 +39,9 @@ def _market():
 
 @lru_cache(maxsize=None)
 def chart(code: str, cutoff: str, frame: str) -> tuple[pd.DataFrame, QuestionSet]:
-    bars = chart_bars(history_before(_market().stock(code), pd.Timestamp(cutoff)), frame, MA_WINDOWS, 50)
-    return bars, question_set(bars, f"{code}|{cutoff}|{frame}")
+    longer = chart_bars(history_before(_market().stock(code), pd.Timestamp(cutoff)), frame, MA_WINDOWS, 50 + OUTSIDE_BACK)
+    bars = longer.tail(50).reset_index(drop=True)
+    return bars, question_set(bars, ChartSpec(marks=len(MARKS)), code, pd.Timestamp(cutoff), frame, longer.head(len(longer) - 50))
 
 
 def sheet() -> str:
@@ -49,7 +51,7 @@ def sheet() -> str:
     for code, cutoff, frame in CHARTS:
         bars, found = chart(code, cutoff, frame)
         lines += [f"## {code} {frame} before {cutoff} ({len(bars)} bars, last close {bars['close'].iloc[-1]:g})", ""]
-        lines += [f"- marked: " + "; ".join(f"{l} = bar {back} from the right ({d})" for l, (back, d) in zip("ABCD", found.marked))]
+        lines += [f"- marked: " + "; ".join(f"{l} = bar {back} from the right ({d})" for l, back, d in found.marked)]
         lines += [f"- {q}: {a!r}" for q, a in found.answers.items()]
         lines += [f"- {q}: not asked ({why})" for q, why in found.left_out.items()] + [""]
     return "\n".join(lines)

@@ -27,6 +27,7 @@ from candlebench.tasks.reading.forecast_link import forecast_link
 from candlebench.tasks.reading.metrics import reading_metrics, verdicts
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.report import sections
+from candlebench.tasks.reading.questions import TYPES
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
 from candlebench.tasks.reading.task import TASK, frame_block
 
@@ -40,13 +41,13 @@ def market():
 
 
 @pytest.fixture(scope="module")
-def samples(market):
-    return build_samples(market, SPEC)
+def cfg():
+    return setup_of("task=reading")
 
 
 @pytest.fixture(scope="module")
-def cfg():
-    return setup_of("task=reading")
+def samples(market, cfg):
+    return build_samples(market, SPEC, cfg.context.render.spec)
 
 
 def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFrame:
@@ -63,13 +64,14 @@ def test_samples_are_the_forecast_grid_per_frame_and_modality(market, samples):
     assert set(frame["cutoff"]) <= grid and frame["cutoff"].nunique() >= 5
     per_chart = frame.groupby(["code", "cutoff", "frame"])
     assert set(frame["modality"]) == {"chart", "text"} and (per_chart.size() == 2).all()
+    assert set(frame["frame"]) == {"daily", "weekly", "both"}  # both: the two charts of a stock and cutoff together
     assert (per_chart["questions"].nunique() == 1).all()  # both modalities ask the same of one chart
     assert summary["charts"] == len(per_chart) and sum(summary["asked"].values()) == frame.drop_duplicates(
         ["code", "cutoff", "frame"])["n_questions"].sum()
     assert all(json.loads(q) for q in frame["questions"])
 
 
-def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, tmp_path):
+def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, cfg, tmp_path):
     frame, _ = samples
     cutoff = sorted(frame["cutoff"].unique())[2]
     bars = pd.read_csv(SLICE)
@@ -77,8 +79,8 @@ def test_no_bar_at_or_after_the_cutoff_reaches_an_answer(market, samples, tmp_pa
     bars.loc[later, ["open", "high", "low", "close"]] *= 3.0  # any answer reading these would change
     bars.loc[later, "volume"] *= 0.01
     bars.to_csv(tmp_path / "moved.csv", index=False)
-    moved, _ = build_samples(load_market([tmp_path / "moved.csv"], name="PSE"), SPEC)
-    keep = ["sample_id", "questions", "left_out", "marked"]
+    moved, _ = build_samples(load_market([tmp_path / "moved.csv"], name="PSE"), SPEC, cfg.context.render.spec)
+    keep = ["sample_id", "questions", "left_out", "marked", "mark_color"]
     before = frame["cutoff"] <= cutoff
     pd.testing.assert_frame_equal(moved.loc[moved["cutoff"] <= cutoff, keep].reset_index(drop=True),
                                   frame.loc[before, keep].reset_index(drop=True))
@@ -95,12 +97,26 @@ def test_each_request_asks_its_chart_questions_in_its_language(cfg, samples):
     spec = TASK.request(cfg.settings, cfg.context, chart, {"text_ohlcv": ohlcv})
     assert spec.charts == ("weekly",) and spec.texts == () and "weekly candlestick chart" in spec.prompt
     assert all(f"{q}:" in spec.prompt for q in asked) and "MA5 black, MA20 blue, MA90 purple" in spec.prompt
-    back, date = json.loads(chart["marked"])[0]
-    assert f"A = bar {back} from the right ({date})" in spec.prompt
+    letter, back, date = json.loads(chart["marked"])[0]
+    assert letter == "A" and f"A = bar {back} from the right ({date})" in spec.prompt
     assert spec.prompt.count("\n1. ") == 1 and f"{len(asked)}. " in spec.prompt
     on_text = TASK.request(cfg.settings, cfg.context, text, {"text_ohlcv": ohlcv})
     assert on_text.charts == () and on_text.texts == ("text_ohlcv",)
     assert "AC daily bars before x\ndate,open\n1,2" in on_text.prompt and "weekly bars" not in on_text.prompt
+    outside = frame[(frame["mark_color"] == "E") & (frame["modality"] == "chart")].iloc[0]
+    lines = TASK.request(cfg.settings, cfg.context, outside, {}).prompt.splitlines()
+    letter, back, date = json.loads(outside["marked"])[-1]
+    named = f"E = bar {back} from the right ({date})"
+    assert letter == "E" and any(line.startswith(tuple("123456789")) and "mark_color: Did this bar close up or down: "
+                                 + named in line for line in lines)
+    assert not any(named in line for line in lines if "highest:" in line or "max_volume:" in line)
+    both = frame[(frame["frame"] == "both") & (frame["modality"] == "chart")].iloc[0]
+    assert set(json.loads(both["questions"])) <= {"frames_agree"} and json.loads(both["marked"]) == []
+    on_both = TASK.request(cfg.settings, cfg.context, both, {"text_ohlcv": ohlcv})
+    assert on_both.charts == ("daily", "weekly") and "daily and then the weekly candlestick chart" in on_both.prompt
+    both_text = frame[(frame["sample_id"] != both["sample_id"]) & (frame["frame"] == "both")
+                      & (frame["modality"] == "text")].iloc[0]
+    assert ohlcv in TASK.request(cfg.settings, cfg.context, both_text, {"text_ohlcv": ohlcv}).prompt
     in_zh = setup_of("task=reading", "task.language=zh")
     zh = TASK.request(in_zh.settings, in_zh.context, chart, {"text_ohlcv": ohlcv})
     assert "周K线图" in zh.prompt and "从右数第" in zh.prompt
@@ -131,12 +147,14 @@ def test_metrics_count_unanswered_questions_wrong_per_cell(samples):
     n_chart = sum(len(t) for (sid, t), mod in zip(truths.items(), frame["modality"]) if mod == "chart")
     assert m["chart"]["accuracy"] == 1.0 and m["chart"]["n"] == n_chart and m["text"]["accuracy"] == 0.0
     assert m["all"]["accuracy"] == pytest.approx(0.5) and m["cells"]["ma5"]["daily"]["text"]["answered"] == 1.0
-    assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == 1 / len(frame)
+    none = sum(t is None for t in texts.values())  # the failed one, and text samples not asked ma5
+    assert m["questions"]["pattern"]["accuracy"] == 0.5 and m["parse_failure_rate"] == none / len(frame)
     lo, hi = m["all"]["ci"]["accuracy"]
     assert lo <= 0.5 <= hi
     m["n_missing_records"] = 0  # score adds it
     line = get_task("reading").summary_line(m)  # the console: meaningful precision, not 16 digits
-    assert line.startswith("accuracy 0.500 (chart 1.000, text 0.000), questions answered ") and "no answer " in line
+    assert line.startswith("accuracy 0.500 (chart 1.000, text 0.000), chance-corrected chart 1.000, text -")
+    assert "questions answered " in line and "no answer " in line
 
 
 def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
@@ -150,6 +168,50 @@ def test_baselines_chance_majority_and_the_oracle_ceiling(market, samples, cfg):
     assert scores["uniform_random"]["all"]["accuracy"] < scores["majority"]["all"]["accuracy"] < 1.0
     assert scores["majority"]["questions"]["highest_close"]["answered"] == 0.0
     assert BASELINES["uniform_random"](frame, market, cfg.settings) == BASELINES["uniform_random"](frame, market, cfg.settings)
+
+
+def test_per_type_chance_levels_and_the_balanced_chance_corrected_headline(market, samples, cfg):
+    frame, _ = samples
+    runs = {name: reading_metrics(answered(frame, dict(baseline(frame, market, cfg.settings))), n_boot=200)
+            for name, baseline in BASELINES.items()}
+    charts = frame[frame["modality"] == "chart"][["code", "cutoff", "frame"]].drop_duplicates()
+    oracle, majority, chance = runs["oracle"], runs["majority"], runs["uniform_random"]
+    assert oracle["balanced_chart"]["score"] == 1.0 and oracle["balanced_chart"]["n"] == len(charts)
+    # The in-sample most common answer scores its chance level exactly: 0 on every type and overall
+    # (a price has no constant answer: unanswered, and its chance is 0).
+    assert all(t["corrected_majority"] == pytest.approx(0, abs=1e-12) for t in majority["types"]["chart"].values())
+    assert majority["types"]["chart"]["prices"]["accuracy"] == majority["types"]["chart"]["prices"]["chance_majority"] == 0
+    assert majority["balanced_chart"]["score"] == pytest.approx(0, abs=1e-12)
+    types = chance["types"]["chart"]
+    assert {"position", "extremes", "prices", "trend", "moving averages", "counts", "colour"} <= set(types) <= set(
+        TYPES.values())
+    position = types["position"]
+    assert position["chance_uniform"] == pytest.approx(1 / 3) and 0 < position["chance_majority"] < 1
+    assert position["corrected_majority"] == pytest.approx((position["accuracy"] - position["chance_majority"])
+                                                           / (1 - position["chance_majority"]))
+    lo, hi = chance["balanced_chart"]["ci"]["score"]
+    assert lo <= chance["balanced_chart"]["score"] <= hi < 0.5  # chance reads nothing
+    # The headline corrects the balanced accuracy by the types' mean majority chance.
+    accuracy, level = (np.mean([t[k] for t in types.values()]) for k in ("accuracy", "chance_majority"))
+    assert chance["balanced_chart"]["accuracy"] == pytest.approx(accuracy)
+    assert chance["balanced_chart"]["score"] == pytest.approx((accuracy - level) / (1 - level))
+    unanswerable = oracle["unanswerable"]["chart"]
+    assert unanswerable["n"] > 0 and unanswerable["said_cannot_tell"] == 1.0 and unanswerable["false_cannot_tell"] == 0.0
+
+
+def test_the_blank_image_control_is_asked_as_the_chart_is(market, cfg):
+    blank = setup_of("task=reading", "task.modalities=[chart,blank]")
+    frame, _ = build_samples(market, ReadingSpec(codes=("AC",), interval=240, modalities=("chart", "blank")),
+                             blank.context.render.spec)
+    chart = frame[(frame["modality"] == "chart") & (frame["frame"] == "daily")].iloc[0]
+    control = frame[(frame["modality"] == "blank") & (frame["cutoff"] == chart["cutoff"]) & (frame["frame"] == "daily")].iloc[0]
+    on_chart = TASK.request(blank.settings, blank.context, chart, {})
+    on_blank = TASK.request(blank.settings, blank.context, control, {})
+    assert on_blank.charts == ("blank",) and on_chart.charts == ("daily",) and on_blank.prompt == on_chart.prompt
+    assert TASK.inputs(blank.settings).charts == ("daily", "weekly", "blank")
+    assert control["questions"] == chart["questions"] and control["sample_id"] != chart["sample_id"]
+    pair = frame[(frame["modality"] == "blank") & (frame["frame"] == "both")].iloc[0]
+    assert TASK.request(blank.settings, blank.context, pair, {}).charts == ("blank", "blank")
 
 
 def test_paired_comparison_per_question_with_mcnemar(market, samples, cfg):
@@ -192,9 +254,10 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                      {"uniform_random → oracle": compare_runs(oracle, oracle, n_boot=0)},
                      [Dataset("PSE", summary, {})])
     titles = [t.title for t in found[0].tables]
-    assert titles == ["Chart reading: accuracy", "Chart reading: accuracy per question, time frame and modality",
-                      "Chart reading: paired comparisons", "Chart reading next to forecasting (models that ran both)",
-                      "Chart reading: questions left out"]
+    assert titles == ["Chart reading: accuracy", "Chart reading: per question type, against chance",
+                      "Chart reading: accuracy per question, time frame and modality",
+                      "Chart reading: paired comparisons", "Chart reading: unanswerable items",
+                      "Chart reading next to forecasting (models that ran both)", "Chart reading: questions left out"]
     labels = list(found[0].tables[0].frame["Model"])
     assert labels == ["m (random weights)", "uniform_random", "oracle (reference)"]  # the ceiling last
     assert "uniform_random: chance" in found[0].tables[0].note  # the baseline's role, said under the table
@@ -226,3 +289,12 @@ def test_run_and_sweep_score_a_models_forecast_before_its_reading_whatever_the_t
         assert jobs[-1].overrides[0][:1] == (f"task={tasks[0]}",)  # the report still leads with the command's first task
     alone = plan([], ["reading"], models, names, baselines=False)  # no forecast in the plan: nothing to wait for
     assert next(j for j in alone if j.key == "score:reading:tiny_qwen2_5_vl").after == ("infer:reading:tiny_qwen2_5_vl",)
+
+
+def test_the_weekly_volume_question_is_no_longer_nearly_constant(market, cfg):
+    """Asked of partial weeks it was "no" 93% of the time; asked of complete weeks only, both answers occur."""
+    frame, _ = build_samples(market, ReadingSpec(codes=("AC", "SM", "ALI", "TEL"), interval=30, modalities=("chart",)),
+                             cfg.context.render.spec)
+    weekly = [json.loads(q).get("volume_above_mean") for q in frame.loc[frame["frame"] == "weekly", "questions"]]
+    asked = [a for a in weekly if a is not None]
+    assert len(asked) >= 10 and 0.25 <= asked.count("yes") / len(asked) <= 0.75
