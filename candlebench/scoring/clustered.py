@@ -30,6 +30,7 @@ date's stocks share the market's move (forecast), a stock-window's three modalit
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -66,6 +67,10 @@ class Clusters:
         values = values[:, None] if values.ndim == 1 else values
         return np.stack([np.bincount(self.codes, values[:, t], minlength=self.k) for t in range(values.shape[1])], axis=1)
 
+    def subset(self, mask: np.ndarray) -> Clusters:
+        """The clusters of the rows ``mask`` picks, renumbered 0..k'-1."""
+        return Clusters(np.unique(self.codes[mask], return_inverse=True)[1].reshape(-1), self.unit)
+
     def ratio_terms(self, values: np.ndarray) -> np.ndarray:
         """(k, 2) per cluster: the sum of the defined (finite) values and their count (a mean's terms)."""
         defined = np.isfinite(values)
@@ -77,8 +82,11 @@ def clusters(frame: pd.DataFrame, key: Sequence[str], unit: str) -> Clusters:
     together); each row its own cluster when ``key`` is empty or a column is missing."""
     if not key or any(c not in frame for c in key):
         return Clusters(np.arange(len(frame)), "sample")
-    values = frame[key[0]] if len(key) == 1 else pd.MultiIndex.from_frame(frame[list(key)])
-    return Clusters(pd.factorize(values, sort=True, use_na_sentinel=False)[0].astype(np.int64), unit)
+    codes = np.zeros(len(frame), np.int64)
+    for column in key:  # the key's columns combined in their sorted order, without a slow MultiIndex
+        part, values = pd.factorize(frame[column], sort=True, use_na_sentinel=False)
+        codes = codes * len(values) + part
+    return Clusters(np.unique(codes, return_inverse=True)[1].reshape(-1), unit)
 
 
 def ratio(sums: np.ndarray) -> np.ndarray:
@@ -88,9 +96,12 @@ def ratio(sums: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
+@functools.cache
 def _swaps(k: int) -> np.ndarray:
-    """(2^k, k): every subset of clusters as 0/1 rows."""
-    return ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(float)
+    """(2^k, k): every subset of clusters as 0/1 rows (made once per k: every exact test of k clusters reads it)."""
+    swaps = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(float)
+    swaps.flags.writeable = False
+    return swaps
 
 
 def sign_flip_p(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str | None]:

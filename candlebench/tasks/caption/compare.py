@@ -30,20 +30,20 @@ def compare_captions(a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> d
     missing = [r.name for r in (a, b) if not set(cols) <= set(r.parsed.columns)]
     if missing:
         raise MissingScores(f"runs {missing} have no per-sample caption scores: run `candlebench score` on them first")
-    x = a.parsed.set_index("sample_id")
-    y = b.parsed.set_index("sample_id")
+    x, y = (r.parsed.set_index("sample_id") for r in (a, b))
     shared = sorted(set(x.index) & set(y.index))
+    x, y = (f.loc[shared] for f in (x, y))
     out: dict[str, Any] = {"n": len(shared), "unit": UNIT}
     each = Clusters(np.arange(len(shared)), UNIT)  # every sample its own cluster: the captions' charts are not grouped
     for k in PER_SAMPLE:
-        va, vb = (f.loc[shared, f"score_{k}"].to_numpy(float) for f in (x, y))
+        va, vb = (f[f"score_{k}"].to_numpy(float) for f in (x, y))
         # Undefined on either side (IoU on a chart with no item of its category): counted nowhere.
         ok = np.isfinite(va) & np.isfinite(vb)
         found = paired_ratio(*(each.ratio_terms(np.where(ok, v, np.nan)) for v in (va, vb)), UNIT, settings.n_boot,
                              settings.seed)
         out[k] = {**found, "a": (a.metrics or {}).get(k), "b": (b.metrics or {}).get(k)}
     adjust([out[k] for k in PER_SAMPLE])
-    agree = [(r.loc[shared, "score_sa_candidate"] == r.loc[shared, "score_sa_reference"]).to_numpy(float) for r in (x, y)]
+    agree = [(r["score_sa_candidate"] == r["score_sa_reference"]).to_numpy(float) for r in (x, y)]
     out["sa_agreement"] = {"a": float(agree[0].mean()) if shared else None, "b": float(agree[1].mean()) if shared else None}
     out["sa_f1"] = {"a": (a.metrics or {}).get("sa_f1"), "b": (b.metrics or {}).get("sa_f1")}
     return json_safe(out)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from candlebench.core.io import json_safe
 from candlebench.scoring.bootstrap import date_weights, percentile_ci
 from candlebench.scoring.clustered import Clusters, adjust, clusters, sign_flip_p, TOO_FEW
-from candlebench.tasks.e2a.metrics import MODALITIES, RATIOS, block, indicators, replicates
+from candlebench.tasks.e2a.metrics import MODALITIES, RATIOS, _block, indicators, replicates
 
 UNIT = "stock-window"
 
@@ -30,28 +31,30 @@ def _clusters(rows: pd.DataFrame) -> Clusters:
     return clusters(rows, ["code", "cutoff"], UNIT) if "cutoff" in rows else clusters(rows, ["code"], "stock")
 
 
-def _paired(a: pd.DataFrame, b: pd.DataFrame, n_boot: int, seed: int, eci_confidence: float,
-            eci_signals: int) -> dict[str, Any]:
-    block_a, block_b = block(a, eci_confidence, eci_signals), block(b, eci_confidence, eci_signals)
-    windows = _clusters(a)
-    out: dict[str, Any] = {"n": len(a), "unit": windows.unit, "n_clusters": windows.k}
+def _paired(windows: Clusters, terms: list[pd.DataFrame], unverifiable: list[pd.Series | None], n_boot: int,
+            seed: int) -> dict[str, Any]:
+    """The comparison of the responses in ``windows`` whose :func:`indicators` are ``terms`` (a's, b's)."""
+    block_a, block_b = (_block(t, u) for t, u in zip(terms, unverifiable))
+    out: dict[str, Any] = {"n": len(windows.codes), "unit": windows.unit, "n_clusters": windows.k}
     for name in [*RATIOS, "ndr", "buy_sell_ratio"]:
         va, vb = block_a[name], block_b[name]
         out[name] = {"a": va, "b": vb, "diff": None if va is None or vb is None else vb - va}
     ratio_a, ratio_b = block_a["buy_sell_ratio"], block_b["buy_sell_ratio"]
     out["buy_sell_amplification"] = None if not ratio_a or ratio_b is None else ratio_b / ratio_a
-    if not len(a):
+    if not len(windows.codes):
         return out
     # Each window's indicator sums, per run: every ratio metric's (numerator, denominator) terms.
-    found = [indicators(x, eci_confidence, eci_signals) for x in (a, b)]
-    terms = [pd.DataFrame(windows.sums(f.to_numpy(float)), columns=f.columns) for f in found]
-    for name, (num, den) in RATIOS.items():
-        p, method = sign_flip_p(*(t[[num, den]].to_numpy() for t in terms))
-        out[name].update(p=None if p != p else float(p), method=method or TOO_FEW)
+    sums = [windows.sums(t.to_numpy(float)) for t in terms]
+    at = {c: i for i, c in enumerate(terms[0].columns)}
+    pairs = [[at[num], at[den]] for num, den in RATIOS.values()]
+    # Every ratio metric at once: (metrics, windows, 2) per run, one test each.
+    p, method = sign_flip_p(*(np.stack([s[:, pair] for pair in pairs]) for s in sums))
+    for name, found in zip(RATIOS, p):
+        out[name].update(p=None if np.isnan(found) else float(found), method=method or TOO_FEW)
     if n_boot > 0:
         # One draw of windows for both runs: the difference is paired, replicate by replicate.
         weights = date_weights(windows.k, n_boot, seed)
-        reps = [replicates(t, weights) for t in terms]
+        reps = [replicates(pd.DataFrame(s, columns=terms[0].columns), weights) for s in sums]
         for name in [*RATIOS, "ndr"]:
             out[name]["ci"] = percentile_ci(reps[1][name] - reps[0][name])
     return out
@@ -65,11 +68,18 @@ def compare_e2a(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed: int 
     shared = sorted(set(a["sample_id"]) & set(b["sample_id"]))
     a = a.set_index("sample_id").loc[shared].reset_index()
     b = b.set_index("sample_id").loc[shared].reset_index()
-    settings = dict(n_boot=n_boot, seed=seed, eci_confidence=eci_confidence, eci_signals=eci_signals)
-    out = _paired(a, b, **settings)
-    out["modalities"] = {m: _paired(a[a["modality"] == m].reset_index(drop=True),
-                                    b[b["modality"] == m].reset_index(drop=True), **settings)
-                         for m in MODALITIES if (a["modality"] == m).any()}
+    terms = [indicators(x, eci_confidence, eci_signals) for x in (a, b)]
+    unverifiable = [x.get("unverifiable") for x in (a, b)]
+
+    windows = _clusters(a)
+
+    def part(mask: np.ndarray) -> dict[str, Any]:
+        return _paired(windows.subset(mask), [t[mask] for t in terms],
+                       [None if u is None else u[mask] for u in unverifiable], n_boot, seed)
+
+    out = _paired(windows, terms, unverifiable, n_boot, seed)
+    modality = a["modality"].to_numpy()
+    out["modalities"] = {m: part(modality == m) for m in MODALITIES if (modality == m).any()}
     for name in RATIOS:
         adjust([d[name] for d in out["modalities"].values()])
     return json_safe(out)

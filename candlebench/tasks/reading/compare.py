@@ -17,19 +17,18 @@ import numpy as np
 import pandas as pd
 
 from candlebench.core.io import json_safe
-from candlebench.scoring.clustered import adjust, clusters, paired_ratio
+from candlebench.scoring.clustered import Clusters, adjust, clusters, paired_ratio
 from candlebench.tasks.reading.metrics import verdicts
 from candlebench.tasks.reading.questions import QUESTIONS
 
 UNIT = "chart"
 
 
-def _paired(both: pd.DataFrame, n_boot: int, seed: int) -> dict[str, Any]:
-    charts = clusters(both, ["sample_id"], UNIT)
-    ones = np.ones(len(both))
-    terms = [charts.sums(np.column_stack([both[f"right_{k}"].to_numpy(float), ones])) for k in "ab"]
-    found = paired_ratio(*terms, UNIT, n_boot, seed)
-    return {"n": len(both), "accuracy_a": found.pop("a"), "accuracy_b": found.pop("b"), **found}
+def _paired(charts: Clusters, right: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+    """``right``: (verdicts, 2) a's and b's, of the verdicts whose charts are ``charts``."""
+    ones = np.ones(len(right))
+    found = paired_ratio(*(charts.sums(np.column_stack([right[:, k], ones])) for k in (0, 1)), UNIT, n_boot, seed)
+    return {"n": len(right), "accuracy_a": found.pop("a"), "accuracy_b": found.pop("b"), **found}
 
 
 def compare_verdicts(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -39,10 +38,16 @@ def compare_verdicts(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed:
     both = a.merge(b[[*keys, "right"]], on=keys, suffixes=("_a", "_b"))
     if both.empty:
         return {"n": 0, "unit": UNIT}
-    out = _paired(both, n_boot, seed)
-    out["modalities"] = {m: _paired(part, n_boot, seed) for m, part in both.groupby("modality", sort=True)}
-    out["questions"] = {q: _paired(both[both["question"] == q], n_boot, seed) for q in QUESTIONS
-                        if (both["question"] == q).any()}
+    charts = clusters(both, ["sample_id"], UNIT)
+    right = both[["right_a", "right_b"]].to_numpy(float)
+
+    def part(mask: np.ndarray) -> dict[str, Any]:
+        return _paired(charts.subset(mask), right[mask], n_boot, seed)
+
+    out = _paired(charts, right, n_boot, seed)
+    modality, question = both["modality"].to_numpy(), both["question"].to_numpy()
+    out["modalities"] = {m: part(modality == m) for m in sorted(set(modality))}
+    out["questions"] = {q: part(question == q) for q in QUESTIONS if (question == q).any()}
     adjust(list(out["modalities"].values()))
     adjust(list(out["questions"].values()))
     return json_safe(out)
