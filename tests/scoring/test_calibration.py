@@ -38,7 +38,7 @@ MODALITIES = ("text", "chart", "both")  # E2A's default grid: three answers a st
 CHARTS = 4  # reading's default grid: daily and weekly, chart and text, per stock and date
 QUESTIONS = 12
 # The differences found with >= 80% power at HS300's shape (docs/statistics.md says the same):
-POWER_SIZES = {"forecast": 0.17, "e2a": 0.03, "reading": 0.02, "caption": 0.02}
+POWER_SIZES = {"forecast": 0.17, "e2a": 0.03, "reading": 0.015, "caption": 0.007}
 # How strongly a cluster leans: each run's chance to act (E2A) or to read a chart right (reading) is drawn
 # per cluster from Beta(1/2, 1/2) (:func:`lean`): U-shaped, most clusters near all or nothing.
 LEAN = 0.5
