@@ -114,6 +114,7 @@ def table5(runs: list[RunMetrics]) -> Table:
     dash = f" '–': {NO_DATE}." if any(not r.metrics.get("n_dates") for r in runs) else ""
     return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
                  "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05. "
+                 "IC 95% CI: a percentile bootstrap of whole cutoff dates. "
                  "Ranks are among the runs that answered every sample (a partial run has none)." + dash)
 
 
