@@ -45,7 +45,6 @@ EXACT_MAX = 16  # up to 2^16 swaps enumerated; more clusters: the normal approxi
 METHOD_EXACT = "paired sign-flip test over clusters (exact, all 2^K swaps)"
 METHOD_NORMAL = "paired sign-flip test over clusters (normal approximation; clustered McNemar for verdicts)"
 TOO_FEW = f"fewer than {MIN_CLUSTERS} clusters: no p-value"
-ALPHA = 0.05
 _CHUNK = 4_000_000  # array elements per block, to bound memory on large studies
 
 
@@ -79,9 +78,13 @@ class Clusters:
 
 def clusters(frame: pd.DataFrame, key: Sequence[str], unit: str) -> Clusters:
     """The clusters of ``frame``'s rows by the columns ``key`` (rows lacking a value: one cluster
-    together); each row its own cluster when ``key`` is empty or a column is missing."""
-    if not key or any(c not in frame for c in key):
+    together); each row its own cluster when ``key`` is empty. A missing column is an error: treating
+    its rows as independent would make every test too bold."""
+    if not key:
         return Clusters(np.arange(len(frame)), "sample")
+    missing = [c for c in key if c not in frame]
+    if missing:
+        raise ValueError(f"cannot cluster by {list(key)} ({unit}): no column {missing} (columns: {list(frame.columns)})")
     codes = np.zeros(len(frame), np.int64)
     for column in key:  # the key's columns combined in their sorted order, without a slow MultiIndex
         part, values = pd.factorize(frame[column], sort=True, use_na_sentinel=False)

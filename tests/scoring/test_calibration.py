@@ -284,7 +284,7 @@ def test_caption_rate_through_compare_captions_at_the_demo_shape():
 
 
 @pytest.mark.parametrize("shape", [HS300, SP500], ids=["hs300", "sp500"])
-def test_caption_rate_power_and_coverage_at_the_papers_shapes(shape):
+def test_caption_rate_and_power_at_the_papers_shapes(shape):
     rng = np.random.default_rng(11)
     samples = shape[0] * shape[1]
     for gain, check in ((0.0, lambda p: RATE[0] <= rate(p) <= RATE[1]), (POWER_SIZES["caption"], lambda p: rate(p) >= 0.8)):

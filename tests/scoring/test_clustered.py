@@ -91,7 +91,9 @@ def test_clusters_of_a_two_column_key_and_their_subsets():
     assert list(found.codes) == [3, 0, 3, 1, 2] and found.k == 4  # (A,1) (A,2) (B,1) (B,2)
     assert list(found.subset(np.array([True, False, True, True, False])).codes) == [1, 1, 0]
     assert found.sums(np.arange(5.0)).ravel().tolist() == [1.0, 3.0, 4.0, 2.0]
-    alone = clusters(frame, ["sample"], "chart")
+    alone = clusters(frame, [], "sample")
     assert alone.unit == "sample" and list(alone.codes) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match=r"cannot cluster by \['sample_id'\] \(chart\): no column \['sample_id'\]"):
+        clusters(frame, ["sample_id"], "chart")
     terms = Clusters(np.array([0, 0, 1]), "x").ratio_terms(np.array([1.0, np.nan, 3.0]))
     assert terms.tolist() == [[1.0, 1.0], [3.0, 1.0]]
