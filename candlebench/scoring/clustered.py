@@ -23,7 +23,7 @@ date's stocks share the market's move (forecast), a stock-window's three modalit
 * **Too few clusters, no p-value**: below ``MIN_CLUSTERS`` the exact test cannot reach small p
   (1/2^K) and the approximation is not trusted; the p is None and the report shows "–".
 * **Interval**: the percentile cluster bootstrap, one draw of clusters for both runs
-  (:func:`resampled_sums`: the same draws as :func:`candlebench.scoring.bootstrap.date_weights`).
+  (:func:`candlebench.scoring.bootstrap.resampled_sums`: the draws of its ``date_weights``).
 * **Families**: Holm's step-down adjustment (:func:`holm`) over the tests of one table's family
   (modalities, questions, horizons, regimes, metrics).
 """
@@ -38,14 +38,14 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from candlebench.scoring.bootstrap import CI_LEVEL
+from candlebench.scoring.bootstrap import CI_LEVEL, resampled_sums
 
 MIN_CLUSTERS = 10  # fewer clusters: no p-value
 EXACT_MAX = 16  # up to 2^16 swaps enumerated; more clusters: the normal approximation
 METHOD_EXACT = "paired sign-flip test over clusters (exact, all 2^K swaps)"
 METHOD_NORMAL = "paired sign-flip test over clusters (normal approximation; clustered McNemar for verdicts)"
 TOO_FEW = f"fewer than {MIN_CLUSTERS} clusters: no p-value"
-_CHUNK = 4_000_000  # array elements per block, to bound memory on large studies
+_CHUNK = 4_000_000  # array elements per block of the exact test, to bound its memory
 
 
 @dataclass(frozen=True)
@@ -141,22 +141,6 @@ def sign_flip_p(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str | None]:
         se = np.sqrt(np.sum(v**2, axis=-1))
         p = np.where(se > 0, 2 * norm.sf(np.abs(d) / np.where(se > 0, se, 1.0)), np.where(np.abs(d) > 1e-12, 0.0, 1.0))
     return np.where(np.isnan(d), np.nan, p), METHOD_NORMAL
-
-
-def resampled_sums(terms: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, T) sums of ``terms`` (K, T) over bootstrap draws of K clusters with replacement:
-    ``date_weights(K, n_boot, seed) @ terms``, drawn and summed in blocks so that a study of many
-    clusters needs no (n_boot, K) matrix."""
-    k = terms.shape[0]
-    rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, terms.shape[1]))
-    step = max(1, _CHUNK // max(k, 1))
-    for i in range(0, n_boot, step):
-        rows = min(step, n_boot - i)
-        draws = rng.integers(0, k, size=(rows, k))
-        counts = np.bincount((draws + (np.arange(rows) * k)[:, None]).ravel(), minlength=rows * k).reshape(rows, k)
-        out[i:i + rows] = counts @ terms
-    return out
 
 
 def percentile_intervals(replicates: np.ndarray, level: float = CI_LEVEL) -> np.ndarray:

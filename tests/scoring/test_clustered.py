@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import candlebench.scoring.bootstrap as bootstrap
 import candlebench.scoring.clustered as clustered
-from candlebench.scoring.bootstrap import date_weights
-from candlebench.scoring.clustered import Clusters, adjust, clusters, holm, paired_ratio, resampled_sums, sign_flip_p
+from candlebench.scoring.bootstrap import date_weights, resampled_sums
+from candlebench.scoring.clustered import Clusters, adjust, clusters, holm, paired_ratio, sign_flip_p
 
 pytestmark = pytest.mark.unit
 
@@ -81,7 +82,7 @@ def test_resampled_sums_are_the_date_weights_draws_in_blocks(monkeypatch):
     terms = np.random.default_rng(2).normal(size=(37, 3))
     whole = date_weights(37, 500, 5) @ terms
     assert resampled_sums(terms, 500, 5) == pytest.approx(whole)
-    monkeypatch.setattr(clustered, "_CHUNK", 100)  # two replicates a block
+    monkeypatch.setattr(bootstrap, "_BLOCK", 100)  # two replicates a block
     assert resampled_sums(terms, 500, 5) == pytest.approx(whole)
 
 
