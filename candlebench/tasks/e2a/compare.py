@@ -34,6 +34,8 @@ def _clusters(rows: pd.DataFrame) -> Clusters:
 def _paired(windows: Clusters, terms: list[pd.DataFrame], unverifiable: list[pd.Series | None], n_boot: int,
             seed: int) -> dict[str, Any]:
     """The comparison of the responses in ``windows`` whose :func:`indicators` are ``terms`` (a's, b's)."""
+    # metrics.py's own reduction of a block's indicators (as e2a_metrics does per modality), on
+    # indicators computed once for the whole comparison.
     block_a, block_b = (_block(t, u) for t, u in zip(terms, unverifiable))
     out: dict[str, Any] = {"n": len(windows.codes), "unit": windows.unit, "n_clusters": windows.k}
     for name in [*RATIOS, "ndr", "buy_sell_ratio"]:
