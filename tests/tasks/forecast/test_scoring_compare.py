@@ -242,3 +242,16 @@ def test_task_splits_at_the_later_release_only() -> None:
     assert TASK.compare(run(a, "2024-01-01"), run(b, "2024-05-01"), settings)["split_date"] == "2024-05-01"
     assert "split_date" not in TASK.compare(run(b, "2024-05-01"), run(a, "2024-01-01"), settings)
     assert "split_date" not in TASK.compare(run(a, None), run(b, "2024-05-01"), settings)
+
+
+def test_comparison_tables_name_the_unit_and_show_a_dash_without_a_test() -> None:
+    from candlebench.tasks.forecast.report import comparison_table, groups_comparison_table
+
+    few, enough = (compare_runs(*two_runs(dates=d), n_boot=50) for d in (9, 12))
+    table = comparison_table({"a → b": few, "a → c": enough})
+    rows = table.frame.set_index("a → b")
+    assert rows.loc["a → b", "ΔAcc p"] == "–" and rows.loc["a → b", "ΔIC p"] == "–"  # 9 dates: too few
+    assert rows.loc["a → c", "ΔAcc p"] != "–" and rows.loc["a → b", "ΔAcc 95% CI"].startswith("[")
+    assert "Unit of analysis: the cutoff date" in table.note and "fewer than 10 dates" in table.note
+    groups = groups_comparison_table({"a → c": enough})
+    assert list(groups.frame["Group"]) == ["r_30"] and "Holm" in groups.note
