@@ -58,7 +58,7 @@ class PerSample:
     """How a task's results read per sample, and how the defaults show them."""
 
     measures: tuple[Measure, ...] = ()
-    verdict: bool = False  # the table has ``right``: accuracy, McNemar's test, the browser's right / wrong
+    verdict: bool = False  # the table has ``right``: accuracy (tested like any measure), the browser's right / wrong
     cluster: str = "cutoff"  # the samples' column whose values the bootstrap draws whole
     title: str = ""  # the report section's title; "" = the task's name
     group: str | None = None  # the samples' column the browser groups by (a regime, a modality)
@@ -96,9 +96,10 @@ class PerSample:
 
     def compare(self, a: RunAnswers, b: RunAnswers, n_boot: int, seed: int) -> dict[str, Any]:
         """b - a per measure over the samples both runs scored: the means of each, the mean
-        difference with its 95% interval (one bootstrap of clusters for every measure), paired t
-        and Wilcoxon over the clusters' mean differences, and McNemar's test on the verdicts."""
-        from candlebench.scoring.paired import mcnemar, paired_tests
+        difference with its 95% interval (one bootstrap of clusters for every measure) and the paired
+        sign-flip test over the clusters (:mod:`candlebench.scoring.clustered`); the measures of a
+        pair are one family, Holm-adjusted (``p_holm``)."""
+        from candlebench.scoring.clustered import Clusters, adjust, paired_ratio
 
         scored = [f"{PREFIX}{c}" for c in self.columns()]
         missing = [r.name for r in (a, b) if not set(scored) <= set(r.parsed.columns)]
@@ -108,19 +109,14 @@ class PerSample:
         x, y = (r.parsed.set_index("sample_id") for r in (a, b))
         shared = sorted(set(x.index) & set(y.index))
         x, y = (f.loc[shared, scored].rename(columns=lambda c: c[len(PREFIX):]) for f in (x, y))
-        clusters = cluster_codes(a.parsed.set_index("sample_id").loc[shared], self.cluster)
-        weights = _weights(clusters, n_boot, seed)
-        out: dict[str, Any] = {"n": len(shared)}
+        found = a.parsed.set_index("sample_id").loc[shared]
+        groups = Clusters(cluster_codes(found, self.cluster), self.cluster if self.cluster in found else SAMPLE)
+        out: dict[str, Any] = {"n": len(shared), "unit": groups.unit}
         for m, va, vb in zip(self.shown(), self._values(x), self._values(y)):
             ok = np.isfinite(va) & np.isfinite(vb)
-            diff = np.where(ok, vb - va, np.nan)
-            mean, ci = cluster_mean(diff, clusters, weights)
-            out[m.key] = {"n": int(ok.sum()), "a": float(va[ok].mean()) if ok.any() else None,
-                          "b": float(vb[ok].mean()) if ok.any() else None, "diff": mean, "ci": ci,
-                          **paired_tests(_cluster_means(diff, clusters))}
-        if self.verdict:
-            ok = x[RIGHT].notna().to_numpy() & y[RIGHT].notna().to_numpy()
-            out[ACCURACY.key]["mcnemar"] = mcnemar(*(f[RIGHT].to_numpy()[ok].astype(bool) for f in (x, y)))
+            terms = [groups.ratio_terms(np.where(ok, v, np.nan)) for v in (va, vb)]
+            out[m.key] = {"n": int(ok.sum()), **paired_ratio(*terms, groups.unit, n_boot, seed)}
+        adjust([out[m.key] for m in self.shown()])
         return json_safe(out)
 
     def sections(self, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
@@ -137,6 +133,7 @@ class PerSample:
         return [Section(title, tuple(tables))]
 
     def comparison_table(self, title: str, comparisons: Mapping[str, dict]) -> Table:
+        from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
         from candlebench.scoring.report import Table
 
         rows = []
@@ -147,13 +144,16 @@ class PerSample:
                 ci = d.get("ci")
                 row[f"Δ {m.title}"] = fmt(d.get("diff"), m.digits) + (
                     f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else "")
-            if self.verdict:
-                row["McNemar p"] = fmt(((c.get(ACCURACY.key) or {}).get("mcnemar") or {}).get("p"), 3)
+                row[f"p {m.title}"] = fmt(d.get("p_holm"), 3)
             rows.append(row)
+        unit = {str(c.get("unit")) for c in comparisons.values()}
+        named = " or ".join(sorted(f"whole {u} groups" if u != SAMPLE else "samples" for u in unit))
         return Table(f"{title}: paired comparisons", pd.DataFrame(rows),
-                     "Δ = b - a over the samples both runs scored, with a 95% interval from one bootstrap for every "
-                     "measure" + (" and McNemar's test on the paired verdicts (exact below 25 discordant)."
-                                  if self.verdict else "."))
+                     f"Δ = b - a over the samples both runs scored. Unit of analysis: {named} (the declared cluster "
+                     "column's values; each sample alone where the samples lack it): a 95% interval from one percentile "
+                     "bootstrap of clusters for every measure, and p from the paired sign-flip test over clusters "
+                     f"(exact up to {EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} "
+                     "clusters), Holm-adjusted over the pair's measures (docs/statistics.md).")
 
     def browse(self, parsed: pd.DataFrame) -> pd.DataFrame:
         """The browser's view: the declared group and label columns, right / wrong from the scored
@@ -197,11 +197,6 @@ def _cluster_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np
     n = int(codes.max()) + 1 if codes.size else 0
     return (np.bincount(codes, np.where(defined, values, 0.0), minlength=n),
             np.bincount(codes, defined.astype(float), minlength=n))
-
-
-def _cluster_means(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    sums, counts = _cluster_sums(values, codes)
-    return sums[counts > 0] / counts[counts > 0]
 
 
 def cluster_mean(values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None

@@ -4,6 +4,8 @@ verdicts without writing any of them."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -64,17 +66,22 @@ def scored(name, ids, right, error, cutoffs=None):
     return RunAnswers(name, frame, pd.DataFrame(), {})
 
 
-def test_compare_pairs_the_shared_samples_with_intervals_and_mcnemar():
+def test_compare_pairs_the_shared_samples_with_intervals_and_tests_over_clusters():
     ids = [f"s{i:02d}" for i in range(30)]
     a = scored("a", ids, [i % 2 == 0 for i in range(30)], [1.0] * 30)
     b = scored("b", ids[:28] + ["x1", "x2"], [True] * 30, [0.75] * 29 + [np.nan])
     c = SPEC.compare(a, b, n_boot=300, seed=0)
     assert c["n"] == 28
     assert c["error"]["diff"] == pytest.approx(-0.25) and c["error"]["ci"] == [-0.25, -0.25]
-    assert c["error"]["t_p"] == 0.0  # a constant non-zero difference
+    # No cutoff column: each of the 28 samples its own cluster, over 16: the normal approximation, whose z
+    # is sum(d) / sqrt(sum(d^2)): sqrt(28) for a constant difference, McNemar's sqrt(14) for 14 discordant verdicts.
+    assert (c["unit"], c["error"]["n_clusters"]) == ("sample", 28) and "normal approximation" in c["error"]["method"]
+    assert c["error"]["p"] == pytest.approx(math.erfc(math.sqrt(28 / 2)))
     acc = c["accuracy"]
     assert acc["a"] == pytest.approx(0.5) and acc["b"] == 1.0 and acc["diff"] == pytest.approx(0.5)
-    assert acc["mcnemar"]["b_only"] == 14 and acc["mcnemar"]["a_only"] == 0 and acc["mcnemar"]["p"] < 0.001
+    assert acc["p"] == pytest.approx(math.erfc(math.sqrt(14 / 2)))
+    # Holm over the pair's two measures: the smaller p times 2, the larger as it is.
+    assert c["error"]["p_holm"] == pytest.approx(2 * c["error"]["p"]) and acc["p_holm"] == pytest.approx(acc["p"])
     low, high = acc["ci"]
     assert 0.2 < low <= 0.5 <= high < 0.8
     with pytest.raises(MissingScores, match=r"\['a'\]"):
@@ -95,7 +102,11 @@ def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
     assert results.frame["Accuracy"].iloc[0].startswith("0.700 [") and results.frame["Accuracy"].iloc[0].endswith("★")
     assert "The bootstrap draws samples." in results.note
     row = pairs.frame.iloc[0]
-    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["McNemar p"] == "0.016"
+    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["p Accuracy"] == "0.016"
+    # Ten samples, exact: 7 go b's way, 3 tie: 2 x 2^3 of the 2^10 swaps are as extreme (16/1024, as McNemar's exact
+    # test); Error's p (9 samples one way: 4/1024) is the smaller, so Holm leaves Accuracy's at max(2 x 4, 16)/1024.
+    assert compared["accuracy"]["p"] == pytest.approx(16 / 1024) and compared["error"]["p"] == pytest.approx(4 / 1024)
+    assert "sign-flip" in pairs.note and "samples" in pairs.note
 
 
 def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from candlebench.scoring.report import (  # first: selects Agg
     Headline, RunMetrics, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -50,16 +51,24 @@ def table3(runs: list[RunMetrics]) -> Table:
 
 
 def comparison_table(comparisons: Mapping[str, dict]) -> Table:
+    """One row per pair and metric: the per-sample metrics with their difference, interval and test;
+    the corpus-level ones (SA F1) as a → b."""
     rows = []
     for pair, c in comparisons.items():
-        row = {"a → b": pair, "n": c.get("n")}
         for key, title in METRICS:
             d = c.get(key) or {}
             ci = d.get("ci")
-            row[f"Δ{title}"] = (fmt(d.get("diff"), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else "")
-                                if "diff" in d else f"{fmt(d.get('a'), 4)} → {fmt(d.get('b'), 4)}")
-        rows.append(row)
-    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows))
+            rows.append({"a → b": pair, "Metric": title, "n": d.get("n_clusters", c.get("n")),
+                         "a": fmt(d.get("a"), 4), "b": fmt(d.get("b"), 4),
+                         "Δ (mean per sample)": fmt(d.get("diff"), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else ""),
+                         "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
+    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows),
+                 "Unit of analysis: the sample (one chart, one caption). a, b: each run's value as reported (corpus "
+                 "BLEU-4 and METEOR); Δ: the mean per-sample difference with a 95% interval from a percentile "
+                 "bootstrap of samples for both runs. p: the paired sign-flip test over samples (exact up to "
+                 f"{EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} samples); p (Holm): "
+                 "Holm's adjustment over the pair's metrics. SA F1 is a corpus statistic: a → b alone, untested "
+                 "(docs/statistics.md).")
 
 
 def plot_metrics(runs: list[RunMetrics]) -> bytes:

@@ -10,6 +10,7 @@ from typing import Mapping
 
 from candlebench.scoring.report import (  # first: selects Agg
     Headline, RunMetrics, Section, Table, figure, fmt, headline_table, legend, nothing_to_draw, run_labels, say_why)
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
 
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -76,20 +77,31 @@ def judge_audit(runs: list[RunMetrics]) -> Table:
                  "accuracy on the hand-labelled gold set: bench/e2a.py.")
 
 
+# The tests the comparison tables show (every ratio metric's is in comparisons.json).
+TESTED = (("coverage", "Coverage (acting)"), ("ucr_dir", "UCR_dir"))
+COMPARED = (f"Unit of analysis: the stock-window (its three modalities share the window's evidence). Δ = b − a with a "
+            "95% interval from a percentile bootstrap of whole windows for both runs. p: the paired sign-flip test over "
+            f"windows (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} "
+            "windows, or no difference defined); on the modality rows Holm-adjusted over the pair's modalities, on 'all' "
+            "as it is (the pair's headline). NDR, a product of four ratios, has an interval and no test "
+            "(docs/statistics.md).")
+
+
 def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = "") -> Table:
     """One row per pair and modality (then over all of them)."""
     rows = []
     for pair, c in comparisons.items():
         for modality, d in [*(c.get("modalities") or {}).items(), ("all", c)]:
-            row = {"a → b": pair, "Modality": modality, "n": d.get("n")}
+            row = {"a → b": pair, "Modality": modality, "n": d.get("n"), "windows": d.get("n_clusters")}
             for key, name in COLUMNS[:6]:
                 diff = d.get(key) or {}
                 ci = diff.get("ci")
                 row[f"Δ{name}"] = fmt(diff.get("diff"), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
-            row["McNemar p (acting)"] = fmt((d.get("mcnemar_directional") or {}).get("p"), 3)
+            for key, name in TESTED:
+                row[f"p {name}"] = fmt((d.get(key) or {}).get("p" if modality == "all" else "p_holm"), 3)
             row["BUY:SELL ×"] = fmt(d.get("buy_sell_amplification"), 2)
             rows.append(row)
-    return Table(title, pd.DataFrame(rows), note)
+    return Table(title, pd.DataFrame(rows), " ".join(filter(None, [note, COMPARED])))
 
 
 def _is_second_pass(pair: str, runs: list[RunMetrics]) -> bool:

@@ -85,12 +85,12 @@ def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
     for row in parsed.to_dict("records"):
         answer, analysis, rationale = _said(row)
         rows.append({
-            "sample_id": row["sample_id"], "code": row["code"], "modality": row["modality"],
+            "sample_id": row["sample_id"], "code": row["code"], "cutoff": row["cutoff"], "modality": row["modality"],
             "action": answer.get("action"), "confidence": answer.get("confidence"),
             "strong_signals": int(row["strong_signals"]),
             **judge(analysis, rationale, anchors_of(row)),
         })
-    return pd.DataFrame(rows, columns=["sample_id", "code", "modality", "action", "confidence", "polarity",
+    return pd.DataFrame(rows, columns=["sample_id", "code", "cutoff", "modality", "action", "confidence", "polarity",
                                        "strong_signals", "supported", "contradicted", "unverifiable"])
 
 

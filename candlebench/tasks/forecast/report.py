@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
 from candlebench.tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
 
 
@@ -113,6 +114,7 @@ def table5(runs: list[RunMetrics]) -> Table:
     dash = f" '–': {NO_DATE}." if any(not r.metrics.get("n_dates") for r in runs) else ""
     return Table("Table 5 layout: per-date IC and Rank IC (rank in parentheses)", out,
                  "ICIR = mean / std (ddof 1) of the per-date series; Sig. = share of dates with p < 0.05. "
+                 "IC 95% CI: a percentile bootstrap of whole cutoff dates. "
                  "Ranks are among the runs that answered every sample (a partial run has none)." + dash)
 
 
@@ -178,30 +180,66 @@ def table2(datasets: Sequence[Dataset]) -> Table:
                  "The paper's Table 3 compares its dataset with other published ones: a survey, nothing a run measures.")
 
 
+# How every forecast comparison is tested, said under both comparison tables.
+CLUSTERED = (f"p: the paired sign-flip test over dates (exact up to {EXACT_MAX} dates, its normal approximation beyond; "
+             f"'–' with fewer than {MIN_CLUSTERS} dates); 95% CI: a percentile bootstrap of whole dates "
+             "(docs/statistics.md).")
+
+
+def _p(block: Mapping | None, key: str = "p") -> str:
+    """A test's p, or "–" where it has none (fewer clusters than a test needs; an undefined difference)."""
+    return fmt((block or {}).get(key), 3)
+
+
+def _interval(ci: Sequence[float] | None, digits: int = 4) -> str:
+    return "–" if not ci else f"[{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
+
+
 def comparison_table(comparisons: dict[str, dict]) -> Table:
     rows = []
     for pair, c in comparisons.items():
-        ic, mc = c.get("ic") or {}, c.get("mcnemar") or {}
+        ic, direction = c.get("ic") or {}, c.get("direction") or {}
         rows.append(
             {
                 "a → b": pair,
                 "n": c.get("n"),
                 "dates": c.get("n_dates"),
                 "ΔIC": fmt(ic.get("mean_diff")),
-                "ΔIC 95% CI": "–" if not ic.get("ci") else f"[{fmt(ic['ci'][0])}, {fmt(ic['ci'][1])}]",
-                "t p": fmt(ic.get("t_p"), 3),
-                "Wilcoxon p": fmt(ic.get("wilcoxon_p"), 3),
+                "ΔIC 95% CI": _interval(ic.get("ci")),
+                "ΔIC p": _p(ic),
                 "ΔAcc": fmt(c.get("accuracy_diff")),
-                "McNemar p": fmt(mc.get("p"), 3),
+                "ΔAcc 95% CI": _interval(direction.get("ci")),
+                "ΔAcc p": _p(direction),
                 "Δbias": fmt(c.get("bias_change"), 3),
                 "Δ up:down": fmt(c.get("pred_up_down_ratio_change"), 3),
                 "ΔIC before / after b's release": _split(c),
             }
         )
     return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows),
-                 "Before / after b's release (when b is the later release): the same comparison on the cutoffs "
-                 "before that date and from it on, with the t-test p (the §4.4 peeping test: a b that had "
-                 "seen the pre-release outcomes gains clearly more before its release than after).")
+                 f"Unit of analysis: the cutoff date (a date's stocks share the market's move). {CLUSTERED} "
+                 "ΔIC: the mean per-date IC difference over the dates where both ICs are defined; ΔAcc: direction "
+                 "accuracy at 0. Each pair's two tests are its headline, not adjusted. Δbias and Δ up:down are "
+                 "untested descriptions. Before / after b's release (when b is the later release): the same "
+                 "comparison on the cutoffs before that date and from it on, with its ΔIC p (the §4.4 peeping test: "
+                 "a b that had seen the pre-release outcomes gains clearly more before its release than after).")
+
+
+def groups_comparison_table(comparisons: dict[str, dict]) -> Table:
+    """Each pair per realised horizon (ΔIC) and per market regime (Δaccuracy): two families of
+    tests, each Holm-adjusted."""
+    rows = []
+    for pair, c in comparisons.items():
+        for family, measure, blocks in (("horizon", "ΔIC", c.get("by_horizon") or {}),
+                                        ("regime", "ΔAcc", c.get("by_regime") or {})):
+            for group, d in blocks.items():
+                diff = d.get("mean_diff", d.get("diff"))
+                rows.append({"a → b": pair, "Family": family, "Group": group, "Measure": measure,
+                             "dates": d.get("n_clusters"), "Δ": fmt(diff), "95% CI": _interval(d.get("ci")),
+                             "p": _p(d), "p (Holm)": _p(d, "p_holm")})
+    return Table("Paired comparisons per horizon and per regime (b − a)", pd.DataFrame(rows),
+                 "Horizon: ΔIC of the same predictions against each realised return r_<h>; regime: Δaccuracy on the "
+                 "dates of each market regime (its dates are its clusters, often too few for a test). "
+                 f"{CLUSTERED} p (Holm): Holm's adjustment within each pair's family (its horizons; its regimes).")
 
 
 def _split(c: dict) -> str:
@@ -210,7 +248,7 @@ def _split(c: dict) -> str:
     sides = []
     for side in ("before_split", "after_split"):
         ic = (c.get(side) or {}).get("ic") or {}
-        sides.append(f"{fmt(ic.get('mean_diff'))} (p {fmt(ic.get('t_p'), 3)}, n={(c.get(side) or {}).get('n', 0)})")
+        sides.append(f"{fmt(ic.get('mean_diff'))} (p {_p(ic)}, n={(c.get(side) or {}).get('n', 0)})")
     return f"{c['split_date']}: " + " / ".join(sides)
 
 
@@ -373,7 +411,7 @@ def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: 
                              "IC / Rank IC: mean of the per-date series; intervals resample cutoff dates. Accuracy: "
                              "direction at 0. No answer: share of samples without a parsed prediction (Table 4 says why).")]
     if comparisons:
-        tables.append(comparison_table(dict(comparisons)))
+        tables += [comparison_table(dict(comparisons)), groups_comparison_table(dict(comparisons))]
     tables += ([table1(datasets), table2(datasets)] if datasets else []) + [table4(runs), table5(runs), groups_table(runs)]
     plots = {name: make(runs) for name, make in PLOTS.items()}
     return [Section("Forecast (Hu et al. 2026)", tuple(tables), plots)]

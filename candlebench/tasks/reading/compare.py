@@ -1,40 +1,58 @@
 """Paired comparison of two reading runs on the questions both were asked: per question (over time
-frames and modalities), per modality and overall, the accuracy change b - a with a 95% interval from
-one bootstrap of cutoff dates applied to both runs, and McNemar's test on the paired verdicts."""
+frames and modalities), per modality and overall, the accuracy change b - a with a 95% interval and
+a test.
+
+The unit of analysis is the **chart** (a sample: one stock, date, time frame and modality): its
+~12 questions are read off one picture, so a model that misreads it misreads several at once. Each
+chart is one cluster (:mod:`candlebench.scoring.clustered`: the paired sign-flip test over charts,
+none below 10; the percentile bootstrap of whole charts for both runs). The questions of a pair are
+one family and its modalities another, each Holm-adjusted (``p_holm``); the overall test is the
+pair's headline, unadjusted."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from candlebench.core.io import json_safe
-from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from candlebench.scoring.paired import mcnemar
-from candlebench.tasks.reading.metrics import date_terms, verdicts
+from candlebench.scoring.clustered import Clusters, adjust, clusters, paired_ratio
+from candlebench.tasks.reading.metrics import verdicts
 from candlebench.tasks.reading.questions import QUESTIONS
 
+UNIT = "chart"
 
-def _paired(both: pd.DataFrame, weights, dates: pd.Index) -> dict[str, Any]:
-    a, b = both["right_a"].to_numpy(bool), both["right_b"].to_numpy(bool)
-    out: dict[str, Any] = {"n": len(both), "accuracy_a": float(a.mean()), "accuracy_b": float(b.mean()),
-                           "diff": float(b.mean() - a.mean()), "mcnemar": mcnemar(a, b)}
-    if weights is not None:
-        reps = [weighted_ratio(weights, *date_terms(both.rename(columns={f"right_{k}": "right"}), dates)) for k in "ab"]
-        out["ci"] = percentile_ci(reps[1] - reps[0])
-    return out
+
+def _paired(charts: Clusters, right: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+    """``right``: (verdicts, 2) a's and b's, of the verdicts whose charts are ``charts``."""
+    ones = np.ones(len(right))
+    found = paired_ratio(*(charts.sums(np.column_stack([right[:, k], ones])) for k in (0, 1)), UNIT, n_boot, seed)
+    return {"n": len(right), "accuracy_a": found.pop("a"), "accuracy_b": found.pop("b"), **found}
+
+
+def compare_verdicts(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """``a``, ``b``: two runs' verdicts (:func:`candlebench.tasks.reading.metrics.verdicts`: one row
+    per sample and asked question, ``right`` its verdict)."""
+    keys = ["sample_id", "question"]
+    both = a.merge(b[[*keys, "right"]], on=keys, suffixes=("_a", "_b"))
+    if both.empty:
+        return {"n": 0, "unit": UNIT}
+    charts = clusters(both, ["sample_id"], UNIT)
+    right = both[["right_a", "right_b"]].to_numpy(float)
+
+    def part(mask: np.ndarray) -> dict[str, Any]:
+        return _paired(charts.subset(mask), right[mask], n_boot, seed)
+
+    out = _paired(charts, right, n_boot, seed)
+    modality, question = both["modality"].to_numpy(), both["question"].to_numpy()
+    out["modalities"] = {m: part(modality == m) for m in sorted(set(modality))}
+    out["questions"] = {q: part(question == q) for q in QUESTIONS if (question == q).any()}
+    adjust(list(out["modalities"].values()))
+    adjust(list(out["questions"].values()))
+    return json_safe(out)
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """``a``, ``b``: two runs' parsed rows (the same samples file)."""
-    keys = ["sample_id", "question"]
-    both = verdicts(a).merge(verdicts(b)[[*keys, "right"]], on=keys, suffixes=("_a", "_b"))
-    if both.empty:
-        return {"n": 0}
-    dates = pd.Index(sorted(both["cutoff"].unique()))
-    weights = date_weights(len(dates), n_boot, seed) if n_boot > 0 else None
-    out = _paired(both, weights, dates)
-    out["modalities"] = {m: _paired(part, weights, dates) for m, part in both.groupby("modality", sort=True)}
-    out["questions"] = {q: _paired(both[both["question"] == q], weights, dates) for q in QUESTIONS
-                        if (both["question"] == q).any()}
-    return json_safe(out)
+    return compare_verdicts(verdicts(a), verdicts(b), n_boot, seed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from candlebench.scoring.report import Dataset, Headline, RunMetrics, Section, Table, fmt, headline_table  # first: selects Agg
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
@@ -98,13 +99,16 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
             if not d.get("n"):
                 continue
             ci = d.get("ci")
-            rows.append({"a → b": pair, "Questions": part, "n": d["n"], "Accuracy a": fmt(d["accuracy_a"], 3),
-                         "Accuracy b": fmt(d["accuracy_b"], 3),
+            rows.append({"a → b": pair, "Questions": part, "n": d["n"], "charts": d.get("n_clusters"),
+                         "Accuracy a": fmt(d["accuracy_a"], 3), "Accuracy b": fmt(d["accuracy_b"], 3),
                          "Δ accuracy": fmt(d["diff"], 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else ""),
-                         "McNemar p": fmt(d["mcnemar"]["p"], 3)})
+                         "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
-                 "Δ = b - a on the questions both runs were asked, with a 95% interval from one bootstrap of cutoff "
-                 "dates for both runs; McNemar's test on the paired verdicts (exact below 25 discordant).")
+                 "Unit of analysis: the chart (its questions are read off one picture). Δ = b - a on the questions both "
+                 "runs were asked, with a 95% interval from a percentile bootstrap of whole charts for both runs. p: the "
+                 f"paired sign-flip test over charts (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
+                 f"fewer than {MIN_CLUSTERS} charts). p (Holm): Holm's adjustment over the pair's questions, and apart "
+                 "over its modalities; 'all' is the pair's headline, not adjusted (docs/statistics.md).")
 
 
 def left_out_table(datasets: Sequence[Dataset]) -> Table | None:

@@ -174,5 +174,9 @@ def test_paired_caption_comparison_on_per_sample_scores():
     low, high = c["cos"]["ci"]
     assert low == pytest.approx(0.05) and high == pytest.approx(0.05)  # the same shift on every sample
     assert c["sa_agreement"] == {"a": 0.5, "b": 0.75}
+    # The same shift on all 40 samples, each its own cluster: no swap of theirs is as extreme but the
+    # observed one and its mirror, and Holm over the metrics keeps that far under 0.05.
+    assert (c["cos"]["unit"], c["cos"]["n_clusters"]) == ("sample", 40) and c["cos"]["p"] < 1e-6
+    assert c["cos"]["p_holm"] == pytest.approx(min(1.0, len(PER_SAMPLE) * c["cos"]["p"]))
     with pytest.raises(MissingScores, match="base"):
         compare_captions(RunAnswers("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())

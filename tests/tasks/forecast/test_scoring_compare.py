@@ -1,7 +1,9 @@
-"""candlebench.tasks.forecast.compare against hand computations: joined samples, McNemar counts, per-date IC differences."""
+"""candlebench.tasks.forecast.compare against hand computations: joined samples, direction and per-date IC
+differences with their tests over dates (every swap of the two runs' dates enumerated by hand)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -9,9 +11,8 @@ import statistics
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
-from candlebench.tasks.forecast.compare import compare_runs, mcnemar
+from candlebench.tasks.forecast.compare import compare_runs
 
 pytestmark = pytest.mark.unit
 
@@ -29,9 +30,17 @@ def hand_ranks(x: list[float]) -> list[float]:
     return [1 + sum(b < a for b in x) + (sum(b == a for b in x) - 1) / 2 for a in x]
 
 
-def hand_exact_mcnemar_p(a_only: int, b_only: int) -> float:
-    n, k = a_only + b_only, min(a_only, b_only)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+def hand_swap_p(per_date: list[tuple[float, float, float]]) -> float:
+    """The exact sign-flip p by enumeration: (a's sum, b's sum, count) per date; every subset of dates
+    whose a and b are swapped, its |Δ| against the observed one's."""
+    def delta(pairs):
+        n = sum(c for _, _, c in pairs)
+        return sum(b for _, b, _ in pairs) / n - sum(a for a, _, _ in pairs) / n
+
+    observed = abs(delta(per_date))
+    swapped = [abs(delta([(b, a, c) if flip else (a, b, c) for (a, b, c), flip in zip(per_date, flips)]))
+               for flips in itertools.product([False, True], repeat=len(per_date))]
+    return sum(s >= observed - 1e-12 for s in swapped) / len(swapped)
 
 
 def two_runs(dates: int = 6, stocks: int = 10, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -65,51 +74,57 @@ def hand_joined(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[object, float, f
     return out
 
 
-def test_counts_and_mcnemar_match_hand() -> None:
-    a, b = two_runs()
+def test_counts_and_the_direction_test_over_dates_match_hand() -> None:
+    a, b = two_runs(dates=12)
     out = compare_runs(a, b, n_boot=0)
     joined = hand_joined(a, b)
-    assert out["n"] == len(joined) == 60 - 3 - 1
+    assert out["n"] == len(joined) == 120 - 3 - 1
     assert (out["n_parse_failed_a"], out["n_parse_failed_b"], out["n_label_missing"]) == (2, 2, 1)
-    cells = {"both_correct": 0, "a_only": 0, "b_only": 0, "both_wrong": 0}
-    for _, pa, pb, r in joined:
-        ca, cb = (pa > 0) == (r > 0), (pb > 0) == (r > 0)
-        key = "both_correct" if ca and cb else "a_only" if ca else "b_only" if cb else "both_wrong"
-        cells[key] += 1
-    assert {k: out["mcnemar"][k] for k in cells} == cells
-    a_only, b_only = cells["a_only"], cells["b_only"]
-    assert a_only + b_only == 25  # exactly at the switch: chi-square from 25 discordant samples on
-    assert out["mcnemar"]["method"] == "chi2 continuity-corrected"
-    statistic = (abs(a_only - b_only) - 1) ** 2 / (a_only + b_only)
-    assert out["mcnemar"]["p"] == pytest.approx(math.erfc(math.sqrt(statistic / 2)))
-    acc_a = (cells["both_correct"] + cells["a_only"]) / len(joined)
-    acc_b = (cells["both_correct"] + cells["b_only"]) / len(joined)
-    assert out["accuracy_diff"] == pytest.approx(acc_b - acc_a)
+    per_date: dict[object, list[float]] = {}
+    for cutoff, pa, pb, r in joined:
+        right = per_date.setdefault(cutoff, [0.0, 0.0, 0.0])
+        right[0] += (pa > 0) == (r > 0)
+        right[1] += (pb > 0) == (r > 0)
+        right[2] += 1
+    n = len(joined)
+    acc_a, acc_b = (sum(v[k] for v in per_date.values()) / n for k in (0, 1))
+    direction = out["direction"]
+    assert out["accuracy_diff"] == direction["diff"] == pytest.approx(acc_b - acc_a)
+    assert (direction["n_clusters"], direction["unit"]) == (12, "cutoff date")
+    assert direction["method"].startswith("paired sign-flip test over clusters (exact")
+    assert direction["p"] == pytest.approx(hand_swap_p([tuple(v) for v in per_date.values()]))
+    assert direction["p"] < 0.01  # b was built to track the returns
 
 
 def test_per_date_ic_differences_match_hand() -> None:
-    a, b = two_runs()
+    a, b = two_runs(dates=12)
     out = compare_runs(a, b, n_boot=500, seed=3)
     by_date: dict[object, list[tuple[float, float, float]]] = {}
     for cutoff, pa, pb, r in hand_joined(a, b):
         by_date.setdefault(cutoff, []).append((pa, pb, r))
-    ic_diff, rank_diff = [], []
+    ic_diff, rank_diff, ic_pairs = [], [], []
     for cutoff in sorted(by_date):
         pa, pb, r = (list(v) for v in zip(*by_date[cutoff]))
+        ic_pairs.append((hand_pearson(pa, r), hand_pearson(pb, r), 1.0))
         ic_diff.append(hand_pearson(pb, r) - hand_pearson(pa, r))
         rank_diff.append(hand_pearson(hand_ranks(pb), hand_ranks(r)) - hand_pearson(hand_ranks(pa), hand_ranks(r)))
-    assert out["n_dates"] == len(ic_diff) == 6
+    assert out["n_dates"] == len(ic_diff) == 12
     assert [d["ic_diff"] for d in out["ic_by_date"]] == pytest.approx(ic_diff, abs=1e-11)
     assert [d["rank_ic_diff"] for d in out["ic_by_date"]] == pytest.approx(rank_diff, abs=1e-11)
     assert out["ic"]["mean_diff"] == pytest.approx(statistics.mean(ic_diff), abs=1e-11)
     assert out["rank_ic"]["mean_diff"] == pytest.approx(statistics.mean(rank_diff), abs=1e-11)
-    ic_a = [d["ic_a"] for d in out["ic_by_date"]]
-    ic_b = [d["ic_b"] for d in out["ic_by_date"]]
-    assert out["ic"]["t_p"] == pytest.approx(stats.ttest_rel(ic_b, ic_a).pvalue, rel=1e-6)
-    assert out["ic"]["wilcoxon_p"] == pytest.approx(stats.wilcoxon(ic_diff).pvalue)
+    assert out["ic"]["p"] == pytest.approx(hand_swap_p(ic_pairs))
+    assert out["ic"]["unit"] == "cutoff date" and out["ic"]["n_clusters"] == 12
     low, high = out["ic"]["ci"]
     assert low < out["ic"]["mean_diff"] < high
     assert out["ic"]["mean_diff"] > 0  # b was built to track returns more closely
+
+
+def test_fewer_than_ten_dates_give_no_p_value() -> None:
+    a, b = two_runs(dates=9)
+    out = compare_runs(a, b, n_boot=50)
+    for block in (out["ic"], out["direction"]):
+        assert block["p"] is None and block["method"].startswith("fewer than 10 clusters") and block["ci"] is not None
 
 
 def test_ci_resamples_dates_with_the_documented_draws() -> None:
@@ -123,30 +138,33 @@ def test_ci_resamples_dates_with_the_documented_draws() -> None:
 
 
 def test_run_against_itself_is_all_zero_with_p_one() -> None:
-    a, _ = two_runs()
+    a, _ = two_runs(dates=12)
     out = compare_runs(a, a.copy(), n_boot=200)
     for name in ("ic", "rank_ic"):
         assert out[name]["mean_diff"] == 0.0
         assert out[name]["ci"] == [0.0, 0.0]
-        assert out[name]["t_p"] == 1.0 and out[name]["wilcoxon_p"] == 1.0
-    assert out["mcnemar"]["a_only"] == out["mcnemar"]["b_only"] == 0
-    assert out["mcnemar"]["p"] == 1.0
+        assert out[name]["p"] == 1.0
+    assert out["direction"]["p"] == 1.0 and out["direction"]["ci"] == [0.0, 0.0]
     assert out["accuracy_diff"] == 0.0 and out["bias_change"] == 0.0
     assert out["pred_up_down_ratio_change"] == 0.0
 
 
-def test_mcnemar_switches_to_continuity_corrected_chi_square() -> None:
-    correct_a = np.array([True] * 20 + [False] * 10 + [True] * 5 + [False] * 7)
-    correct_b = np.array([False] * 20 + [True] * 10 + [True] * 5 + [False] * 7)
-    out = mcnemar(correct_a, correct_b)
-    assert (out["a_only"], out["b_only"], out["both_correct"], out["both_wrong"]) == (20, 10, 5, 7)
-    assert out["method"] == "chi2 continuity-corrected"
-    statistic = (abs(20 - 10) - 1) ** 2 / 30
-    assert out["statistic"] == pytest.approx(statistic)
-    assert out["p"] == pytest.approx(math.erfc(math.sqrt(statistic / 2)))  # chi2(1) survival
-    small = mcnemar(correct_a[18:], correct_b[18:])  # 2 + 10 discordant
-    assert small["method"] == "exact binomial"
-    assert small["p"] == pytest.approx(hand_exact_mcnemar_p(2, 10))
+def test_horizons_and_regimes_are_families_adjusted_by_holm() -> None:
+    a, b = two_runs(dates=12)
+    rng = np.random.default_rng(5)
+    for frame in (a, b):
+        frame["r_5"] = np.round(frame["r_30"].fillna(0) * 0.5 + rng.normal(0, 0.01, len(frame)), 4) if frame is a else 0.0
+    b["r_5"] = a["r_5"]
+    regime = {d: "bull" if i % 3 else "bear" for i, d in enumerate(sorted(a["cutoff"].unique()))}
+    a["regime"] = a["cutoff"].map(regime)
+    out = compare_runs(a, b, n_boot=0)
+    horizon = out["by_horizon"]
+    assert set(horizon) == {"r_5", "r_30"} and horizon["r_30"]["mean_diff"] == out["ic"]["mean_diff"]
+    ps = sorted(h["p"] for h in horizon.values())
+    assert sorted(h["p_holm"] for h in horizon.values()) == pytest.approx([min(1, 2 * ps[0]), max(min(1, 2 * ps[0]), ps[1])])
+    regimes = out["by_regime"]
+    assert (regimes["bull"]["n_clusters"], regimes["bear"]["n_clusters"]) == (8, 4)
+    assert regimes["bull"]["p"] is None and regimes["bull"]["p_holm"] is None  # 8 dates: too few
 
 
 def test_bias_and_ratio_changes_match_hand() -> None:
@@ -224,3 +242,16 @@ def test_task_splits_at_the_later_release_only() -> None:
     assert TASK.compare(run(a, "2024-01-01"), run(b, "2024-05-01"), settings)["split_date"] == "2024-05-01"
     assert "split_date" not in TASK.compare(run(b, "2024-05-01"), run(a, "2024-01-01"), settings)
     assert "split_date" not in TASK.compare(run(a, None), run(b, "2024-05-01"), settings)
+
+
+def test_comparison_tables_name_the_unit_and_show_a_dash_without_a_test() -> None:
+    from candlebench.tasks.forecast.report import comparison_table, groups_comparison_table
+
+    few, enough = (compare_runs(*two_runs(dates=d), n_boot=50) for d in (9, 12))
+    table = comparison_table({"a → b": few, "a → c": enough})
+    rows = table.frame.set_index("a → b")
+    assert rows.loc["a → b", "ΔAcc p"] == "–" and rows.loc["a → b", "ΔIC p"] == "–"  # 9 dates: too few
+    assert rows.loc["a → c", "ΔAcc p"] != "–" and rows.loc["a → b", "ΔAcc 95% CI"].startswith("[")
+    assert "Unit of analysis: the cutoff date" in table.note and "fewer than 10 dates" in table.note
+    groups = groups_comparison_table({"a → c": enough})
+    assert list(groups.frame["Group"]) == ["r_30"] and "Holm" in groups.note
