@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from candlebench.inference.decode_speedups import DECODE_SPEEDUPS
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS
 
 
@@ -51,6 +52,10 @@ class ModelSpec:
     # With vision_attention=varlen: the vision tower's speed-ups that keep its outputs
     # (candlebench.inference.vision_speedups.SPEEDUPS, by default DEFAULT_SPEEDUPS); not in the run key.
     vision_speedups: tuple[str, ...] = DEFAULT_SPEEDUPS
+    # transformers backend: the decode speed-ups that keep the tokens (inference/decode_speedups.py); not in
+    # the run key. From this answer budget on (new tokens), a static KV cache on CUDA (None: never).
+    decode_speedups: tuple[str, ...] = DECODE_SPEEDUPS
+    static_cache_from_tokens: int | None = 64
     # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
     constrain_answers: bool = False
     # Tiny fixtures only: builder names (candlebench.inference.tiny.builders.BUILDERS) and the one path in the
@@ -83,6 +88,11 @@ class ModelSpec:
             unknown = sorted(set(values["vision_speedups"]) - set(SPEEDUPS))
             if unknown:
                 raise ValueError(f"model.vision_speedups: unknown {unknown}; each one of {sorted(SPEEDUPS)}")
+        if "decode_speedups" in values:
+            values["decode_speedups"] = tuple(values["decode_speedups"] or ())
+            unknown = sorted(set(values["decode_speedups"]) - set(DECODE_SPEEDUPS))
+            if unknown:
+                raise ValueError(f"model.decode_speedups: unknown {unknown}; each one of {sorted(DECODE_SPEEDUPS)}")
         return cls(**values)
 
     def identity(self) -> dict[str, Any]:

@@ -1,0 +1,139 @@
+"""The decode speed-ups (model.decode_speedups, inference/decode_speedups.py) on the tiny fixtures:
+grouped-query decode attention without the KV copy (greedy tokens equal, logits within 1e-5 of
+their scale in fp32, with the dynamic and the static cache, a padded batch with charts), the
+deferred stop check (tokens equal, the extra step undone), and the static cache chosen by the
+answer budget, its length in buckets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+
+import candlebench.inference.tiny.builders as tm
+from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
+from candlebench.inference.backends.hf import TransformersBackend
+from candlebench.inference.decode_attention import GROUPED
+from candlebench.inference.decode_speedups import CACHE_BUCKET, deferred_stop, static_cache_kwargs, wants_static_cache
+from candlebench.inference.models import ModelSpec
+
+CHART = Image.new("RGB", (200, 150), "white")
+BATCH = [PreparedRequest("a", "Score the trend of this chart.", (CHART,)),
+         PreparedRequest("b", "Only text, and a good deal longer than the others, so the batch is padded.", ()),
+         PreparedRequest("c", "Describe it.", (CHART.resize((120, 90)),))]
+
+
+def backend(tiny_root, family: str, speedups: tuple[str, ...]) -> TransformersBackend:
+    builder = {"qwen2_5_vl": tm.build_tiny_qwen2_5_vl, "qwen3_vl": tm.build_tiny_qwen3_vl}[family]
+    path = tm.fixture_dir(family, builder, tiny_root)
+    spec = ModelSpec(name="tiny", path=str(path), dtype="float32", decode_speedups=speedups)
+    return TransformersBackend(spec, GenerationSpec(max_new_tokens=12), device_map=None)
+
+
+def greedy(backend: TransformersBackend, inputs, **cache):
+    with torch.inference_mode():
+        return backend.model.generate(**inputs, max_new_tokens=12, min_new_tokens=12, do_sample=False, temperature=None,
+                                      top_p=None, top_k=None, pad_token_id=backend.pad_id, output_logits=True,
+                                      return_dict_in_generate=True, **cache)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_grouped_decode_attention_gives_the_same_tokens_and_logits_without_the_kv_copy(monkeypatch, tiny_root, family):
+    from transformers import AttentionInterface
+    from transformers.integrations import sdpa_attention
+
+    grouped = backend(tiny_root, family, ("grouped_attention",))
+    text = grouped.model.config.get_text_config()
+    assert text._attn_implementation == GROUPED
+    assert grouped.model.config.vision_config._attn_implementation != GROUPED  # the language model only
+    inputs = grouped.encode(BATCH)
+    assert not bool(inputs["attention_mask"].all())  # a padded batch: transformers' path would build a mask
+    copies: list[int] = []
+    monkeypatch.setattr(sdpa_attention, "repeat_kv", lambda x, n: copies.append(1) or x.repeat_interleave(n, 1))
+
+    def decoded(name: str) -> tuple[dict, list[int]]:
+        """Both caches' outputs, and the KV copies of each one-token attention call."""
+        per_call: list[int] = []
+        original = AttentionInterface._global_mapping[name]
+
+        def counting(module, query, *args, **kwargs):
+            before = len(copies)
+            out = original(module, query, *args, **kwargs)
+            if query.shape[2] == 1:
+                per_call.append(len(copies) - before)
+            return out
+
+        monkeypatch.setitem(AttentionInterface._global_mapping, name, counting)
+        text._attn_implementation = name
+        return {kind: greedy(grouped, inputs, **cache) for kind, cache in
+                (("dynamic", {}), ("static", {"cache_implementation": "static"}))}, per_call
+
+    got, per_call = decoded(GROUPED)
+    assert len(per_call) == 2 * 11 * text.num_hidden_layers and sum(per_call) == 0
+    want, per_call = decoded("sdpa")  # transformers' path on the same weights copies the cache under the mask
+    assert len(per_call) == 2 * 11 * text.num_hidden_layers and all(n == 2 for n in per_call)
+    for kind in ("dynamic", "static"):
+        assert torch.equal(got[kind].sequences, want[kind].sequences), kind
+        scale = max(float(x.abs().max()) for x in want[kind].logits)
+        drift = max(float((a - b).abs().max()) for a, b in zip(got[kind].logits, want[kind].logits))
+        assert drift <= 1e-5 * scale, (kind, drift, scale)
+
+
+def test_the_deferred_stop_check_stops_where_the_per_step_check_does(monkeypatch, tiny_root):
+    """transformers' deferred check, enabled here on CPU with a stand-in for the device event
+    (a CPU has none): answers that stop at an end token keep their lengths and tokens."""
+    eager = backend(tiny_root, "qwen2_5_vl", ())
+    inputs = eager.encode(BATCH[:1])
+
+    def answers(stop: int | None) -> torch.Tensor:
+        with torch.inference_mode():
+            return eager.model.generate(**inputs, max_new_tokens=30, do_sample=False, temperature=None, top_p=None,
+                                        top_k=None, pad_token_id=eager.pad_id, eos_token_id=stop)
+
+    free = answers(None)[:, inputs["input_ids"].shape[1]:]
+    stop = int(free[0, 3])  # an end token the answer meets early: the deferred check sees it a step late
+    want = answers(stop)
+    assert want.shape[1] - inputs["input_ids"].shape[1] <= 4
+
+    class Event:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    from transformers.generation import utils
+
+    taken = []
+    monkeypatch.setattr(torch, "Event", Event)
+    monkeypatch.setattr(utils.DeferredStopCheck, "finish",
+                        lambda self, _f=utils.DeferredStopCheck.finish: taken.append(1) or _f(self))
+    with deferred_stop(("cpu",)) as on:
+        got = answers(stop)
+    assert on and taken and torch.equal(got, want)
+    assert utils.DeferredStopCheck.is_supported(torch.device("cpu"), None, False, False) is False  # put back
+
+
+def test_the_static_cache_is_chosen_by_the_answer_budget_and_bucketed():
+    assert wants_static_cache(None, 128, 64, cuda=True) and wants_static_cache(None, 64, 64, cuda=True)
+    assert not wants_static_cache(None, 32, 64, cuda=True)  # short answers: the compile would not pay off
+    assert not wants_static_cache(None, 128, 64, cuda=False)  # no compiled step on CPU
+    assert not wants_static_cache(None, 4096, None, cuda=True)  # switched off
+    assert wants_static_cache(True, 8, None, cuda=False) and not wants_static_cache(False, 512, 64, cuda=True)
+    kwargs = static_cache_kwargs(1531, 128)
+    assert kwargs["cache_implementation"] == "static"
+    if "max_cache_len" in kwargs:  # transformers >= 5.18 takes it
+        assert kwargs["max_cache_len"] == 1792 == 7 * CACHE_BUCKET
+        assert static_cache_kwargs(1600, 128)["max_cache_len"] == 1792  # the same graph for both prompts
+        assert static_cache_kwargs(1664, 128)["max_cache_len"] == 1792 and static_cache_kwargs(1665, 128)["max_cache_len"] == 2048
+
+
+def test_an_unknown_decode_speedup_is_refused():
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"name": "m", "path": "p", "decode_speedups": ["grouped_attention", "warp"]})
+    with pytest.raises(ValueError, match=r"model.decode_speedups: unknown \['warp'\]"):
+        ModelSpec.from_config(cfg)
