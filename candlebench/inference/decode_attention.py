@@ -65,13 +65,14 @@ def grouped_mask(*, q_length: int, allow_is_causal_skip: bool = True, **kwargs: 
 
 def use_grouped(model: Any) -> bool:
     """Switch a loaded model's language model to :data:`GROUPED` (True) where it runs transformers'
-    SDPA with fewer KV heads than query heads; any other model is left as it is (False)."""
+    SDPA; any other implementation is left as it is (False). Each call decides for itself whether
+    it is grouped (its query and KV head counts: Gemma 4's layers differ in them), and a model
+    without grouped heads keeps the decode mask without the read back."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
     text = model.config.get_text_config()
-    kv_heads = getattr(text, "num_key_value_heads", None)
-    if text._attn_implementation != "sdpa" or not kv_heads or kv_heads == text.num_attention_heads:
+    if text._attn_implementation != "sdpa":
         return False
     AttentionInterface.register(GROUPED, grouped_sdpa)
     AttentionMaskInterface.register(GROUPED, grouped_mask)

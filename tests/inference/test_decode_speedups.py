@@ -24,8 +24,7 @@ BATCH = [PreparedRequest("a", "Score the trend of this chart.", (CHART,)),
 
 
 def backend(tiny_root, family: str, speedups: tuple[str, ...]) -> TransformersBackend:
-    builder = {"qwen2_5_vl": tm.build_tiny_qwen2_5_vl, "qwen3_vl": tm.build_tiny_qwen3_vl}[family]
-    path = tm.fixture_dir(family, builder, tiny_root)
+    path = tm.fixture_dir(family, tm.BUILDERS[family], tiny_root)
     spec = ModelSpec(name="tiny", path=str(path), dtype="float32", decode_speedups=speedups)
     return TransformersBackend(spec, GenerationSpec(max_new_tokens=12), device_map=None)
 
@@ -37,7 +36,7 @@ def greedy(backend: TransformersBackend, inputs, **cache):
                                       return_dict_in_generate=True, **cache)
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl", "gemma3"])  # gemma3: sliding-window layers
 def test_grouped_decode_attention_gives_the_same_tokens_and_logits_without_the_kv_copy(monkeypatch, tiny_root, family):
     from transformers import AttentionInterface
     from transformers.integrations import sdpa_attention
