@@ -17,6 +17,7 @@ from candlebench.inference.backends.base import Batched, Generation, GenerationS
 from candlebench.inference.backends.hf_pixels import PixelsAhead, pixel_dtype
 from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from candlebench.inference.decode_speedups import deferred_stop, static_cache_kwargs, wants_static_cache
+from candlebench.inference.memory import batch_memory
 from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -176,7 +177,7 @@ class TransformersBackend(Batched):
     def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str,
                pixels_ahead: bool) -> None:
         self.generation, self.layout, self.pixels_ahead = generation, layout, pixels_ahead
-        self._static_cache = self.deferred_stop = False
+        self._static_cache = self.deferred_stop = self.memory_told = False
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
@@ -232,6 +233,10 @@ class TransformersBackend(Batched):
             # One matcher per row, fresh per call: the processor keeps each row's parse state.
             sampling["logits_processor"] = [LogitsProcessor([self.grammar] * len(batch))]
         prompt_len = inputs["input_ids"].shape[1]
+        if not self.memory_told and inputs["input_ids"].is_cuda:  # what the batch size asks of the GPU, once
+            self.memory_told = True
+            need = batch_memory(self.model, prompt_len + g.max_new_tokens, len(batch))
+            print(need.line(torch.cuda.get_device_properties(inputs["input_ids"].device).total_memory), file=sys.stderr)
         with torch.inference_mode(), deferred_stop(("cuda",) if self.deferred_stop else ()):
             out = self.model.generate(
                 **inputs,
