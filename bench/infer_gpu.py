@@ -270,7 +270,7 @@ class Bench:
         tokens measured through it (the text by the tiny fixture's byte-level BPE, which over-counts
         English against the real vocabularies, or by ``--tokenizer`` for Qwen2.5-VL)."""
         family = self.family = FAMILIES[MODELS[name].family]
-        tokenizer = self.args.tokenizer if family.fixture == "qwen2_5_vl" else None
+        tokenizer = self.args.tokenizer if family.real_vocabulary else None
         processor = self.processor = family.processor(self.work, tokenizer)
         processor.tokenizer.padding_side = "left"
         one = self.one = processor(text=[chat_text(processor, self.prompt, 2)], images=[list(self.reqs[0].images)],

