@@ -74,6 +74,7 @@ from candlebench.inference.backends.hf import TransformersBackend  # noqa: E402
 from candlebench.inference.chat import chat_text  # noqa: E402
 from candlebench.inference.compile_check import CompileVerdict, relative_error  # noqa: E402
 from candlebench.inference.decode_attention import use_grouped  # noqa: E402
+from candlebench.inference.models import ModelSpec  # noqa: E402
 from candlebench.inference.vision_attention import VARLEN, use_varlen  # noqa: E402
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
 
@@ -235,6 +236,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", default=["e2a", "reading"],
                         help="row (g): these tasks' requests through the runner at their answer budgets")
     parser.add_argument("--task-new-tokens", type=int, default=0, help="row (g)'s answer length (0: each task's budget)")
+    parser.add_argument("--task-batches", type=int, default=2, help="row (g)'s batches per task")
     parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
@@ -501,35 +503,48 @@ class Bench:
     def long_answers(self, backend, prepared) -> None:
         """Row (f): the runner at ``--long-new-tokens``, its decode steps stamped inside it and the
         allocator's statistics around it, then a direct ``generate`` of one batch of the same size,
-        stamped the same way, in this process: with the dynamic cache, then (``--static-cache``) the
-        static cache, its first batch (the compile, on CUDA) timed apart; row f-expandable: the
-        dynamic cache again with the allocator's expandable segments."""
-        saved = backend.generation, backend.static_cache
+        stamped the same way, in this process. First the baseline, transformers' decode (its SDPA
+        with the KV copy, a stop check and a mask check reading the device each step, the dynamic
+        cache), then the backend's default for this answer length (the grouped decode attention,
+        the deferred stop check, and from ``model.static_cache_from_tokens`` new tokens on CUDA the
+        static cache), and with ``--static-cache`` the other cache too; a static cache's first batch
+        (the compile, on CUDA) timed apart. Row f-expandable: the default again with the
+        allocator's expandable segments."""
+        from candlebench.inference.decode_speedups import wants_static_cache
+
+        saved = backend.generation, backend.static_cache, backend.deferred_stop
+        text = backend.model.config.get_text_config()
+        own = text._attn_implementation
         n, batch = self.args.long_new_tokens, self.args.runner_batch
         backend.generation = GenerationSpec(max_new_tokens=n, min_new_tokens=n)
-        caches = [("dynamic cache", False)] + [("static cache", True)] * self.args.static_cache
+        chosen = wants_static_cache(None, n, ModelSpec.static_cache_from_tokens, self.device == "cuda")
+        settings = [("transformers' decode", "sdpa", False, False), ("default decode", own, True, chosen)]
+        if self.args.static_cache:
+            settings.append((f"default + {'dynamic' if chosen else 'static'} cache", own, True, not chosen))
         rates = {}
         try:
-            for label, static in caches:
-                backend.static_cache = static
+            for label, impl, deferred, static in settings:
+                text._attn_implementation, backend.deferred_stop, backend.static_cache = impl, deferred, static
+                label = f"{label}, {'static' if static else 'dynamic'} cache" if "cache" not in label else label
                 if static:
                     _, first = timed(lambda: backend.generate(prepared[:batch]), self.device)
                     print(f"{self.name:<12}(f) static cache: compile + first batch of {batch} {first:.1f} s")
-                rates[label] = self.runner(backend, f"(f) runner, {n} new tokens, {label}", None, stamp=True,
-                                           memory=True)
+                rates[label] = self.runner(backend, f"(f) {n} new tokens, {label}", None, stamp=True, memory=True)
                 print(f"{self.name:<12}(f) {label}, a direct generate of {batch}: {self.stamped(backend, prepared[:batch])}")
             if "f-expandable" in self.args.rows:
-                backend.static_cache = False
+                text._attn_implementation, backend.deferred_stop, backend.static_cache = own, True, chosen
                 with expandable_segments(self.device) as on:
                     if on:
-                        rates["expandable"] = self.runner(backend, f"(f) {n} new tokens, expandable segments", None,
-                                                          stamp=True, memory=True)
+                        rates["expandable segments"] = self.runner(backend, f"(f) {n} new tokens, expandable segments",
+                                                                   None, stamp=True, memory=True)
                     else:
                         print(f"{self.name:<12}(f) expandable segments: CUDA's allocator only, not run")
-            print(f"{self.name:<12}(f) at {n} new tokens, against the dynamic cache: " + ", ".join(
-                f"{label} {rate / rates['dynamic cache']:.2f}x" for label, rate in rates.items()))
+            base = next(iter(rates.values()))
+            print(f"{self.name:<12}(f) at {n} new tokens, against transformers' decode: " + ", ".join(
+                f"{label} {rate / base:.2f}x" for label, rate in rates.items()))
         finally:
-            backend.generation, backend.static_cache = saved
+            text._attn_implementation = own
+            backend.generation, backend.static_cache, backend.deferred_stop = saved
 
     def stamped(self, backend, batch: list) -> str:
         """One ``generate`` of ``batch`` (encoded first, as the runner does ahead), its steps stamped."""
@@ -544,20 +559,25 @@ class Bench:
     def task_rows(self, backend) -> None:
         """Row (g): each of ``--tasks``' requests (built by the task's own stages from the committed
         slice) through the runner at the task's answer budget (``answer_tokens``, or
-        ``--task-new-tokens``), ``--runner-batches`` batches of its real prompts: the runner sorts
-        them by length, and a batch is padded to its longest."""
-        saved = backend.generation
+        ``--task-new-tokens``), ``--task-batches`` batches of its real prompts: the runner sorts
+        them by length, and a batch is padded to its longest; the backend's default decode for
+        that length (a static cache from 64 new tokens on CUDA)."""
+        from candlebench.inference.decode_speedups import wants_static_cache
+
+        saved = backend.generation, backend.static_cache
         try:
             for task, (requests, budget) in task_requests(self.args.tasks, self.work).items():
                 n = self.args.task_new_tokens or budget
                 backend.generation = GenerationSpec(max_new_tokens=n, min_new_tokens=n)
-                chosen = requests[: self.args.runner_batches * self.args.runner_batch]
+                backend.static_cache = wants_static_cache(None, n, ModelSpec.static_cache_from_tokens,
+                                                          self.device == "cuda")
+                chosen = requests[: self.args.task_batches * self.args.runner_batch]
                 lengths = sorted(len(r.prompt) for r in chosen)
                 print(f"{self.name:<12}(g) {task}: {len(chosen)} of its {len(requests)} requests, prompts of "
                       f"{lengths[0]}-{lengths[-1]} characters, {sum(len(r.image_paths) for r in chosen)} charts")
                 self.runner(backend, f"(g) {task}, {n} new tokens", None, requests=chosen, stamp=True, memory=True)
         finally:
-            backend.generation = saved
+            backend.generation, backend.static_cache = saved
 
     def compiled(self, model, backend, prepared, batch: int) -> bool:
         """The vision tower over ``batch`` requests' charts with the default speed-ups, then with

@@ -23,8 +23,9 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     header = next(line for line in out.splitlines() if line.startswith("model"))
     assert header.split() == ["model", "row", "batch", "samples/s", "ratio", "TFLOPS", "MFU", "(a)", "MFU", "sheet"]
     for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
-                "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens, dynamic cache",
-                "(f) runner, 5 new tokens, static cache", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms",
+                "(e) (d) through the runner", "(e) pixels in the batch encode",
+                "(f) 5 new tokens, transformers' decode, dynamic cache", "(f) 5 new tokens, default decode, dynamic cache",
+                "(f) 5 new tokens, default + static cache", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms",
                 "(g) e2a, 3 new tokens"):
         assert any(re.match(rf"tiny +{re.escape(row)}", line) for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
@@ -36,9 +37,10 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     # the runner's rows: the steady state after the first batch, the encode on its own, the steps inside it
     assert re.search(r"tiny +\(e\) \(d\) through the runner: 4 requests in 2 batches, steady [0-9.]+/s after the first "
                      r"batch, [0-9.]+/s with start-up; batch encode [0-9.]+ s", out)
-    assert re.search(r"\(f\) runner, 5 new tokens, dynamic cache: .*inside the runner: first token after [0-9.]+ s, then "
-                     r"[0-9.]+ ms a step; memory stats: none on CPU", out)
-    assert re.search(r"\(f\) dynamic cache, a direct generate of 2: first token after [0-9.]+ s, then [0-9.]+ ms a step", out)
+    assert re.search(r"\(f\) 5 new tokens, transformers' decode, dynamic cache: .*inside the runner: first token after "
+                     r"[0-9.]+ s, then [0-9.]+ ms a step; memory stats: none on CPU", out)
+    assert re.search(r"\(f\) default decode, dynamic cache, a direct generate of 2: first token after [0-9.]+ s, then "
+                     r"[0-9.]+ ms a step", out)
     assert "(f) expandable segments: CUDA's allocator only, not run" in out
     assert re.search(r"\(g\) e2a: 4 of its \d+ requests, prompts of \d+-\d+ characters", out)
     assert "tiny        decode: the grouped decode attention, the stop check deferred (CUDA)" in out
@@ -50,7 +52,8 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert re.search(r"image processor on CPU: [0-9.]+ ms per request \(2 charts\).*whole processor [0-9.]+ s, "
                      r"pixels ahead [0-9.]+ s", out)
     assert re.search(r"\(f\) static cache: compile \+ first batch of 2 [0-9.]+ s", out)
-    assert re.search(r"\(f\) at 5 new tokens, against the dynamic cache: dynamic cache 1.00x, static cache [0-9.]+x", out)
+    assert re.search(r"\(f\) at 5 new tokens, against transformers' decode: transformers' decode, dynamic cache 1.00x, "
+                     r"default decode, dynamic cache [0-9.]+x, default \+ static cache [0-9.]+x", out)
     assert re.search(r"vision tower, 4 charts, compiled blocks: compile \+ first call [0-9.]+ s; steady [0-9.]+ s "
                      r"against [0-9.]+ s eager .*largest difference from eager [0-9.e+-]+ of its scale; against the fp32 "
                      r"tower: eager [0-9.e+-]+, compiled [0-9.e+-]+ of its scale \([0-9.]+x; acceptance <= 1.25x: pass\)", out)
