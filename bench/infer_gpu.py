@@ -29,29 +29,47 @@ the others still run); ``--rows`` picks some (a window spends its minutes on wha
   call (the compile of that batch's bucket) timed apart from the steady state; then (d) again with
   it, and the split after it runs with it;
 * decode: ``generate`` at ``--runner-batch`` with ``--decode-tokens`` new tokens, each step
-  stamped (a synchronising logits processor): the time to the first token and the steady time per
-  step, with the dynamic cache and (``--static-cache``) the static one, whose first call (the
-  compile) is timed apart;
-* (e) (d) through the real runner at ``--runner-batch`` (chart files decoded and the image processor
-  run in the loader threads, records written and fsynced per batch) at the runner's GIL switch
-  interval (``infer.gil_switch_ms``: 0.5 ms on a GPU);
+  stamped (CUDA events, no host sync added: bench/gpu_decode.py), each setting after a call of its
+  own: transformers' attention and the grouped decode attention with the dynamic cache, and
+  (``--static-cache``) the grouped attention with the static cache, its first call (the compile) timed;
+* (e) (d) through the real runner at ``--runner-batch`` over ``--runner-batches`` batches (chart
+  files decoded and the image processor run in the loader threads, records written and fsynced per
+  batch) at the runner's GIL switch interval (``infer.gil_switch_ms``: 0.5 ms on a GPU): the row is
+  the steady state after the first batch (start-up, the first encode and any compile excluded), a
+  line adds the rate with start-up and the batch encode timed on its own (the runner's encode
+  thread); (e)/(d) only at equal batch and vision settings;
 * e-5ms: (e) at Python's 5 ms switch interval (the loader threads' processor holding the GIL
   while the thread that launches the kernels waits);
 * e-encode: (e) with the pixels in the batch encode (``backend.pixels_ahead=false``);
-* (f) with ``--long-new-tokens N``: the runner at N new tokens; with ``--static-cache`` again with
-  ``backend.static_cache`` (compiled decode step on CUDA), its compile timed apart.
+* (f) with ``--long-new-tokens N``: the runner at N new tokens, decode steps stamped inside it, the
+  allocator's statistics around it (``torch.cuda.memory_stats()``: peaks, cudaMalloc calls,
+  retries), and a direct ``generate`` of one batch stamped the same way, in this process: first
+  the baseline, transformers' decode (``--baseline-batches``), then the backend's default for N
+  (grouped decode attention, deferred stop check, the static cache from 64 new tokens on CUDA, its
+  compile timed apart), with ``--static-cache`` the other cache too; f-expandable: the default
+  again with the allocator's ``expandable_segments``;
+* (g): the E2A and reading requests (``--tasks``: built by their own stages from the committed
+  slice, prompts of their real lengths, so batches are padded) through the runner at their answer
+  budgets (``answer_tokens``), ``--task-batches`` batches each.
+
+The decode rows (decode, f, g) run for ``--long-models``. Every row runs with the decode
+speed-ups a run takes by default (``model.decode_speedups``), the rows that compare say against what.
 
 Printed: samples/s, (c)/(b), (d)/(b), (e)/(d); model FLOP utilisation against (a) and against
 the datasheet; a vision / prefill / decode split of one batch (vision tower alone, the prefill
-forward pass, the rest of ``generate``), each with its own FLOPs over its own time; the attention
+forward pass less the vision tower and the rope index, the rest of ``generate`` from inputs encoded
+ahead), each with its own FLOPs over its own time, the rope index and the batch encode timed apart; the attention
 implementation that ran, whether torch's flash varlen kernel did, and the vision attention calls
-per layer, counted. FLOPs: 2 x the
+per layer, counted; with the compile row, compile_blocks' acceptance test (inference/compile_check.py:
+its error against the fp32 tower within 1.25x eager bf16's). FLOPs: 2 x the
 non-embedding parameters per token through each tower, the LM head only where logits are taken
 (the last prompt position and each new token), attention's QK^T and AV over each token's keys
 (causal prefill, windowed / full vision layers), embedding lookups none. Prompt tokens are
-measured: the image tokens by the real image processor; the text tokens by the tokenizer given
-with ``--tokenizer`` (a local Qwen2.5-VL checkpoint directory), else by the tiny fixture's
-byte-level BPE, which over-counts English against Qwen's 151k vocabulary (the line says which).
+measured: the image tokens by the real image processor; the text tokens of the Qwen families by
+the tokenizer given with ``--tokenizer`` (Qwen's real vocabulary, bench/qwen_vocab.py: the forecast
+request is 1,531 tokens for Qwen2.5-VL), else by the tiny fixture's byte-level BPE, which
+over-counts English against the real vocabularies (1,869; the line says which; Gemma 3's
+vocabulary installs from nowhere: its text is always counted by the tiny BPE).
 """
 
 from __future__ import annotations
@@ -225,7 +243,7 @@ def guarded(name: str, label: str, fn):
         return None
 
 
-def main() -> None:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["3b", "7b"], choices=sorted(MODELS))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[8, 32, 64, 128])
@@ -233,6 +251,8 @@ def main() -> None:
     parser.add_argument("--runner-batch", type=int, default=64, help="batch size of the runner rows (e), (f), (g) and decode")
     parser.add_argument("--runner-batches", type=int, default=4,
                         help="batches each runner row runs (its row: the steady state after the first)")
+    parser.add_argument("--baseline-batches", type=int,
+                        help="batches of row (f)'s baseline, transformers' decode (default: --runner-batches)")
     parser.add_argument("--tasks", nargs="*", default=["e2a", "reading"],
                         help="row (g): these tasks' requests through the runner at their answer budgets")
     parser.add_argument("--task-new-tokens", type=int, default=0, help="row (g)'s answer length (0: each task's budget)")
@@ -240,17 +260,22 @@ def main() -> None:
     parser.add_argument("--lever-batch", type=int, default=32, help="requests whose charts the lever table encodes")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--long-new-tokens", type=int, default=0, help="row (f): the runner at this answer length (0: none)")
-    parser.add_argument("--long-models", nargs="+", choices=sorted(MODELS), help="the models of row (f) (default: all)")
+    parser.add_argument("--long-models", nargs="+", choices=sorted(MODELS),
+                        help="the models of the decode rows: decode, (f), (g) (default: all)")
     parser.add_argument("--static-cache", action="store_true",
                         help="row (f) again with backend.static_cache (compiled decode step on CUDA), compile timed apart")
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=ROWS, help="the rows to run (default: all)")
     parser.add_argument("--compile-backend", default="inductor",
                         help="torch.compile's backend for the compile row (the CPU test traces with 'eager')")
     parser.add_argument("--decode-tokens", type=int, default=32, help="new tokens of the decode row")
-    parser.add_argument("--tokenizer", help="a local Qwen2.5-VL checkpoint directory: its tokenizer counts the text")
+    parser.add_argument("--tokenizer", help="Qwen's tokenizer (bench/qwen_vocab.py, or a checkpoint's directory): it "
+                                            "counts the Qwen families' text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
+
+def main() -> None:
+    args = arguments()
     device = args.device
     gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     sheet = next((v for k, v in DATASHEET_TFLOPS.items() if k in gpu), None)
@@ -359,7 +384,8 @@ class Bench:
         best_d = max([*rates["d"].values(), *rates["d+"].values()], default=float("nan"))
         # (e) against (d) at the runner's batch and vision settings only (compiled blocks, when that row ran)
         direct = rates["d+"].get(args.runner_batch, rates["d"].get(args.runner_batch, math.nan))
-        if "decode" in rows:
+        long = name in (args.long_models or args.models)
+        if "decode" in rows and long:
             guarded(name, "decode", lambda: self.decode_steps(backend, prepared))
         if "e" in rows:
             runner = guarded(name, "(e)", lambda: self.runner(backend, "(e) (d) through the runner", direct))
@@ -374,9 +400,9 @@ class Bench:
             guarded(name, "(e) off", lambda: self.runner(backend, "(e) pixels in the batch encode", direct, ahead=False))
         if "split" in rows:
             guarded(name, "split", lambda: self.split(model, backend, prepared, split_batch, settings))
-        if "g" in rows and args.tasks:
+        if "g" in rows and args.tasks and long:
             guarded(name, "(g)", lambda: self.task_rows(backend))
-        if "f" in rows and args.long_new_tokens and name in (args.long_models or args.models):  # last: a long compile
+        if "f" in rows and args.long_new_tokens and long:  # last: a long compile
             guarded(name, "(f)", lambda: self.long_answers(backend, prepared))
         del backend, model
 
@@ -457,7 +483,8 @@ class Bench:
             + f"; {self.flops.vision * n / base / 1e12:.1f} TFLOPS with all ({self.flops.vision * n / base / 1e12 / self.peak:.1%} of (a))")
 
     def runner(self, backend, label: str, direct: float | None, ahead: bool = True, switch_ms: float | None = None,
-               requests: list | None = None, stamp: bool = False, memory: bool = False) -> float:
+               requests: list | None = None, stamp: bool = False, memory: bool = False,
+               batches: int | None = None) -> float:
         """The real runner over ``--runner-batches`` batches of ``--runner-batch`` (the forecast
         request unless ``requests`` are given); its row is the steady state (the batches after the
         first), a line gives the rate with start-up, the batch encode timed on its own (in the
@@ -471,7 +498,7 @@ class Bench:
         batch = self.args.runner_batch
         store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time
         requests = requests or [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly"))
-                                for i in range(self.args.runner_batches * batch)]
+                                for i in range((batches or self.args.runner_batches) * batch)]
         settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4,
                                gil_switch_ms=default_gil_switch_ms() if switch_ms is None else switch_ms)
         tracked = Tracked(backend, self.device, stamp)
@@ -529,7 +556,8 @@ class Bench:
                 if static:
                     _, first = timed(lambda: backend.generate(prepared[:batch]), self.device)
                     print(f"{self.name:<12}(f) static cache: compile + first batch of {batch} {first:.1f} s")
-                rates[label] = self.runner(backend, f"(f) {n} new tokens, {label}", None, stamp=True, memory=True)
+                rates[label] = self.runner(backend, f"(f) {n} new tokens, {label}", None, stamp=True, memory=True,
+                                           batches=self.args.baseline_batches if impl == "sdpa" else None)
                 print(f"{self.name:<12}(f) {label}, a direct generate of {batch}: {self.stamped(backend, prepared[:batch])}")
             if "f-expandable" in self.args.rows:
                 text._attn_implementation, backend.deferred_stop, backend.static_cache = own, True, chosen

