@@ -130,8 +130,15 @@ def test_the_static_cache_is_chosen_by_the_answer_budget_and_bucketed():
         assert static_cache_kwargs(1664, 128)["max_cache_len"] == 1792 and static_cache_kwargs(1665, 128)["max_cache_len"] == 2048
 
 
-def test_an_unknown_decode_speedup_is_refused():
+def test_the_switches_are_in_the_model_config_and_an_unknown_speedup_is_refused():
     from omegaconf import OmegaConf
+
+    from candlebench.stages.graph import compose_config
+
+    cfg = compose_config(["model=qwen2_5_vl_7b", "model.decode_speedups=[deferred_stop]"])
+    spec = ModelSpec.from_config(cfg.model)
+    assert spec.decode_speedups == ("deferred_stop",) and spec.static_cache_from_tokens == 64
+    assert cfg.backend.static_cache is None  # chosen by the answer budget
 
     cfg = OmegaConf.create({"name": "m", "path": "p", "decode_speedups": ["grouped_attention", "warp"]})
     with pytest.raises(ValueError, match=r"model.decode_speedups: unknown \['warp'\]"):
