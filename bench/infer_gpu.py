@@ -45,8 +45,8 @@ the others still run); ``--rows`` picks some (a window spends its minutes on wha
   allocator's statistics around it (``torch.cuda.memory_stats()``: peaks, cudaMalloc calls,
   retries), and a direct ``generate`` of one batch stamped the same way, in this process: first
   the baseline, transformers' decode (``--baseline-batches``), then the backend's default for N
-  (grouped decode attention, deferred stop check, the static cache from 64 new tokens on CUDA, its
-  compile timed apart), with ``--static-cache`` the other cache too; f-expandable: the default
+  (grouped decode attention, deferred stop check, rope index in the encode, the static cache from
+  64 new tokens on CUDA, its compile timed apart), with ``--static-cache`` the other cache too; f-expandable: the default
   again with the allocator's ``expandable_segments``;
 * (g): the E2A and reading requests (``--tasks``: built by their own stages from the committed
   slice, prompts of their real lengths, so batches are padded) through the runner at their answer
@@ -92,6 +92,7 @@ from candlebench.inference.backends.hf import TransformersBackend  # noqa: E402
 from candlebench.inference.chat import chat_text  # noqa: E402
 from candlebench.inference.compile_check import CompileVerdict, relative_error  # noqa: E402
 from candlebench.inference.decode_attention import use_grouped  # noqa: E402
+from candlebench.inference.decode_speedups import rope_index  # noqa: E402
 from candlebench.inference.models import ModelSpec  # noqa: E402
 from candlebench.inference.vision_attention import VARLEN, use_varlen  # noqa: E402
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
@@ -347,11 +348,12 @@ class Bench:
         self.flops = Flops(model, family, self.one, self.prompt_tokens, args.new_tokens)
         backend = TransformersBackend.of_loaded(model, self.processor, generation)
         # the decode speed-ups a run takes by default (model.decode_speedups); the decode row A/Bs the attention
-        grouped, backend.deferred_stop = use_grouped(model), True
+        grouped, backend.deferred_stop, backend.rope_ahead = use_grouped(model), True, True
         print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
               f"{self.flops.total / 1e12:.2f} TFLOP per sample (vision {self.flops.vision / self.flops.total:.0%}, "
               f"prefill {self.flops.prefill / self.flops.total:.0%}, decode {self.flops.decode / self.flops.total:.0%})")
-        print(f"{name:<12}decode: {'the grouped decode attention, ' if grouped else ''}the stop check deferred (CUDA)")
+        print(f"{name:<12}decode: {'the grouped decode attention, ' if grouped else ''}the stop check deferred (CUDA), "
+              "the rope index in the encode")
         print(HEADER)
         reqs = self.reqs
         serial = guarded(name, "(b)", lambda: self.serial(backend)) if "b" in rows else None
@@ -531,15 +533,16 @@ class Bench:
         """Row (f): the runner at ``--long-new-tokens``, its decode steps stamped inside it and the
         allocator's statistics around it, then a direct ``generate`` of one batch of the same size,
         stamped the same way, in this process. First the baseline, transformers' decode (its SDPA
-        with the KV copy, a stop check and a mask check reading the device each step, the dynamic
-        cache), then the backend's default for this answer length (the grouped decode attention,
-        the deferred stop check, and from ``model.static_cache_from_tokens`` new tokens on CUDA the
+        with the KV copy, a stop check and a mask check reading the device each step, the rope
+        index at the start of generate, the dynamic cache), then the backend's default for this
+        answer length (the grouped decode attention, the deferred stop check, the rope index in the
+        encode thread, and from ``model.static_cache_from_tokens`` new tokens on CUDA the
         static cache), and with ``--static-cache`` the other cache too; a static cache's first batch
         (the compile, on CUDA) timed apart. Row f-expandable: the default again with the
         allocator's expandable segments."""
         from candlebench.inference.decode_speedups import wants_static_cache
 
-        saved = backend.generation, backend.static_cache, backend.deferred_stop
+        saved = backend.generation, backend.static_cache, backend.deferred_stop, backend.rope_ahead
         text = backend.model.config.get_text_config()
         own = text._attn_implementation
         n, batch = self.args.long_new_tokens, self.args.runner_batch
@@ -550,8 +553,9 @@ class Bench:
             settings.append((f"default + {'dynamic' if chosen else 'static'} cache", own, True, not chosen))
         rates = {}
         try:
-            for label, impl, deferred, static in settings:
-                text._attn_implementation, backend.deferred_stop, backend.static_cache = impl, deferred, static
+            for label, impl, on, static in settings:
+                text._attn_implementation, backend.static_cache = impl, static
+                backend.deferred_stop = backend.rope_ahead = on
                 label = f"{label}, {'static' if static else 'dynamic'} cache" if "cache" not in label else label
                 if static:
                     _, first = timed(lambda: backend.generate(prepared[:batch]), self.device)
@@ -560,7 +564,8 @@ class Bench:
                                            batches=self.args.baseline_batches if impl == "sdpa" else None)
                 print(f"{self.name:<12}(f) {label}, a direct generate of {batch}: {self.stamped(backend, prepared[:batch])}")
             if "f-expandable" in self.args.rows:
-                text._attn_implementation, backend.deferred_stop, backend.static_cache = own, True, chosen
+                text._attn_implementation, backend.static_cache = own, chosen
+                backend.deferred_stop = backend.rope_ahead = True
                 with expandable_segments(self.device) as on:
                     if on:
                         rates["expandable segments"] = self.runner(backend, f"(f) {n} new tokens, expandable segments",
@@ -572,7 +577,7 @@ class Bench:
                 f"{label} {rate / base:.2f}x" for label, rate in rates.items()))
         finally:
             text._attn_implementation = own
-            backend.generation, backend.static_cache, backend.deferred_stop = saved
+            backend.generation, backend.static_cache, backend.deferred_stop, backend.rope_ahead = saved
 
     def stamped(self, backend, batch: list) -> str:
         """One ``generate`` of ``batch`` (encoded first, as the runner does ahead), its steps stamped."""
@@ -719,17 +724,6 @@ class Bench:
             + f"; rope index {t_rope:.3f} s (in the prefill's call); batch encode {t_encode:.3f} s apart (the runner's "
               "encode thread)")
 
-
-def rope_index(model, inputs) -> object:
-    """The model's multimodal rope index over ``inputs`` (Qwen's ``get_rope_index``, which the
-    prefill computes first, a Python loop over the samples); None for a model without one."""
-    import inspect
-
-    index = getattr(model.model, "get_rope_index", None)
-    if index is None:
-        return None
-    takes = inspect.signature(index).parameters
-    return index(**{k: v for k, v in inputs.items() if k in takes})
 
 if __name__ == "__main__":
     main()

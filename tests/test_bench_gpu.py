@@ -43,7 +43,8 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
                      r"[0-9.]+ ms a step", out)
     assert "(f) expandable segments: CUDA's allocator only, not run" in out
     assert re.search(r"\(g\) e2a: 4 of its \d+ requests, prompts of \d+-\d+ characters", out)
-    assert "tiny        decode: the grouped decode attention, the stop check deferred (CUDA)" in out
+    assert "tiny        decode: the grouped decode attention, the stop check deferred (CUDA), the rope index in the " \
+           "encode" in out
     # every lever off in turn, on the vision tower alone; the processor's CPU time per request
     levers = next(line for line in out.splitlines() if re.match(r"tiny +vision tower, 2 charts: all levers", line))
     for lever in ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad"):

@@ -11,6 +11,11 @@ Decode through the runner cost ~40 ms a step on an H200 at batch 64 against a me
 * ``deferred_stop``: transformers' own deferred stop check (``DeferredStopCheck``: the "all rows
   finished" flag copied asynchronously and read one step late, the extra step undone), which it
   enables on MPS only, enabled on CUDA too;
+* ``rope_ahead``: Qwen's multimodal rope index (``get_rope_index``: a Python loop over the batch's
+  samples and their images, on the GPU's tensors at the start of ``generate``, the GPU idle
+  meanwhile) computed on the CPU tensors in the runner's encode thread, while the previous batch
+  generates, and handed to ``generate`` for the batch it was computed for (integer arithmetic:
+  the same positions);
 
 and, chosen by the answer budget (``model.static_cache_from_tokens``, null: never), the static
 cache: for answers of that many new tokens on, on CUDA, where transformers compiles the decode
@@ -21,10 +26,11 @@ each on an H200). ``backend.static_cache`` true / false overrides the choice.
 
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-DECODE_SPEEDUPS = ("grouped_attention", "deferred_stop")
+DECODE_SPEEDUPS = ("grouped_attention", "deferred_stop", "rope_ahead")
 # Static cache lengths are multiples of this: one compiled decode graph per bucket, not per prompt length.
 CACHE_BUCKET = 256
 
@@ -73,3 +79,36 @@ def deferred_stop(device_types: tuple[str, ...] = ("cuda",)) -> Iterator[bool]:
         yield True
     finally:
         check.is_supported = original
+
+
+def rope_index(model: Any, inputs: Any) -> tuple[Any, Any] | None:
+    """The model's multimodal rope index (positions, deltas) over ``inputs``, a batch with images;
+    None for a model without one (or a batch without images)."""
+    index = getattr(getattr(model, "model", None), "get_rope_index", None)
+    if index is None or inputs.get("image_grid_thw") is None:
+        return None
+    takes = inspect.signature(index).parameters
+    return index(**{key: value for key, value in inputs.items() if key in takes})
+
+
+@contextmanager
+def rope_index_given(model: Any, ahead: tuple[Any, Any] | None) -> Iterator[None]:
+    """Within it, the model's ``get_rope_index`` returns ``ahead`` (moved to the input's device)
+    for a batch of its shape; any other call computes as before."""
+    if ahead is None:
+        yield
+        return
+    positions, deltas = ahead
+    inner = model.model
+    computed = inner.get_rope_index
+
+    def given(input_ids: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        if tuple(input_ids.shape) != tuple(positions.shape[1:]):
+            return computed(input_ids, *args, **kwargs)
+        return (positions.to(input_ids.device, non_blocking=True), deltas.to(input_ids.device, non_blocking=True))
+
+    inner.get_rope_index = given
+    try:
+        yield
+    finally:
+        del inner.get_rope_index  # the class's method again

@@ -6,6 +6,8 @@ answer budget, its length in buckets."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from PIL import Image
@@ -143,3 +145,25 @@ def test_the_switches_are_in_the_model_config_and_an_unknown_speedup_is_refused(
     cfg = OmegaConf.create({"name": "m", "path": "p", "decode_speedups": ["grouped_attention", "warp"]})
     with pytest.raises(ValueError, match=r"model.decode_speedups: unknown \['warp'\]"):
         ModelSpec.from_config(cfg)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_the_rope_index_computed_in_the_encode_is_the_one_generate_would_compute(monkeypatch, tiny_root, family):
+    ahead = backend(tiny_root, family, ("rope_ahead",))
+    inner = type(ahead.model.model)
+    calls = []
+    original = inner.get_rope_index
+
+    @functools.wraps(original)  # its signature: what the backend passes it
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(inner, "get_rope_index", counted)
+    inputs = ahead.encode(BATCH)
+    assert len(calls) == 1 and inputs.rope_index is not None  # in the encode (the runner's thread)
+    got = [g.token_ids for g in ahead.generate(BATCH, inputs)]
+    assert len(calls) == 1  # generate took it as given
+    ahead.rope_ahead = False
+    want = [g.token_ids for g in ahead.generate(BATCH)]
+    assert len(calls) == 2 and got == want  # computed by generate itself: the same answers

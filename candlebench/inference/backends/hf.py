@@ -16,7 +16,8 @@ from candlebench.core.errors import UserError
 from candlebench.inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
 from candlebench.inference.backends.hf_pixels import PixelsAhead, pixel_dtype
 from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
-from candlebench.inference.decode_speedups import deferred_stop, static_cache_kwargs, wants_static_cache
+from candlebench.inference.decode_speedups import (deferred_stop, rope_index, rope_index_given, static_cache_kwargs,
+                                                   wants_static_cache)
 from candlebench.inference.memory import batch_memory
 from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
@@ -147,6 +148,7 @@ class TransformersBackend(Batched):
         check_thinking(processor, model.name, dict(model.chat_template_kwargs), generation.max_new_tokens)
         self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout, pixels_ahead)
         self.deferred_stop = "deferred_stop" in model.decode_speedups
+        self.rope_ahead = "rope_ahead" in model.decode_speedups
         self.static_cache = wants_static_cache(static_cache, generation.max_new_tokens, model.static_cache_from_tokens,
                                                torch.cuda.is_available())
 
@@ -177,7 +179,7 @@ class TransformersBackend(Batched):
     def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str,
                pixels_ahead: bool) -> None:
         self.generation, self.layout, self.pixels_ahead = generation, layout, pixels_ahead
-        self._static_cache = self.deferred_stop = self.memory_told = False
+        self._static_cache = self.deferred_stop = self.rope_ahead = self.memory_told = False
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
@@ -210,6 +212,8 @@ class TransformersBackend(Batched):
                 return_tensors="pt",
                 add_special_tokens=needs_special_tokens(self.processor, texts[0]),
             )
+        # read by generate (rope_index_given): computed here, in the runner's encode thread, on the CPU
+        inputs.rope_index = rope_index(self.model, inputs) if self.rope_ahead else None
         if torch.cuda.is_available():
             for key, value in inputs.items():
                 if isinstance(value, torch.Tensor) and not value.is_pinned():
@@ -237,7 +241,8 @@ class TransformersBackend(Batched):
             self.memory_told = True
             need = batch_memory(self.model, prompt_len + g.max_new_tokens, len(batch))
             print(need.line(torch.cuda.get_device_properties(inputs["input_ids"].device).total_memory), file=sys.stderr)
-        with torch.inference_mode(), deferred_stop(("cuda",) if self.deferred_stop else ()):
+        with (torch.inference_mode(), deferred_stop(("cuda",) if self.deferred_stop else ()),
+              rope_index_given(self.model, getattr(inputs, "rope_index", None))):
             out = self.model.generate(
                 **inputs,
                 max_new_tokens=g.max_new_tokens,
