@@ -55,12 +55,17 @@ def grouped_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: 
     return out.reshape(batch, 1, heads, dim), None
 
 
-def grouped_mask(*, q_length: int, allow_is_causal_skip: bool = True, **kwargs: Any) -> Any:
-    """transformers' SDPA mask; for one query position built without the all-padding-set check
-    (a read back from the device each step)."""
+def grouped_mask(*args: Any, **kwargs: Any) -> Any:
+    """transformers' SDPA mask (its arguments as it takes them); for one query position built
+    without the all-padding-set check (a read back from the device each step)."""
+    import inspect
+
     from transformers.masking_utils import sdpa_mask
 
-    return sdpa_mask(q_length=q_length, allow_is_causal_skip=allow_is_causal_skip and q_length != 1, **kwargs)
+    bound = inspect.signature(sdpa_mask).bind(*args, **kwargs)
+    if bound.arguments["q_length"] == 1:
+        bound.arguments["allow_is_causal_skip"] = False
+    return sdpa_mask(*bound.args, **bound.kwargs)
 
 
 def use_grouped(model: Any) -> bool:

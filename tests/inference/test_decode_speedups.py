@@ -167,3 +167,22 @@ def test_the_rope_index_computed_in_the_encode_is_the_one_generate_would_compute
     ahead.rope_ahead = False
     want = [g.token_ids for g in ahead.generate(BATCH)]
     assert len(calls) == 2 and got == want  # computed by generate itself: the same answers
+
+
+def test_the_static_decode_step_with_the_grouped_attention_compiles_as_one_graph(tiny_root):
+    """What transformers compiles on CUDA (fullgraph), traced here by dynamo on CPU with its eager
+    backend: one graph, no break, the tokens of the uncompiled dynamic cache."""
+    from torch._dynamo.utils import counters
+    from transformers import CompileConfig
+
+    grouped = backend(tiny_root, "qwen2_5_vl", ("grouped_attention",))
+    inputs = grouped.encode(BATCH)
+    want = greedy(grouped, inputs).sequences
+    everywhere = CompileConfig(backend="eager", fullgraph=True, mode=None)
+    everywhere._compile_all_devices = True  # transformers compiles the step on accelerators only
+    torch._dynamo.reset()
+    counters.clear()
+    got = greedy(grouped, inputs, cache_implementation="static", compile_config=everywhere).sequences
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    assert torch.equal(got, want)
+    torch._dynamo.reset()
