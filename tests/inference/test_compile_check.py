@@ -49,6 +49,7 @@ def test_compiled_vision_blocks_pass_the_acceptance_test_and_keep_the_answers(ti
     assert all(s.value is not None for s in scores) and [parse_score(a) for a in compiled] == scores
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("eager, compiled, passed", [(1e-2, 1.2e-2, True), (1e-2, 1.3e-2, False), (0.0, 0.0, True),
                                                       (0.0, 1e-7, False), (2e-2, 1e-2, True)])
 def test_the_verdict_is_the_compiled_error_within_the_tolerance_of_eagers(eager, compiled, passed):

@@ -118,6 +118,7 @@ def test_the_deferred_stop_check_stops_where_the_per_step_check_does(monkeypatch
     assert utils.DeferredStopCheck.is_supported(torch.device("cpu"), None, False, False) is False  # put back
 
 
+@pytest.mark.unit
 def test_the_static_cache_is_chosen_by_the_answer_budget_and_bucketed():
     assert wants_static_cache(None, 128, 64, cuda=True) and wants_static_cache(None, 64, 64, cuda=True)
     assert not wants_static_cache(None, 32, 64, cuda=True)  # short answers: the compile would not pay off
@@ -132,6 +133,7 @@ def test_the_static_cache_is_chosen_by_the_answer_budget_and_bucketed():
         assert static_cache_kwargs(1664, 128)["max_cache_len"] == 1792 and static_cache_kwargs(1665, 128)["max_cache_len"] == 2048
 
 
+@pytest.mark.unit
 def test_the_switches_are_in_the_model_config_and_an_unknown_speedup_is_refused():
     from omegaconf import OmegaConf
 

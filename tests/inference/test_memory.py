@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from candlebench.inference.memory import BatchMemory, batch_memory, kv_bytes
@@ -18,6 +19,7 @@ GEMMA3_12B = SimpleNamespace(hidden_size=3840, num_attention_heads=16, num_key_v
                              layer_types=(["sliding_attention"] * 5 + ["full_attention"]) * 8)
 
 
+@pytest.mark.unit
 def test_kv_bytes_per_token_match_the_hand_computed_ones():
     assert kv_bytes(QWEN2_5_7B, 1, 2) == 28 * 2 * 4 * 128 * 2 == 57_344  # 56 KiB
     assert kv_bytes(QWEN3_8B, 1, 2) == 36 * 2 * 8 * 128 * 2 == 147_456  # 144 KiB
@@ -25,6 +27,7 @@ def test_kv_bytes_per_token_match_the_hand_computed_ones():
     assert kv_bytes(GEMMA3_12B, 1659, 2) == 8 * 8192 * 1659 + 40 * 8192 * 1024 == 444_268_544
 
 
+@pytest.mark.unit
 def test_a_batch_of_128_forecast_requests_of_the_7b():
     # 8.29e9 parameters in bf16; 128 requests of 1,531 + 128 tokens
     need = BatchMemory(weights=16_583_000_000, kv_per_request=kv_bytes(QWEN2_5_7B, 1659, 2), tokens=1659, batch=128)
