@@ -649,7 +649,15 @@ class Bench:
         import copy
         from types import SimpleNamespace
 
-        holder = SimpleNamespace(model=SimpleNamespace(visual=copy.deepcopy(model.model.visual).float()))
+        from candlebench.inference.vision_attention import FLASH_KERNEL
+
+        # the speed-ups are closures over the tower they were installed on: the copy takes them off
+        # (transformers' own tower, its MLP unpadded) and the process-wide flash switch is kept
+        holder = SimpleNamespace(config=model.config, model=SimpleNamespace(visual=copy.deepcopy(model.model.visual)))
+        flash = FLASH_KERNEL["on"]
+        apply_speedups(holder, ())
+        FLASH_KERNEL["on"] = flash
+        holder.model.visual.float()
         parts = []
         with torch.inference_mode():
             for start in range(0, len(prepared), chunk):
