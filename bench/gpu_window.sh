@@ -21,21 +21,21 @@
 #     --long-new-tokens 128 --baseline-batches 2
 #
 # The plan (issue #52; every row's baseline re-measured in the same run, each ratio at equal batch):
-#   1. Qwen2.5-VL-7B at batch 128 (PLAN_7B_S, 300 s): (d) batched; compile (compile_blocks' acceptance
-#      test against the fp32 tower, then (d) with it); (e) the forecast request through the runner,
-#      4 batches, the steady state after the first: the 8-new-token target; (f) 128 new tokens:
-#      transformers' decode (the baseline, 2 batches) then the default decode (grouped attention,
-#      deferred stop check, static cache with its compile timed apart), 4 batches, decode steps
-#      stamped inside the runner and in a direct generate, memory_stats deltas.
-#   2. Qwen3-VL-8B and Gemma-3-12B at batch 64 (PLAN_FAMILIES_S, 170 s): (c), (d), (e) over 3
-#      batches: the two families never measured on a GPU.
+#   1. Qwen2.5-VL-7B at batch 128 (PLAN_7B_S, 330 s): (d) batched; compile (compile_blocks' acceptance
+#      test against the fp32 tower over the first 16 requests, then (d) with it); (e) the forecast
+#      request through the runner, 4 batches, the steady state after the first: the 8-new-token
+#      target; (f) 128 new tokens: transformers' decode (the baseline, 2 batches) then the default
+#      decode (grouped attention, deferred stop check, rope index in the encode, static cache with its
+#      compile timed apart), 4 batches, decode steps stamped inside the runner and in a direct
+#      generate, memory_stats deltas, each ratio printed as soon as its row ends.
+#   2. Qwen3-VL-8B and Gemma-3-12B at batch 64 (PLAN_FAMILIES_S, 140 s): (d) (Gemma 3's is its (c)),
+#      (e) over 3 batches: the two families never measured on a GPU.
 # Estimated on an H200 from the 7B's measured rates (docs/inference.md): start-up (wheels,
-# calibration, charts) ~25 s each; 7B build 10 s, (d) 2 x 9 s, compile + fp32 reference + (d) 45 s,
-# (e) 512 requests at ~13/s 40 s, (f) baseline 256 at ~5.5/s 47 s, static compile ~50 s, default
-# 512 at the 12/s target 43 s (85 s at the old 6/s), 2 direct generates ~25 s: ~280 s; Qwen3-VL-8B
-# ((c) one attention call per image: ~5/s) ~75 s, Gemma-3-12B ~65 s: ~165 s. An H100 runs ~1.2x
-# longer: the limits cut the last rows rather than the window (8 minutes in all).
-#
+# calibration, charts) ~25 s each; 7B build 10 s, (d) 2 x 9 s, compile + reference + (d) ~35 s,
+# (e) 512 requests at ~13/s 40 s, (f) baseline 256 at ~5.5/s 47 s + a direct batch 10 s, static
+# compile + first batch ~60 s, default 512 at the 12/s target 43 s (85 s at the old 6/s) + a direct
+# batch 10 s: ~300-340 s; Qwen3-VL-8B ~50 s, Gemma-3-12B ~60 s: ~135 s. An H100 runs ~1.2x longer:
+# the limits cut the last rows rather than the window (8 minutes in all, with the wheels' install).
 # On CPU (tests/test_bench_gpu.py runs it): PLAN=tiny bench/gpu_window.sh runs the same plan at tiny
 # size (two-layer models, batch 2), with a python3 on PATH (a wrapper script exec'ing the venv's
 # python, not a symlink: a symlinked venv python is the base interpreter, and the wheels would
@@ -69,7 +69,7 @@ else
     seven=7b; families=(qwen3-8b gemma3-12b); big=128; mid=64; long=128; levers=8
     size=(--new-tokens 8)
 fi
-bench "${PLAN_7B_S:-300}" "${vocab[@]}" "${size[@]}" --models "$seven" --batch-sizes "$big" --runner-batch "$big" \
+bench "${PLAN_7B_S:-330}" "${vocab[@]}" "${size[@]}" --models "$seven" --batch-sizes "$big" --runner-batch "$big" \
     --runner-batches 4 --lever-batch "$levers" --rows d compile e f --long-new-tokens "$long" --baseline-batches 2
-bench "${PLAN_FAMILIES_S:-170}" "${vocab[@]}" "${size[@]}" --models "${families[@]}" --batch-sizes "$mid" \
-    --runner-batch "$mid" --runner-batches 3 --lever-batch "$levers" --rows c d e
+bench "${PLAN_FAMILIES_S:-140}" "${vocab[@]}" "${size[@]}" --models "${families[@]}" --batch-sizes "$mid" \
+    --runner-batch "$mid" --runner-batches 3 --lever-batch "$levers" --rows d e

@@ -94,7 +94,7 @@ from candlebench.inference.compile_check import CompileVerdict, relative_error  
 from candlebench.inference.decode_attention import use_grouped  # noqa: E402
 from candlebench.inference.decode_speedups import rope_index  # noqa: E402
 from candlebench.inference.models import ModelSpec  # noqa: E402
-from candlebench.inference.vision_attention import VARLEN, use_varlen  # noqa: E402
+from candlebench.inference.vision_attention import VARLEN, VISION_CONFIG, use_varlen  # noqa: E402
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups, compile_blocks  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -269,6 +269,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--compile-backend", default="inductor",
                         help="torch.compile's backend for the compile row (the CPU test traces with 'eager')")
     parser.add_argument("--decode-tokens", type=int, default=32, help="new tokens of the decode row")
+    parser.add_argument("--reference-requests", type=int, default=16,
+                        help="requests of the compile row's fp32 reference (the first of its batch)")
     parser.add_argument("--tokenizer", help="Qwen's tokenizer (bench/qwen_vocab.py, or a checkpoint's directory): it "
                                             "counts the Qwen families' text")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -359,7 +361,8 @@ class Bench:
         serial = guarded(name, "(b)", lambda: self.serial(backend)) if "b" in rows else None
         serial = serial or float("nan")
         rates: dict[str, dict[int, float]] = {"c": {}, "d": {}, "d+": {}}
-        if "c" in rows:
+        packs = getattr(model.config, "model_type", "") in VISION_CONFIG  # else its (d) is its (c)
+        if "c" in rows or ("d" in rows and not packs):
             guarded(name, "(c)", lambda: self.batched(backend, "(c) batched, transformers' vision", reqs, rates["c"], serial))
         varlen = use_varlen(model)
         self.levers_on = tuple(k for k, on in apply_speedups(model, DEFAULT_SPEEDUPS).items() if on)
@@ -562,6 +565,7 @@ class Bench:
                     print(f"{self.name:<12}(f) static cache: compile + first batch of {batch} {first:.1f} s")
                 rates[label] = self.runner(backend, f"(f) {n} new tokens, {label}", None, stamp=True, memory=True,
                                            batches=self.args.baseline_batches if impl == "sdpa" else None)
+                self.against_baseline(n, rates)  # each as it comes: a window's limit may cut the rest
                 print(f"{self.name:<12}(f) {label}, a direct generate of {batch}: {self.stamped(backend, prepared[:batch])}")
             if "f-expandable" in self.args.rows:
                 text._attn_implementation, backend.static_cache = own, chosen
@@ -570,14 +574,17 @@ class Bench:
                     if on:
                         rates["expandable segments"] = self.runner(backend, f"(f) {n} new tokens, expandable segments",
                                                                    None, stamp=True, memory=True)
+                        self.against_baseline(n, rates)
                     else:
                         print(f"{self.name:<12}(f) expandable segments: CUDA's allocator only, not run")
-            base = next(iter(rates.values()))
-            print(f"{self.name:<12}(f) at {n} new tokens, against transformers' decode: " + ", ".join(
-                f"{label} {rate / base:.2f}x" for label, rate in rates.items()))
         finally:
             text._attn_implementation = own
             backend.generation, backend.static_cache, backend.deferred_stop, backend.rope_ahead = saved
+
+    def against_baseline(self, n: int, rates: dict[str, float]) -> None:
+        base = next(iter(rates.values()))
+        print(f"{self.name:<12}(f) at {n} new tokens, against transformers' decode: " + ", ".join(
+            f"{label} {rate / base:.2f}x" for label, rate in rates.items()))
 
     def stamped(self, backend, batch: list) -> str:
         """One ``generate`` of ``batch`` (encoded first, as the runner does ahead), its steps stamped."""
@@ -625,7 +632,7 @@ class Bench:
 
         eager = self.fastest(tower, 1)
         want = tower()
-        reference = self.fp32_tower(model, backend, prepared[:batch])
+        reference = self.fp32_tower(model, backend, prepared[: min(batch, self.args.reference_requests)])
         compile_blocks(model.model.visual, backend=self.args.compile_backend)
         try:
             got, first = timed(tower, self.device)
@@ -634,12 +641,13 @@ class Bench:
             apply_speedups(model, DEFAULT_SPEEDUPS)  # the rows after this one run eagerly
             raise
         drift = relative_error(got, want)
-        verdict = CompileVerdict(relative_error(want, reference), relative_error(got, reference))
+        rows = len(reference)  # the first requests' tokens: the reference covers those
+        verdict = CompileVerdict(relative_error(want[:rows], reference), relative_error(got[:rows], reference))
         tflops = self.flops.vision * batch / steady / 1e12
         print(f"{self.name:<12}vision tower, {2 * batch} charts, compiled blocks: compile + first call {first:.1f} s; "
               f"steady {steady:.3f} s against {eager:.3f} s eager ({eager / steady:.2f}x), {tflops:.1f} TFLOPS "
               f"({tflops / self.peak:.1%} of (a)); largest difference from eager {drift:.1e} of its scale; "
-              f"{verdict.line()}")
+              f"over its first {min(batch, self.args.reference_requests)} requests {verdict.line()}")
         return True
 
     def fp32_tower(self, model, backend, prepared: list, chunk: int = 8) -> torch.Tensor:
