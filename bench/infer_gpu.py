@@ -354,8 +354,8 @@ class Bench:
         print(f"\n{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters; "
               f"{self.flops.total / 1e12:.2f} TFLOP per sample (vision {self.flops.vision / self.flops.total:.0%}, "
               f"prefill {self.flops.prefill / self.flops.total:.0%}, decode {self.flops.decode / self.flops.total:.0%})")
-        print(f"{name:<12}decode: {'the grouped decode attention, ' if grouped else ''}the stop check deferred (CUDA), "
-              "the rope index in the encode")
+        print(f"{name:<12}decode: {'the grouped decode attention, ' if grouped else ''}the stop check deferred (CUDA)"
+              + (", the rope index in the encode" if hasattr(model.model, "get_rope_index") else ""))
         print(HEADER)
         reqs = self.reqs
         serial = guarded(name, "(b)", lambda: self.serial(backend)) if "b" in rows else None
