@@ -81,18 +81,14 @@ class ModelSpec:
             values["release_date"] = str(values["release_date"])
         if values.get("vision_attention", "varlen") not in VISION_ATTENTION:
             raise ValueError(f"model.vision_attention={values['vision_attention']}: one of {list(VISION_ATTENTION)}")
-        if "vision_speedups" in values:
-            from candlebench.inference.vision_speedups import SPEEDUPS
+        from candlebench.inference.vision_speedups import SPEEDUPS
 
-            values["vision_speedups"] = tuple(values["vision_speedups"] or ())
-            unknown = sorted(set(values["vision_speedups"]) - set(SPEEDUPS))
-            if unknown:
-                raise ValueError(f"model.vision_speedups: unknown {unknown}; each one of {sorted(SPEEDUPS)}")
-        if "decode_speedups" in values:
-            values["decode_speedups"] = tuple(values["decode_speedups"] or ())
-            unknown = sorted(set(values["decode_speedups"]) - set(DECODE_SPEEDUPS))
-            if unknown:
-                raise ValueError(f"model.decode_speedups: unknown {unknown}; each one of {sorted(DECODE_SPEEDUPS)}")
+        for key, known in (("vision_speedups", SPEEDUPS), ("decode_speedups", DECODE_SPEEDUPS)):
+            if key in values:
+                values[key] = tuple(values[key] or ())
+                unknown = sorted(set(values[key]) - set(known))
+                if unknown:
+                    raise ValueError(f"model.{key}: unknown {unknown}; each one of {sorted(known)}")
         return cls(**values)
 
     def identity(self) -> dict[str, Any]:
