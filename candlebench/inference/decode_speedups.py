@@ -27,6 +27,7 @@ each on an H200). ``backend.static_cache`` true / false overrides the choice.
 from __future__ import annotations
 
 import inspect
+import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -83,12 +84,24 @@ def deferred_stop(device_types: tuple[str, ...] = ("cuda",)) -> Iterator[bool]:
 
 def rope_index(model: Any, inputs: Any) -> tuple[Any, Any] | None:
     """The model's multimodal rope index (positions, deltas) over ``inputs``, a batch with images;
-    None for a model without one (or a batch without images)."""
+    None for a model without one (or a batch without images), and, with one line, where the
+    installed transformers' ``get_rope_index`` takes other inputs than the processor gives:
+    ``generate`` then computes it itself, as without ``rope_ahead``."""
     index = getattr(getattr(model, "model", None), "get_rope_index", None)
     if index is None or inputs.get("image_grid_thw") is None:
         return None
     takes = inspect.signature(index).parameters
-    return index(**{key: value for key, value in inputs.items() if key in takes})
+    try:
+        return index(**{key: value for key, value in inputs.items() if key in takes})
+    except Exception as err:  # noqa: BLE001 - a speed-up that does not fit leaves generate to do it
+        if not ROPE_FAILED:
+            ROPE_FAILED.append(err)
+            print(f"decode_speedups: rope_ahead does not fit this transformers ({type(err).__name__}: "
+                  f"{str(err)[:120]}); generate computes the rope index", file=sys.stderr)
+        return None
+
+
+ROPE_FAILED: list[Exception] = []  # said once per process
 
 
 @contextmanager

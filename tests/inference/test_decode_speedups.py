@@ -188,3 +188,20 @@ def test_the_static_decode_step_with_the_grouped_attention_compiles_as_one_graph
     assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
     assert torch.equal(got, want)
     torch._dynamo.reset()
+
+
+@pytest.mark.unit
+def test_a_rope_index_that_does_not_fit_leaves_generate_to_compute_it(monkeypatch, capsys):
+    """rope_ahead under a transformers whose get_rope_index wants other inputs: no rope index
+    ahead (generate computes it, as without the speed-up), one line said once, no failed sample."""
+    import candlebench.inference.decode_speedups as ds
+
+    def get_rope_index(input_ids, image_grid_thw, needs_this):
+        raise AssertionError("not called: a required input is missing")
+
+    model = type("M", (), {"model": type("Inner", (), {"get_rope_index": staticmethod(get_rope_index)})()})()
+    monkeypatch.setattr(ds, "ROPE_FAILED", [])
+    batch = {"input_ids": torch.ones(1, 3), "image_grid_thw": torch.ones(1, 3)}
+    assert ds.rope_index(model, batch) is None and ds.rope_index(model, batch) is None
+    assert capsys.readouterr().err.count("rope_ahead does not fit this transformers (TypeError") == 1
+    assert ds.rope_index(model, {"input_ids": torch.ones(1, 3)}) is None  # no images: nothing to compute
