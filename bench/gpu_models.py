@@ -89,6 +89,7 @@ class Family:
 
     fixture: str  # the tiny fixture whose tokenizer and chat template the bench uses
     image_token: str
+    real_vocabulary = False  # whether --tokenizer (Qwen's vocabulary) counts this family's text
 
     def processor(self, work: Path, tokenizer_dir: str | None = None) -> Any:
         raise NotImplementedError
@@ -127,6 +128,18 @@ class Family:
 
 class Qwen(Family):
     image_token = "<|image_pad|>"
+    real_vocabulary = True  # Qwen's BPE (bench/qwen_vocab.py builds it) counts the text with --tokenizer
+
+    def rebuilt(self, tiny: Any, image: Any, tokenizer_dir: str | None) -> Any:
+        """The fixture's processor class and chat template over the checkpoint's image processor
+        and, given ``tokenizer_dir``, Qwen's real tokenizer (the processor takes its image token
+        ids from the tokenizer it is built with)."""
+        from transformers import AutoTokenizer
+
+        tokenizer = (AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True, padding_side="left")
+                     if tokenizer_dir else tiny.tokenizer)
+        return type(tiny)(image_processor=image, tokenizer=tokenizer, video_processor=tiny.video_processor,
+                          chat_template=tiny.chat_template)
 
     def ids(self, processor: Any) -> dict:
         tok = processor.tokenizer
@@ -145,18 +158,15 @@ class Qwen25(Qwen):
     fixture = "qwen2_5_vl"
 
     def processor(self, work: Path, tokenizer_dir: str | None = None) -> Any:
-        from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessor
+        from transformers import AutoProcessor, Qwen2VLImageProcessor
 
         import candlebench.inference.tiny.builders as tm
 
         processor = AutoProcessor.from_pretrained(tm.build_tiny_qwen2_5_vl(work / "tiny-qwen"))
         # preprocessor_config.json: an 800x600 chart becomes 812x588
-        processor.image_processor = Qwen2VLImageProcessor(size={"shortest_edge": 3136, "longest_edge": 12845056},
-                                                          patch_size=14, merge_size=2, temporal_patch_size=2)
-        if tokenizer_dir:
-            processor.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
-            processor.chat_template = processor.tokenizer.chat_template or processor.chat_template
-        return processor
+        image = Qwen2VLImageProcessor(size={"shortest_edge": 3136, "longest_edge": 12845056}, patch_size=14,
+                                      merge_size=2, temporal_patch_size=2)
+        return self.rebuilt(processor, image, tokenizer_dir)
 
     def config(self, model: Model, processor: Any, tiny: bool) -> Any:
         from transformers import Qwen2_5_VLConfig
@@ -183,10 +193,9 @@ class Qwen3(Qwen):
 
         processor = AutoProcessor.from_pretrained(tm.build_tiny_qwen3_vl(work / "tiny-qwen3"))
         # preprocessor_config.json: an 800x600 chart becomes 800x608 (multiples of 32)
-        processor.image_processor = Qwen2VLImageProcessor(size={"shortest_edge": 65536, "longest_edge": 16777216},
-                                                          patch_size=16, merge_size=2, temporal_patch_size=2,
-                                                          image_mean=[0.5] * 3, image_std=[0.5] * 3)
-        return processor
+        image = Qwen2VLImageProcessor(size={"shortest_edge": 65536, "longest_edge": 16777216}, patch_size=16,
+                                      merge_size=2, temporal_patch_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3)
+        return self.rebuilt(processor, image, tokenizer_dir)
 
     def config(self, model: Model, processor: Any, tiny: bool) -> Any:
         from transformers import Qwen3VLConfig

@@ -111,7 +111,7 @@ def main() -> None:
                                for i in range(args.requests)]
             settings = RunSettings(batch_size=max(args.batch_sizes), prefetch_batches=2, loader_threads=4)
             _, t = g.timed(lambda: run_requests(runner_requests, RecordStore(work / f"run-{name}"), "bench", name, "vllm",
-                                                lambda: g.KeepOpen(backend), ImagePolicy(), Shard(), settings),
+                                                lambda: g.Tracked(backend, device), ImagePolicy(), Shard(), settings),
                                                 device)
             runner = args.requests / t
             row("(e) (d) through the runner", backend.in_flight, runner, f"{runner / fed:.2f}x (d)")

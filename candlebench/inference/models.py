@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from candlebench.inference.decode_speedups import DECODE_SPEEDUPS
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS
 
 
@@ -51,6 +52,10 @@ class ModelSpec:
     # With vision_attention=varlen: the vision tower's speed-ups that keep its outputs
     # (candlebench.inference.vision_speedups.SPEEDUPS, by default DEFAULT_SPEEDUPS); not in the run key.
     vision_speedups: tuple[str, ...] = DEFAULT_SPEEDUPS
+    # transformers backend: the decode speed-ups that keep the tokens (inference/decode_speedups.py); not in
+    # the run key. From this answer budget on (new tokens), a static KV cache on CUDA (None: never).
+    decode_speedups: tuple[str, ...] = DECODE_SPEEDUPS
+    static_cache_from_tokens: int | None = 64
     # Held to the task's answer format when task.answer_regex is unset (the random fixtures: so their answers parse).
     constrain_answers: bool = False
     # Tiny fixtures only: builder names (candlebench.inference.tiny.builders.BUILDERS) and the one path in the
@@ -76,13 +81,14 @@ class ModelSpec:
             values["release_date"] = str(values["release_date"])
         if values.get("vision_attention", "varlen") not in VISION_ATTENTION:
             raise ValueError(f"model.vision_attention={values['vision_attention']}: one of {list(VISION_ATTENTION)}")
-        if "vision_speedups" in values:
-            from candlebench.inference.vision_speedups import SPEEDUPS
+        from candlebench.inference.vision_speedups import SPEEDUPS
 
-            values["vision_speedups"] = tuple(values["vision_speedups"] or ())
-            unknown = sorted(set(values["vision_speedups"]) - set(SPEEDUPS))
-            if unknown:
-                raise ValueError(f"model.vision_speedups: unknown {unknown}; each one of {sorted(SPEEDUPS)}")
+        for key, known in (("vision_speedups", SPEEDUPS), ("decode_speedups", DECODE_SPEEDUPS)):
+            if key in values:
+                values[key] = tuple(values[key] or ())
+                unknown = sorted(set(values[key]) - set(known))
+                if unknown:
+                    raise ValueError(f"model.{key}: unknown {unknown}; each one of {sorted(known)}")
         return cls(**values)
 
     def identity(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from torch._dynamo.utils import counters
 import candlebench.inference.tiny.builders as tm
 from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
 from candlebench.inference.backends.hf import TransformersBackend, load_model
+from candlebench.inference.decode_attention import GROUPED
 from candlebench.inference.models import ModelSpec
 from candlebench.inference.vision_attention import VARLEN, _check_flash_kernel, _flash, _padded_sdpa
 import candlebench.inference.vision_speedups as vs
@@ -68,7 +69,7 @@ def test_one_call_per_vision_layer_with_the_per_window_paths_hidden_states(monke
     (default, processor), (varlen, _) = load_model(spec(qwen_dir, "default")), load_model(spec(qwen_dir, "varlen", ()))
     assert default.model.visual.config._attn_implementation == "sdpa"
     assert varlen.model.visual.config._attn_implementation == VARLEN
-    assert varlen.model.language_model.config._attn_implementation == "sdpa"  # the language model keeps its own
+    assert varlen.model.language_model.config._attn_implementation == GROUPED  # the language model: its own (decode)
     inputs = processor.image_processor(images=charts, return_tensors="pt")
     assert int(inputs["image_grid_thw"][:, 1:].prod(dim=1).min()) > 64  # more than one window each
     grid = inputs["image_grid_thw"]

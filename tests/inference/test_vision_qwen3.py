@@ -16,6 +16,7 @@ import candlebench.inference.tiny.builders as tm
 import candlebench.inference.vision_speedups as vs
 from candlebench.inference.backends.base import GenerationSpec, PreparedRequest
 from candlebench.inference.backends.hf import TransformersBackend, load_model
+from candlebench.inference.decode_attention import GROUPED
 from candlebench.inference.models import ModelSpec
 from candlebench.inference.vision_attention import VARLEN
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS, apply_speedups
@@ -57,7 +58,7 @@ def test_varlen_is_one_call_per_layer_and_each_speedup_keeps_the_towers_outputs(
 
     (default, processor), (varlen, _) = load_model(spec(qwen3_dir, "default")), load_model(spec(qwen3_dir, "varlen", ()))
     assert varlen.model.visual.config._attn_implementation == VARLEN
-    assert varlen.model.language_model.config._attn_implementation == "sdpa"
+    assert varlen.model.language_model.config._attn_implementation == GROUPED  # the language model: its own (decode)
     inputs = processor.image_processor(images=charts, return_tensors="pt")
     assert len(set(map(tuple, inputs["image_grid_thw"].tolist()))) == 2
     layer = {id(b.attn): i for i, b in enumerate(varlen.model.visual.blocks)}

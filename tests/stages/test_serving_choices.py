@@ -65,8 +65,8 @@ def test_the_transformers_batch_is_the_models_on_a_gpu_and_8_on_cpu():
     from candlebench.stages.infer_settings import batch_size
 
     seven = config("model=qwen2_5_vl_7b")
-    assert seven.infer.batch_size is None and seven.model.gpu_batch_size == 32
-    assert batch_size(seven) == (32 if torch.cuda.is_available() else 8)
+    assert seven.infer.batch_size is None and seven.model.gpu_batch_size == 128
+    assert batch_size(seven) == (128 if torch.cuda.is_available() else 8)
     assert batch_size(config("model=qwen2_5_vl_3b", "backend=vllm")) == 256  # vLLM's own chunk
     assert batch_size(config("model=qwen2_5_vl_3b", "infer.batch_size=3")) == 3
 

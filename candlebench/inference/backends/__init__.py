@@ -28,7 +28,7 @@ def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictCon
 
     return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout,
                               pixels_ahead=bool(backend.get("pixels_ahead", True)),
-                              static_cache=bool(backend.get("static_cache", False)))
+                              static_cache=backend.get("static_cache"))
 
 
 def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:

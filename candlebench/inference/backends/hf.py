@@ -16,6 +16,9 @@ from candlebench.core.errors import UserError
 from candlebench.inference.backends.base import Batched, Generation, GenerationSpec, PreparedRequest
 from candlebench.inference.backends.hf_pixels import PixelsAhead, pixel_dtype
 from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
+from candlebench.inference.decode_speedups import (deferred_stop, rope_index, rope_index_given, static_cache_kwargs,
+                                                   wants_static_cache)
+from candlebench.inference.memory import batch_memory
 from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
 
@@ -83,6 +86,10 @@ def load_model(spec: ModelSpec, device_map: str | None = None) -> tuple[Any, Any
 
         use_varlen(model)
         apply_speedups(model, spec.vision_speedups)
+    if "grouped_attention" in spec.decode_speedups:
+        from candlebench.inference.decode_attention import use_grouped
+
+        use_grouped(model)
     if spec.adapter:
         # transformers' own PEFT integration, not PeftModel.from_pretrained: peft silently drops
         # adapter keys saved under pre-4.52 module names (model.layers.*), which adapters trained
@@ -133,11 +140,17 @@ class TransformersBackend(Batched):
     name = "transformers"
 
     def __init__(self, model: ModelSpec, generation: GenerationSpec, device_map: str | None = None,
-                 layout: str = "images_first", pixels_ahead: bool = True, static_cache: bool = False):
+                 layout: str = "images_first", pixels_ahead: bool = True, static_cache: bool | None = None):
+        """``static_cache`` None: chosen by the answer budget (:func:`wants_static_cache`)."""
+        import torch
+
         loaded, processor = load_model(model, device_map)
         check_thinking(processor, model.name, dict(model.chat_template_kwargs), generation.max_new_tokens)
         self._serve(loaded, processor, generation, dict(model.chat_template_kwargs), layout, pixels_ahead)
-        self.static_cache = static_cache
+        self.deferred_stop = "deferred_stop" in model.decode_speedups
+        self.rope_ahead = "rope_ahead" in model.decode_speedups
+        self.static_cache = wants_static_cache(static_cache, generation.max_new_tokens, model.static_cache_from_tokens,
+                                               torch.cuda.is_available())
 
     @classmethod
     def of_loaded(cls, model: Any, processor: Any, generation: GenerationSpec, layout: str = "images_first",
@@ -166,7 +179,7 @@ class TransformersBackend(Batched):
     def _serve(self, model: Any, processor: Any, generation: GenerationSpec, template_kwargs: dict, layout: str,
                pixels_ahead: bool) -> None:
         self.generation, self.layout, self.pixels_ahead = generation, layout, pixels_ahead
-        self._static_cache = False
+        self._static_cache = self.deferred_stop = self.rope_ahead = self.memory_told = False
         self.model, self.processor, self.template_kwargs = model, processor, template_kwargs
         self.opener = reasoning_opener(processor, template_kwargs)
         tokenizer = self.processor.tokenizer
@@ -199,6 +212,8 @@ class TransformersBackend(Batched):
                 return_tensors="pt",
                 add_special_tokens=needs_special_tokens(self.processor, texts[0]),
             )
+        # read by generate (rope_index_given): computed here, in the runner's encode thread, on the CPU
+        inputs.rope_index = rope_index(self.model, inputs) if self.rope_ahead else None
         if torch.cuda.is_available():
             for key, value in inputs.items():
                 if isinstance(value, torch.Tensor) and not value.is_pinned():
@@ -221,16 +236,21 @@ class TransformersBackend(Batched):
 
             # One matcher per row, fresh per call: the processor keeps each row's parse state.
             sampling["logits_processor"] = [LogitsProcessor([self.grammar] * len(batch))]
-        with torch.inference_mode():
+        prompt_len = inputs["input_ids"].shape[1]
+        if not self.memory_told and inputs["input_ids"].is_cuda:  # what the batch size asks of the GPU, once
+            self.memory_told = True
+            need = batch_memory(self.model, prompt_len + g.max_new_tokens, len(batch))
+            print(need.line(torch.cuda.get_device_properties(inputs["input_ids"].device).total_memory), file=sys.stderr)
+        with (torch.inference_mode(), deferred_stop(("cuda",) if self.deferred_stop else ()),
+              rope_index_given(self.model, getattr(inputs, "rope_index", None))):
             out = self.model.generate(
                 **inputs,
                 max_new_tokens=g.max_new_tokens,
                 min_new_tokens=g.min_new_tokens or None,
                 pad_token_id=self.pad_id,
-                **({"cache_implementation": "static"} if self.static_cache else {}),
+                **(static_cache_kwargs(prompt_len, g.max_new_tokens) if self.static_cache else {}),
                 **sampling,
             )
-        prompt_len = inputs["input_ids"].shape[1]
         prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
         results = []
         for row, n_prompt in zip(out[:, prompt_len:].tolist(), prompt_tokens):
