@@ -41,20 +41,30 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
                  f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
                  f"{'' if drawn.merged else ' (not merged into samples yet)'}")
     for run_name in paths.run_names():
-        run = paths.run(run_name)
-        progress = infer_progress(run, ids)
-        done, failed = progress.answered, progress.failed
-        parts = []
-        if shards > 1:
-            for index in range(shards):
-                shard = Shard(index, shards)
-                mine = {i for i in ids if shard.owns(i)}
-                parts.append(f"{len(done & mine)}/{len(mine)}")
-        scored = _scored(task, run, now, len(samples))
-        shard_text = f" (shards: {' '.join(parts)})" if parts else ""
-        failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
-        lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{failed_text}{shard_text}, {scored}")
+        try:
+            lines.append(_run_line(task, paths.run(run_name), ids, now, len(samples), shards))
+        except UserError as err:  # a damaged or newer file of one run: say which, show the rest
+            lines.append(f"{name:<9} run      {run_name}: error: {err}")
     return lines
+
+
+def _run_line(task: Task, run: RunPaths, ids: set[str], now: str, n_samples: int, shards: int) -> str:
+    if not run.info.exists():
+        return f"{task.name:<9} run      {run.name}: error: {run.info} is missing; the run's answers cannot be read"
+    progress = infer_progress(run, ids)
+    done, failed = progress.answered, progress.failed
+    parts = []
+    if shards > 1:
+        for index in range(shards):
+            shard = Shard(index, shards)
+            mine = {i for i in ids if shard.owns(i)}
+            parts.append(f"{len(done & mine)}/{len(mine)}")
+    scored = _scored(task, run, now, n_samples)
+    shard_text = f" (shards: {' '.join(parts)})" if parts else ""
+    failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
+    empty = f", {len(progress.no_answer)} recorded without an answer" if progress.no_answer else ""
+    return (f"{task.name:<9} run      {run.name}: {len(done)}/{len(ids)} answered{failed_text}{empty}{shard_text}, "
+            f"{scored}")
 
 
 def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
@@ -63,7 +73,7 @@ def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
     if scored.fresh:
         return f"scored (judge v{task.judge_version})"
     return ("not scored" if scored == freshness.NOT_SCORED
-            else f"scores out of date: {scored.reason} (`candlebench score` redoes it)")
+            else f"scores out of date: {scored.reason} (`{scored.redo}` redoes it)")
 
 
 def report_lines(out_dir: Path) -> list[str]:

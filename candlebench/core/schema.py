@@ -20,7 +20,8 @@ from candlebench.core.errors import CorruptFile, UserError
 CURRENT: Mapping[str, int] = {
     "run": 2,  # run.json: 2 = versioned
     "records": 2,  # parts/*.jsonl, responses.jsonl: 2 = what the model said, no verdict (score judges)
-    "metrics": 2,  # metrics.json: 2 = judge version, answered / total, the records it was scored from
+    "metrics": 3,  # metrics.json: 2 = judge version, answered / total, the records it was scored from; 3 = answered
+    # is core.results.has_answer (a text, no error) and the records stamp is a hash of their content
     "render manifest": 2,  # images/manifest.jsonl rows: 2 = versioned
     "samples summary": 2,  # samples_summary.json: 2 = versioned
 }

@@ -8,9 +8,10 @@ from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
-from candlebench.core.layout import task_paths
+from candlebench.core.layout import Layout, task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
+from candlebench.stages.study import one_data_set
 from candlebench.stages.task_setup import task_setup
 from candlebench.task_api.base import SAMPLE_KEYS, extent
 
@@ -40,6 +41,9 @@ def samples(cfg: DictConfig) -> None:
     market = open_market(cfg.data) if task.uses_market(settings) else None
     built = task.build_samples(market, settings, setup.context)
     paths = task_paths(cfg)
+    if market is not None:  # before anything is written: a study folder holds one data set
+        content = market.fingerprint()
+        one_data_set(Layout.of(cfg), list(market.report.files), content, content[:8])
     if built.frame.empty:
         window = f"[{getattr(settings.samples, 'start', None)}, {getattr(settings.samples, 'end', None)})"
         runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"

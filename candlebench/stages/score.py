@@ -16,7 +16,8 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
-from candlebench.core.results import RunAnswers
+from candlebench.core.lock import Held, run_lock
+from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.stages import freshness
 from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
@@ -102,6 +103,10 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     answered under (else refused: :class:`SettingsChanged`)."""
     info = RunInfo.read(run.info)
     check_settings(task, cfg, info, run)
+    made = freshness.predicted_on(info, paths, now, freshness.read_metrics(run.metrics) if run.metrics.exists() else None)
+    if not made.fresh:
+        raise SettingsChanged(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
+                              f"run `{made.redo}` first")
     inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
     if info.kind == "model" and inputs is None:
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
@@ -121,8 +126,8 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
     metrics["samples_fingerprint"] = now
-    # Samples with an answer (a failed generation is retried by the next infer, so it is not one).
-    metrics["answered"] = int(parsed["error"].isna().sum())
+    # Samples with an answer (core.results.has_answer: a text and no error), as every stage counts them.
+    metrics["answered"] = int(answered_rows(parsed).sum())
     metrics["run_key"] = info.run_key
     metrics["task"] = task.name
     metrics["judge_version"] = task.judge_version
@@ -154,7 +159,12 @@ def score(cfg: DictConfig) -> None:
         run = paths.run(name)
         was = freshness.scores(task, run, now, len(samples))
         try:
-            metrics = score_run(task, paths, run, samples, cfg, now)
+            with run_lock(paths, name, instead="score it once that command ends").hold():
+                metrics = score_run(task, paths, run, samples, cfg, now)
+        except Held as err:  # being written: not a failure of its scoring, nothing to record in its folder
+            failed.append(f"{task.name}/{name}: {err}")
+            print(f"{task.name}/{name}: not scored: {err}", file=sys.stderr)
+            continue
         except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
             why = " ".join(f"{type(err).__name__}: {err}".split())
             write_json({"error": why, "traceback": traceback.format_exc()}, run.score_error)
