@@ -21,7 +21,7 @@ from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.stages import freshness
 from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.study import check_answers_these
+from candlebench.stages.study import OtherSamples, check_answers_these
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
@@ -103,15 +103,15 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     answered under (else refused: :class:`SettingsChanged`)."""
     info = RunInfo.read(run.info)
     check_settings(task, cfg, info, run)
-    made = freshness.predicted_on(info, paths, now, freshness.read_metrics(run.metrics) if run.metrics.exists() else None)
-    if not made.fresh:
-        raise SettingsChanged(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
-                              f"run `{made.redo}` first")
     inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
     if info.kind == "model" and inputs is None:
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
+    made = freshness.predicted_on(info, paths, now, freshness.read_metrics(run.metrics) if run.metrics.exists() else None)
+    if not made.fresh:
+        raise OtherSamples(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
+                           f"run `{made.redo}` first")
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
     setup = task_setup(cfg)
     parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
