@@ -41,7 +41,9 @@ def samples(cfg: DictConfig) -> None:
     market = open_market(cfg.data) if task.uses_market(settings) else None
     built = task.build_samples(market, settings, setup.context)
     paths = task_paths(cfg)
-    if market is not None:  # before anything is written: a study folder holds one data set
+    # Before anything is written: the folder a file's name gives by default holds one data set. An
+    # out_dir named on the command line is the user's choice of folder (restated data rebuilt in place).
+    if market is not None and str(cfg.out_dir) == f"{cfg.paths.output_root}/{cfg.study}":
         content = market.fingerprint()
         one_data_set(Layout.of(cfg), list(market.report.files), content, content[:8])
     if built.frame.empty:

@@ -3,10 +3,9 @@
 samples a run was scored on are fingerprinted into its metrics.json: freshness's :func:`scored_on`).
 
 A study is its data's content, not its file's name: ``data2/JFC.csv`` gets the default out_dir of
-``data/JFC.csv`` (outputs/JFC), so the samples stage refuses to build into a study folder whose
-samples came from other bars of another file, or whose other tasks' samples came from other bars
-(:func:`one_data_set`), naming both; the report shows the tasks of one data set
-(:func:`data_of`)."""
+``data/JFC.csv`` (outputs/JFC), so the samples stage refuses to build into that default folder
+samples of other bars from another file (:func:`one_data_set`), naming both; the report shows the
+tasks of one data set (:func:`data_of`)."""
 
 from __future__ import annotations
 

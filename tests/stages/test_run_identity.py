@@ -104,19 +104,29 @@ def test_responses_jsonl_is_derived_and_an_edit_there_is_refused_not_lost(ws):
     assert merged.exists() and not (run / "score_error.json").exists()
 
 
-def test_another_file_of_the_same_name_with_other_bars_is_refused_naming_both(ws, tmp_path):
-    other = tmp_path / "elsewhere" / SLICE.name
-    other.parent.mkdir()
+def test_another_file_of_the_same_name_with_other_bars_is_refused_naming_both(tmp_path):
+    """data2/JFC.csv gets data/JFC.csv's default out_dir (outputs/JFC): refused there, in one line
+    naming both files and a folder of its own; the same file with new bars rebuilds in place."""
+    first, other = tmp_path / "data" / SLICE.name, tmp_path / "data2" / SLICE.name
+    first.parent.mkdir(), other.parent.mkdir()
+    shutil.copy(SLICE, first)
     frame = pd.read_csv(SLICE)
     frame[["open", "high", "low", "close"]] *= 2
     frame.to_csv(other, index=False)
+    common = ["data=csv", "data.market=PSE", *FORECAST[1:], f"paths.output_root={tmp_path / 'outputs'}"]
+    run_stage("samples", [*common, f"data.path={first}"])
+    study = tmp_path / "outputs" / SLICE.stem
+    before = (study / "forecast" / "samples.parquet").read_bytes()
+    built = json.loads((study / "forecast" / "samples_summary.json").read_text())["data"]["fingerprint"]
     with pytest.raises(OtherDataSet) as refused:
-        _stage("samples", ws, "data=csv", f"data.path={other}", "data.market=PSE")
+        run_stage("samples", [*common, f"data.path={other}", "task=e2a"])
     said = str(refused.value)
-    assert said.startswith(f"{ws} is the study of {SLICE}") and f"whose bars differ from those of {other}" in said
-    assert f"out_dir={ws}-" in said and len(said.splitlines()) == 1
-    before = (ws / "forecast" / "samples.parquet").read_bytes()
-    assert (ws / "forecast" / "samples.parquet").read_bytes() == before  # nothing written
+    assert said.startswith(f"{study} is the study of {first} (forecast's samples), whose bars differ from those of {other}")
+    assert f"(out_dir={study}-" in said and len(said.splitlines()) == 1
+    assert (study / "forecast" / "samples.parquet").read_bytes() == before and not (study / "e2a").exists()
+    frame.to_csv(first, index=False)  # the study's own file, restated: rebuilt where it is
+    run_stage("samples", [*common, f"data.path={first}"])
+    assert json.loads((study / "forecast" / "samples_summary.json").read_text())["data"]["fingerprint"] != built
 
 
 def test_a_report_shows_the_tasks_of_one_data_set_and_names_the_others(ws):
