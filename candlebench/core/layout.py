@@ -4,8 +4,8 @@
       <task>/samples.parquet, samples_summary.json     one folder per task, so tasks that share
       <task>/images/<cutoff>/<code>/<input>.(png|txt)  a market never clobber each other
       <task>/images/manifest*.jsonl, manifest.parquet
-      <task>/runs/<run>/parts/*.jsonl, responses.jsonl, parsed.parquet, run.json, metrics.json
-      <task>/locks/*.lock                              who writes a run's shard or a render chunk now
+      <task>/runs/<run>/parts/*.jsonl (the records), responses.jsonl (derived), parsed.parquet, run.json, metrics.json
+      <task>/locks/*.lock                              who writes a run (a shard, or the whole) or a render chunk now
       report/                                          one report, a section per task
       sweep.json
 """

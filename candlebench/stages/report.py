@@ -245,7 +245,7 @@ def other_samples_section(task: str, rows: list[dict]) -> Section | None:
 def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Section | None:
     """Runs whose last scoring failed: never left out without a word. ``hidden``: the folders of
     runs whose older scores are of other samples (not shown)."""
-    rows = [{"Run": n, "Why": json.loads(where.run(n).score_error.read_text()).get("error"),
+    rows = [{"Run": n, "Why": _score_error(where.run(n)),
              "Older scores shown": "yes" if where.run(n).metrics.exists() and str(where.run(n).root) not in hidden
              else "no"}
             for where in paths for n in where.run_names() if where.run(n).score_error.exists()]
@@ -255,6 +255,14 @@ def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Sec
         f"{task}: runs not scored", pd.DataFrame(rows),
         "Scoring failed for these runs; score_error.json in each run folder holds the traceback. "
         "`candlebench score score.run=<run>` again once the cause is fixed."),), {})
+
+
+def _score_error(run: RunPaths) -> str:
+    """The one-line reason of score_error.json (a damaged one says so: scoring again rewrites it)."""
+    try:
+        return str(json.loads(run.score_error.read_text(encoding="utf-8"))["error"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return f"{run.score_error}: damaged; `candlebench score score.run={run.name}` writes it again"
 
 
 # What the report's console line says of each place of the charts: whether the page travels.
