@@ -229,10 +229,11 @@ def test_writers_of_one_run_exclude_each_other_whatever_their_shard_counts(tmp_p
                     pass
         with run_lock(paths, "r.b", None).hold():  # another run (whose name starts alike) is another lock
             pass
-    with run_lock(paths, "r", None).hold():
-        with pytest.raises(Held):
-            with run_lock(paths, "r", (0, 1)).hold():
-                pass
+    with run_lock(paths, "r", None).hold():  # an import (or score) of the run: no one beside it
+        for other in ((0, 1), None):
+            with pytest.raises(Held):
+                with run_lock(paths, "r", other).hold():
+                    pass
     with run_lock(paths, "r", (0, 1)).hold():  # every holder gone: free again
         pass
 
