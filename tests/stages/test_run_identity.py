@@ -180,7 +180,16 @@ def test_a_report_marks_scores_out_of_date_and_lists_runs_not_scored(ws, tmp_pat
     ids = sorted(pd.read_parquet(ws / "forecast" / "samples.parquet")["sample_id"])
     answers.write_text("".join(json.dumps({"sample_id": s, "text": "<score>0.010</score>"}) + "\n" for s in ids[:3]))
     _stage("import", ws, f"import_file={answers}", "infer.run_name=pending")
+    # A run scored while it was written (25 answers), then finished, reported without scoring again.
+    growing = _copy_run(ws, "growing", lambda row: row)
+    (part,) = _parts(ws, "growing")
+    lines = part.read_text(encoding="utf-8").splitlines(keepends=True)
+    part.write_text("".join(lines[:25]), encoding="utf-8")
+    _stage("score", ws, "score.run=growing")
+    (growing / "parts" / "resumed.jsonl").write_text("".join(lines[25:]), encoding="utf-8")
     md = _report(ws)
+    assert "| growing (out of date) |" in md
+    assert "| growing | its records changed since it was scored (25/40 answered then) | `candlebench score`" in md
     assert "| momentum (out of date)" in md
     dated = md.split("## forecast: scores out of date or missing")[1].split("\n## ")[0]
     assert "| momentum | judged by the forecast judge v0; the judge is now v1 | `candlebench score`" in dated
