@@ -348,9 +348,9 @@ def report(cfg: DictConfig) -> None:
     settings = browser_settings(cfg, browsed)
     samples = browser_block(browsed, out, settings)
     md, page = write_report(sections, out, cfg.report.title, random, samples, study_line(here))
-    answers = sum(b.answers for b in browsed)
+    answers = sum(b.answers for b in browsed)  # the browser's rows: a sample's record, an answer or not (has_answer)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
-          f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser; {TRAVELS[settings.charts]})")
+          f"({page.stat().st_size / 1e6:.2f} MB, {answers} records in its sample browser; {TRAVELS[settings.charts]})")
     if answers > settings.split_above:
         print(f"its sample browser reads one file per run from {out / FILES} (over report.split_above="
               f"{settings.split_above} answers): open it with `candlebench view {out}`")
