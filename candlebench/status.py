@@ -15,6 +15,8 @@ from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
+from candlebench.stages.report import report_tasks
+from candlebench.stages.study import other_data
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
 from candlebench.task_api.registry import get_task
@@ -82,6 +84,14 @@ def report_lines(out_dir: Path) -> list[str]:
     if not tasks:
         return [f"{out_dir}: no samples yet (stage samples not done)"]
     lines = []
+    try:
+        ours, other = other_data(layout, report_tasks([], set(tasks)))
+    except (UserError, ValueError) as err:  # a damaged samples summary: its task's own lines say so too
+        ours, other = {}, {}
+        lines.append(f"study     error    {err}")
+    for name, built in other.items():
+        lines.append(f"{name:<9} data     built from other bars ({', '.join(built.get('files') or [])}) than the study's "
+                     f"({', '.join(ours.get('files') or [])}): `report` leaves it out; rebuild its samples with that data")
     for task in tasks:
         try:
             lines += task_lines(layout.task(task), _shards_of(layout))

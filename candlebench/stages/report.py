@@ -21,7 +21,7 @@ from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages import freshness
 from candlebench.stages.freshness import read_metrics, samples_fingerprint, scored_on, under_key
 from candlebench.stages.score import score_settings
-from candlebench.stages.study import data_of
+from candlebench.stages.study import data_of, other_data
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
@@ -114,18 +114,14 @@ def one_data_set_of(layout: Layout, tasks: list[str]) -> tuple[list[str], Sectio
     """The tasks of the study's data set, the command's first task's (its first with market data),
     and a section naming those built from other bars (their samples rebuilt from other data since):
     a report never mixes sections of two data sets."""
-    built = {t: data_of(layout.task(t)) for t in tasks}
-    ours = next((b["fingerprint"] for b in built.values() if b.get("fingerprint")), None)
-    other = [t for t in tasks if built[t].get("fingerprint") not in (None, ours)]
+    ours, other = other_data(layout, tasks)
     if not other:
         return tasks, None
-    reference = next(b for b in built.values() if b.get("fingerprint") == ours)
-    rows = [{"Task": t, "Built from": ", ".join(built[t].get("files") or []), "Bars": built[t]["fingerprint"]}
-            for t in other]
+    rows = [{"Task": t, "Built from": ", ".join(b.get("files") or []), "Bars": b["fingerprint"]} for t, b in other.items()]
     return [t for t in tasks if t not in other], Section("Not shown: tasks built from other data", (Table(
         "Tasks whose samples came from other bars", pd.DataFrame(rows),
-        f"This report is of {', '.join(reference.get('files') or [])} (bars {ours}). These tasks' samples were built "
-        "from other bars (their data changed since, or another file): rebuild them with this data "
+        f"This report is of {', '.join(ours.get('files') or [])} (bars {ours['fingerprint']}). These tasks' samples were "
+        "built from other bars (their data changed since, or another file): rebuild them with this data "
         "(`candlebench run 'tasks=[...]'`), or report them from their own out_dir."),), {})
 
 

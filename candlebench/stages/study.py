@@ -28,6 +28,15 @@ def data_of(paths: TaskPaths) -> dict:
     return (read_versioned("samples summary", paths.summary) if paths.summary.exists() else {}).get("data") or {}
 
 
+def other_data(layout: Layout, tasks: list[str]) -> tuple[dict, dict[str, dict]]:
+    """The data the first of ``tasks`` with market data was built from, and the data of each task
+    built from other bars ({} where all agree): the study is the first's (the report's order), the
+    others are left out of its report."""
+    built = {t: data_of(layout.task(t)) for t in tasks}
+    ours = next((b for b in built.values() if b.get("fingerprint")), {})
+    return ours, {t: b for t, b in built.items() if b.get("fingerprint") not in (None, ours.get("fingerprint"))}
+
+
 def one_data_set(layout: Layout, files: list[str], content: str, short: str) -> None:
     """Refuses building samples from ``files`` (bars of fingerprint ``content``) into
     ``layout``'s folder where a task's samples came from other bars of other files (a file of the

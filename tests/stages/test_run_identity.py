@@ -138,6 +138,8 @@ def test_a_report_shows_the_tasks_of_one_data_set_and_names_the_others(ws):
     assert "## forecast" in md.lower() and "| anchor_oracle" not in md
     hidden = md.split("## Not shown: tasks built from other data")[1].split("\n## ")[0]
     assert "| e2a " in hidden and str(SLICE) in hidden
+    (line,) = [line for line in report_lines(ws) if " data " in line]
+    assert line.startswith(f"e2a       data     built from other bars ({SLICE}) than the study's ({SLICE}): `report` leaves")
 
 
 def test_the_reports_header_names_the_data_its_stocks_dates_and_adjustment(study, tmp_path):
