@@ -15,8 +15,7 @@ from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
-from candlebench.stages.report import report_tasks
-from candlebench.stages.study import other_data
+from candlebench.stages.study import other_data, report_tasks
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
 from candlebench.task_api.registry import get_task

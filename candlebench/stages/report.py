@@ -21,13 +21,13 @@ from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages import freshness
 from candlebench.stages.freshness import read_metrics, samples_fingerprint, scored_on, under_key
 from candlebench.stages.score import score_settings
-from candlebench.stages.study import data_of, other_data
+from candlebench.stages.study import data_of, other_data, report_tasks
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
 from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
 from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run, with_answered, write_report
-from candlebench.task_api.registry import get_task, names as task_names
+from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import Task, extent
 
 
@@ -297,14 +297,6 @@ def browser_settings(cfg: DictConfig, browsed: list[BrowserRun]) -> BrowserSetti
         charts = "bundle" if cfg.report.bundle else "files"
     return BrowserSettings(charts=charts, thumb_px=int(cfg.report.thumb_px),
                            page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
-
-
-def report_tasks(asked: list[str], present: set[str]) -> list[str]:
-    """Every task of the study, the command's own first: ``run 'tasks=[e2a]'`` after a three-task
-    run rewrites the E2A section and keeps the other two (the report is the study's, not the last
-    command's); the rest in the registry's order."""
-    rest = [t for t in task_names() if t in present] + sorted(present - set(task_names()))
-    return [*asked, *(t for t in rest if t not in asked)]
 
 
 def report(cfg: DictConfig) -> None:

@@ -16,6 +16,7 @@ from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.core.schema import read_versioned
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
+from candlebench.task_api.registry import names as task_names
 
 
 class OtherDataSet(UserError, ValueError):
@@ -26,6 +27,14 @@ def data_of(paths: TaskPaths) -> dict:
     """What the task's samples were built from (samples_summary.json's data: files, fingerprint,
     notes); empty for a task that reads no market, or samples from before it was recorded."""
     return (read_versioned("samples summary", paths.summary) if paths.summary.exists() else {}).get("data") or {}
+
+
+def report_tasks(asked: list[str], present: set[str]) -> list[str]:
+    """Every task of the study, the command's own first: ``run 'tasks=[e2a]'`` after a three-task
+    run rewrites the E2A section and keeps the other two (the report is the study's, not the last
+    command's); the rest in the registry's order."""
+    rest = [t for t in task_names() if t in present] + sorted(present - set(task_names()))
+    return [*asked, *(t for t in rest if t not in asked)]
 
 
 def other_data(layout: Layout, tasks: list[str]) -> tuple[dict, dict[str, dict]]:
