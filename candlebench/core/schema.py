@@ -58,7 +58,11 @@ def stamped(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
 def read_versioned(kind: str, path: Path) -> dict[str, Any]:
     """A whole JSON file of ``kind`` (run.json, metrics.json, the samples summary) without its
     version key, checked by :func:`version_of`; the layouts of version 1 and 2 differ in nothing else."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptFile(f"{path}: not a {kind} file ({type(err).__name__}): damaged or replaced; re-run the stage "
+                          "that writes it") from None
     if isinstance(data, dict):
         version_of(kind, data, path)
         data.pop(KEY, None)

@@ -267,7 +267,11 @@ def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     built and no text input read. None: infer has not written the run's inputs."""
     if not run.inputs.exists():
         return None
-    sent = pd.read_parquet(run.inputs)
+    try:
+        sent = pd.read_parquet(run.inputs, columns=["sample_id", "names", FIRST_PASS])
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise CorruptFile(f"{run.inputs}: unreadable ({type(err).__name__}); run `candlebench infer "
+                          f"infer.run_name={run.name}` again, which writes it (and answers only what is missing)") from None
     sha = input_shas(rendered_inputs(cfg, task, samples, paths))
     first_pass = first_pass_answers(cfg, task, samples, paths) if sent[FIRST_PASS].any() else {}
     wanted = set(samples["sample_id"])
@@ -323,7 +327,7 @@ def read_metrics(path: Path) -> dict:
         metrics = read_versioned("metrics", path)
     except FileNotFoundError:
         raise CorruptFile(f"{path}: missing; run `candlebench score score.run={path.parent.name}`") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except CorruptFile:
         metrics = None
     if not isinstance(metrics, dict):
         raise CorruptFile(f"{path}: not a metrics.json (damaged or replaced); delete it and run "

@@ -73,8 +73,8 @@ def of_kind(run: RunPaths, kind: str, instead: str) -> RunInfo | None:
         return None
     before = RunInfo.read(run.info)
     if before.kind != kind:
-        raise OtherKind(f"{run.root} is a {before.kind} run ({before.model_name}): writing a {kind} run's answers "
-                        f"there would replace its own; {instead}")
+        raise OtherKind(f"{run.root} holds the {before.kind} run of {before.model_name}: writing a {kind} run's "
+                        f"answers there would replace its own; {instead}")
     return before
 
 

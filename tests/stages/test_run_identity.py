@@ -19,7 +19,7 @@ from candlebench.core.layout import Layout
 from candlebench.core.lock import Held, run_lock
 from candlebench.stages.graph import run_stage
 from candlebench.stages.score import ScoringFailed
-from candlebench.stages.study import OtherDataSet, OtherKind
+from candlebench.stages.study import OtherDataSet, OtherKind, of_kind
 from candlebench.status import report_lines
 from candlebench.task_api.registry import get_task
 from helpers import SLICE, run_dir
@@ -274,16 +274,20 @@ def test_a_run_is_never_replaced_by_another_kind_or_another_file_unless_told(ws,
         _stage("import", ws, f"import_file={second}", "infer.run_name=ext")
     _stage("import", ws, f"import_file={second}", "infer.run_name=ext", "import_replace=true")
     _stage("import", ws, f"import_file={first}", "infer.run_name=momentum", "import_replace=true")
-    with pytest.raises(OtherKind, match=rf"{run_dir(ws, 'momentum')} is a import run .*writing a baseline run's answers"):
+    with pytest.raises(OtherKind, match=rf"{run_dir(ws, 'momentum')} holds the import run of .*: writing a baseline run's answers"):
         _stage("baseline", ws, "task.baseline.names=[momentum]")
+    with pytest.raises(OtherKind, match="writing a model run's answers there would replace its own; give this one"):
+        of_kind(Layout(ws).task("forecast").run("momentum"), "model", "give this one another infer.run_name")  # infer's check
 
 
-@pytest.mark.parametrize("damage", ["parsed random", "parsed gone", "metrics random", "run.json gone", "samples gone"])
+@pytest.mark.parametrize("damage", ["parsed random", "parsed gone", "metrics random", "run.json gone",
+                                    "run.json random", "samples gone", "summary random"])
 def test_a_damaged_or_missing_file_is_refused_in_one_line_naming_it(ws, damage):
     run = run_dir(ws, "momentum")
     path = {"parsed random": run / "parsed.parquet", "parsed gone": run / "parsed.parquet",
             "metrics random": run / "metrics.json", "run.json gone": run / "run.json",
-            "samples gone": ws / "forecast" / "samples.parquet"}[damage]
+            "run.json random": run / "run.json", "samples gone": ws / "forecast" / "samples.parquet",
+            "summary random": ws / "forecast" / "samples_summary.json"}[damage]
     if damage.endswith("random"):
         path.write_bytes(bytes(range(256)) * 4)
     else:
@@ -292,8 +296,11 @@ def test_a_damaged_or_missing_file_is_refused_in_one_line_naming_it(ws, damage):
         _stage("report", ws)
     said = str(refused.value)
     assert said.startswith(str(path)) and len(said.splitlines()) == 1, said
-    if damage != "samples gone":
+    if damage.startswith(("parsed", "metrics", "run.json")):
         assert "scored (judge" not in _status(ws, "momentum")
+    if damage.startswith("run.json"):  # score names it too, never passing over the run
+        with pytest.raises(ScoringFailed, match=rf"forecast/momentum: \w+: {run / 'run.json'}: "):
+            _stage("score", ws)
 
 
 def test_a_record_that_is_no_record_is_refused_naming_its_file_and_line(ws):
