@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from omegaconf import DictConfig
 
@@ -35,6 +36,13 @@ def data_check(cfg: DictConfig) -> None:
     )
 
 
+def named_by_file(cfg: DictConfig) -> bool:
+    """Whether out_dir is the folder the data's name gives (outputs/<study>, or an experiment's
+    outputs/<experiment>-<study>), not one named on the command line."""
+    out = Path(str(cfg.out_dir))
+    return out.parent == Path(str(cfg.paths.output_root)) and (out.name == cfg.study or out.name.endswith(f"-{cfg.study}"))
+
+
 def samples(cfg: DictConfig) -> None:
     setup = task_setup(cfg)
     task, settings = setup.task, setup.settings
@@ -43,7 +51,7 @@ def samples(cfg: DictConfig) -> None:
     paths = task_paths(cfg)
     # Before anything is written: the folder a file's name gives by default holds one data set. An
     # out_dir named on the command line is the user's choice of folder (restated data rebuilt in place).
-    if market is not None and str(cfg.out_dir) == f"{cfg.paths.output_root}/{cfg.study}":
+    if market is not None and named_by_file(cfg):
         content = market.fingerprint()
         one_data_set(Layout.of(cfg), list(market.report.files), content, content[:8])
     if built.frame.empty:
