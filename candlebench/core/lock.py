@@ -6,10 +6,10 @@ Shards of one count (the units a SLURM array splits a run into, each writing fil
 side by side; any other pair of writers of one run is refused, whatever the shard counts: shard
 0/1 and shard 0/2 would both answer the same samples, an import would delete the folder under a
 running infer. A second command is refused at once, naming the holder's pid and host: waiting would
-hide that the same work was started twice, and the holder may run for hours. The file holds the pid, host and start of its
-holder, and the holder keeps an ``flock`` on it for as long as it runs: the kernel drops that
-lock however the holder ends (SIGKILL included), so a lock file left by a killed process is stale
-the moment it is read, and the next command takes it over (saying so)."""
+hide that the same work was started twice, and the holder may run for hours. The file holds the
+pid, host and start of its holder, and the holder keeps an ``flock`` on it for as long as it runs:
+the kernel drops that lock however the holder ends (SIGKILL included), so a lock file left by a
+killed process is stale the moment it is read, and the next command takes it over (saying so)."""
 
 from __future__ import annotations
 
