@@ -30,6 +30,7 @@ which the reader drops.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -189,11 +190,22 @@ class RecordStore:
                 unique[key] = record
         merged = [unique[k] for k in sorted(unique)]
         data = jsonl_text(r.as_row() for r in merged).encode("utf-8")
-        self._check_derived()
-        atomic_write(self.responses, lambda p: p.write_bytes(data))
-        atomic_write(self.derived, lambda p: p.write_text(json.dumps(
-            {"sha256": hashlib.sha256(data).hexdigest(), "derived_from": "parts/*.jsonl",
-             "note": "responses.jsonl is rewritten from parts/ by every infer and score: edit the parts"}) + "\n"))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        # The sidecar is also the merge's lock (shards of one array finishing together merge one after
+        # another), so it is rewritten in place, and names the copy on disk before this one as well:
+        # a merge killed between the two writes leaves a copy the next one still knows as derived.
+        fd = os.open(self.derived, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            before = self._check_derived(fd)
+            note = json.dumps({"sha256": hashlib.sha256(data).hexdigest(), "previous": before,
+                               "derived_from": "parts/*.jsonl",
+                               "note": "responses.jsonl is rewritten from parts/ by every infer and score: edit the parts"})
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (note + "\n").encode(), 0)
+            atomic_write(self.responses, lambda p: p.write_bytes(data))
+        finally:
+            os.close(fd)  # and its lock
         return merged
 
     @property
@@ -205,22 +217,28 @@ class RecordStore:
         """The sidecar naming the hash responses.jsonl was last written with."""
         return self.run_dir / "responses.jsonl.sha256"
 
-    def _check_derived(self) -> None:
-        """Refuses to overwrite a responses.jsonl edited since it was written: the edit would count
-        for nothing (the parts are the records) and then be lost without a word."""
-        if not self.responses.exists() or not self.derived.exists():
-            return  # none yet, or written before the sidecar: nothing to tell an edit by
+    def _check_derived(self, fd: int) -> str | None:
+        """The hash of the responses.jsonl on disk (None: none yet), refused when it was edited since
+        it was written (the sidecar open as ``fd`` names another): the edit would count for nothing
+        (the parts are the records) and then be lost without a word."""
+        if not self.responses.exists():
+            return None
+        with self.responses.open("rb") as fh:
+            now = hashlib.file_digest(fh, "sha256").hexdigest()
+        text = os.pread(fd, 1 << 16, 0)
+        if not text.strip():
+            return now  # written before the sidecar: nothing to tell an edit by
         try:
-            written = json.loads(self.derived.read_text(encoding="utf-8"))["sha256"]
+            note = json.loads(text)
+            written = {note["sha256"], note.get("previous")}
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             raise CorruptFile(f"{self.derived}: damaged; delete it and {self.responses} (both are rewritten "
                               "from parts/)") from None
-        with self.responses.open("rb") as fh:
-            now = hashlib.file_digest(fh, "sha256").hexdigest()
-        if now != written:
+        if now not in written:
             raise CorruptFile(
                 f"{self.responses} was edited since it was written from {self.parts_dir}/*.jsonl: it is derived, "
                 "never read; make the edit in the parts (the run's records) and delete responses.jsonl")
+        return now
 
 
 class PartWriter(JsonlAppender):

@@ -308,3 +308,23 @@ def test_a_record_that_is_no_record_is_refused_naming_its_file_and_line(ws):
     _rewrite(part, lambda row: {**row, "text": 0.25})
     with pytest.raises(ScoringFailed, match=rf"{part}, line 1: a response record whose text is float"):
         _stage("score", ws, "score.run=momentum")
+
+
+def test_a_merge_killed_between_its_two_writes_leaves_a_copy_the_next_one_knows(tmp_path):
+    """The sidecar is written first, naming the copy it replaces too: a merge killed before its
+    responses.jsonl landed leaves the older copy, which the next merge takes as derived, not edited."""
+    from candlebench.inference.records import RecordStore, ResponseRecord
+
+    store = RecordStore(tmp_path / "run")
+    with store.writer("a") as writer:
+        writer.write([ResponseRecord.answered("k", "s1", "m", "import", "<score>0.1</score>")])
+    store.merge()
+    older = store.responses.read_bytes()
+    with store.writer("b") as writer:
+        writer.write([ResponseRecord.answered("k", "s2", "m", "import", "<score>0.2</score>")])
+    note = json.loads(store.derived.read_text())
+    store.derived.write_text(json.dumps({**note, "sha256": "the copy that never landed", "previous": note["sha256"]}))
+    assert len(store.merge()) == 2 and store.responses.read_bytes() != older
+    store.responses.write_bytes(older + b"\n")  # an edit
+    with pytest.raises(CorruptFile, match="was edited since it was written from"):
+        store.merge()
