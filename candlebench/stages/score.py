@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
-from candlebench.core.errors import UserError
+from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
@@ -108,7 +108,7 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
-    made = freshness.predicted_on(info, paths, now, freshness.read_metrics(run.metrics) if run.metrics.exists() else None)
+    made = freshness.predicted_on(info, paths, now, _last_scores(run))
     if not made.fresh:
         raise OtherSamples(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
                            f"run `{made.redo}` first")
@@ -134,6 +134,14 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     metrics["records"] = stamp
     write_json(stamped("metrics", metrics), run.metrics)
     return metrics
+
+
+def _last_scores(run: RunPaths) -> dict | None:
+    """The run's metrics.json as scored last, if it can be read (a damaged one is what scoring replaces)."""
+    try:
+        return freshness.read_metrics(run.metrics) if run.metrics.exists() else None
+    except CorruptFile:
+        return None
 
 
 class ScoringFailed(UserError, RuntimeError):

@@ -328,3 +328,10 @@ def test_a_merge_killed_between_its_two_writes_leaves_a_copy_the_next_one_knows(
     store.responses.write_bytes(older + b"\n")  # an edit
     with pytest.raises(CorruptFile, match="was edited since it was written from"):
         store.merge()
+
+
+def test_a_damaged_metrics_json_is_what_score_replaces(ws):
+    metrics = run_dir(ws, "momentum") / "metrics.json"
+    metrics.write_bytes(bytes(range(256)))
+    _stage("score", ws)  # stale (damaged): scored again, written whole
+    assert json.loads(metrics.read_text())["answered"] == 40
