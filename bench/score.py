@@ -11,6 +11,12 @@ judging — the forecast parser over every record's text, into the parsed table
 (:func:`candlebench.stages.parsed.parsed_table`) — plus ``compute_metrics`` with the bootstrap and a
 release-date split, against the floor: ``compute_metrics`` alone on the table already parsed (what
 scoring cost before it judged). The first (cold) call is reported separately.
+
+Then the records' stamp (:meth:`RecordStore.stamp`, a sha256 of the parts' content that decides
+whether a run's scores are of its records now) over ``--stamp-records`` records as infer writes them
+(text, tokens, a prompt of a forecast prompt's length), in four parts on disk, against its floor:
+hashlib's own file digest (sha256) of each part; and the time to read those records back, which
+`score` and `status` spend anyway.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -33,7 +41,7 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candlebench.stages.parsed import parsed_table  # noqa: E402
-from candlebench.inference.records import ResponseRecord  # noqa: E402
+from candlebench.inference.records import RecordStore, ResponseRecord  # noqa: E402
 from candlebench.tasks.forecast.metrics import compute_metrics  # noqa: E402
 from candlebench.tasks.forecast.task import TASK  # noqa: E402
 
@@ -97,11 +105,52 @@ def records(frame: pd.DataFrame, distinct: bool = False) -> list[ResponseRecord]
             for sid, text in zip(frame["sample_id"], answer_texts(frame, distinct))]
 
 
+PROMPT_CHARS = 1_200  # about the forecast prompt's length, which every model record keeps
+
+
+def stamp_cost(n: int) -> None:
+    """The records' stamp over ``n`` records in four parts, against hashlib over the same bytes."""
+    prompt = ("You are a technical analyst. " * 100)[:PROMPT_CHARS]
+    texts = answer_texts(synthetic_run(n, 32))
+    with tempfile.TemporaryDirectory() as folder:
+        store = RecordStore(Path(folder))
+        for part in range(4):
+            with store.writer(f"shard{part}") as writer:
+                for start in range(part * n // 4, (part + 1) * n // 4, 10_000):
+                    writer.write(ResponseRecord.answered("bench", f"s{i:07d}", "bench", "transformers", texts[i],
+                                                         token_ids=tuple(range(12)), prompt=prompt, latency_s=0.01)
+                                 for i in range(start, min(start + 10_000, (part + 1) * n // 4)))
+        parts = sorted(store.parts_dir.glob("*.jsonl"))
+        size = sum(p.stat().st_size for p in parts)
+
+        def stamp() -> float:
+            start = time.perf_counter()
+            store.stamp()
+            return time.perf_counter() - start
+
+        def floor() -> float:
+            start = time.perf_counter()
+            for p in parts:
+                with p.open("rb") as fh:
+                    hashlib.file_digest(fh, "sha256")
+            return time.perf_counter() - start
+
+        stamp(), floor()  # the files in the page cache for both
+        stamp_s, floor_s = min(stamp() for _ in range(3)), min(floor() for _ in range(3))
+        start = time.perf_counter()
+        read = sum(1 for _ in store.records())
+        read_s = time.perf_counter() - start
+    print(f"records stamp over {n:,} records ({size / 1e9:.2f} GB in {len(parts)} parts): {stamp_s:.3f} s   "
+          f"floor, hashlib.file_digest sha256 of the same files: {floor_s:.3f} s   stamp / floor: {stamp_s / floor_s:.2f}x   "
+          f"reading the {read:,} records back (score, status): {read_s:.1f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--dates", type=int, default=32)
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--stamp-records", type=int, default=1_000_000)
     args = parser.parse_args()
 
     frame = synthetic_run(args.rows, args.dates)
@@ -145,6 +194,7 @@ def main() -> None:
           f"accuracy={metrics['accuracy']:.4f} CI={metrics['ci']['accuracy']}  "
           f"r_5 ic_mean={metrics['by_horizon']['r_5']['ic_mean']:.4f}  "
           f"parse failures={metrics['parse_failure_rate']:.4f}")
+    stamp_cost(args.stamp_records)
 
 
 if __name__ == "__main__":

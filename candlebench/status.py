@@ -15,6 +15,7 @@ from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
+from candlebench.stages.study import other_data, report_tasks
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
 from candlebench.task_api.registry import get_task
@@ -41,20 +42,30 @@ def task_lines(paths: TaskPaths, shards: int) -> list[str]:
                  f"{name:<9} render   {drawn.drawn}/{drawn.needed} inputs ({', '.join(drawn.inputs) or 'none yet'})"
                  f"{'' if drawn.merged else ' (not merged into samples yet)'}")
     for run_name in paths.run_names():
-        run = paths.run(run_name)
-        progress = infer_progress(run, ids)
-        done, failed = progress.answered, progress.failed
-        parts = []
-        if shards > 1:
-            for index in range(shards):
-                shard = Shard(index, shards)
-                mine = {i for i in ids if shard.owns(i)}
-                parts.append(f"{len(done & mine)}/{len(mine)}")
-        scored = _scored(task, run, now, len(samples))
-        shard_text = f" (shards: {' '.join(parts)})" if parts else ""
-        failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
-        lines.append(f"{name:<9} run      {run_name}: {len(done)}/{len(ids)} answered{failed_text}{shard_text}, {scored}")
+        try:
+            lines.append(_run_line(task, paths.run(run_name), ids, now, len(samples), shards))
+        except UserError as err:  # a damaged or newer file of one run: say which, show the rest
+            lines.append(f"{name:<9} run      {run_name}: error: {err}")
     return lines
+
+
+def _run_line(task: Task, run: RunPaths, ids: set[str], now: str, n_samples: int, shards: int) -> str:
+    if not run.info.exists():
+        return f"{task.name:<9} run      {run.name}: error: {run.info} is missing; the run's answers cannot be read"
+    progress = infer_progress(run, ids)
+    done, failed = progress.answered, progress.failed
+    parts = []
+    if shards > 1:
+        for index in range(shards):
+            shard = Shard(index, shards)
+            mine = {i for i in ids if shard.owns(i)}
+            parts.append(f"{len(done & mine)}/{len(mine)}")
+    scored = _scored(task, run, now, n_samples)
+    shard_text = f" (shards: {' '.join(parts)})" if parts else ""
+    failed_text = f", {len(failed)} failed (retried on the next infer)" if failed else ""
+    empty = f", {len(progress.no_answer)} recorded without an answer" if progress.no_answer else ""
+    return (f"{task.name:<9} run      {run.name}: {len(done)}/{len(ids)} answered{failed_text}{empty}{shard_text}, "
+            f"{scored}")
 
 
 def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
@@ -63,7 +74,7 @@ def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
     if scored.fresh:
         return f"scored (judge v{task.judge_version})"
     return ("not scored" if scored == freshness.NOT_SCORED
-            else f"scores out of date: {scored.reason} (`candlebench score` redoes it)")
+            else f"scores out of date: {scored.reason} (`{scored.redo}` redoes it)")
 
 
 def report_lines(out_dir: Path) -> list[str]:
@@ -72,6 +83,14 @@ def report_lines(out_dir: Path) -> list[str]:
     if not tasks:
         return [f"{out_dir}: no samples yet (stage samples not done)"]
     lines = []
+    try:
+        ours, other = other_data(layout, report_tasks([], set(tasks)))
+    except (UserError, ValueError) as err:  # a damaged samples summary: its task's own lines say so too
+        ours, other = {}, {}
+        lines.append(f"study     error    {err}")
+    for name, built in other.items():
+        lines.append(f"{name:<9} data     built from other bars ({', '.join(built.get('files') or [])}) than the study's "
+                     f"({', '.join(ours.get('files') or [])}): `report` leaves it out; rebuild its samples with that data")
     for task in tasks:
         try:
             lines += task_lines(layout.task(task), _shards_of(layout))

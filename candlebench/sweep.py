@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
+from candlebench.core.overrides import with_overrides
 from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
 from candlebench.stages.graph import (BY_NAME, Job, check_jobs, compose_config, model_variants, plan, run_stage,
                                      second_pass_run)
@@ -59,8 +60,17 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
     if unknown:
         raise SweepError(f"sweep.compare names {unknown}, which are not runs of this sweep; known: {sorted(keys)}")
     compare = [[names[(tasks[0], a)], names[(tasks[0], b)]] for a, b in pairs]
-    report = (f"report.runs=[{','.join(runs)}]", f"report.compare={json.dumps(compare)}")
-    return plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards), report, passes)
+    # The study's report (every run of the out_dir, the sweep's pairs compared in it), then the sweep's
+    # own view of its runs beside it, in sweep/report: never over the study's, which holds runs of other commands too.
+    jobs = plan(base, tasks, models, names, with_baselines, int(s.render_chunks), int(s.infer_shards),
+                (f"report.compare={json.dumps(compare)}",), passes)
+    study = jobs[-1]
+    view = with_overrides(list(study.overrides[0]), f"report.runs=[{','.join(runs)}]", f"report.dir={SWEEP_REPORT}")
+    return [*jobs, Job("report:sweep", "report", (view,), study.after)]
+
+
+# Where a sweep's view of its own runs goes: beside the study's report (out_dir/report), not over it.
+SWEEP_REPORT = "${out_dir}/sweep/report"
 
 
 def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
@@ -185,7 +195,8 @@ def sweep(cfg: DictConfig) -> None:
     if cfg.sweep.executor == "local":
         run_jobs(jobs, skip)
         write_json(summary, Layout.of(cfg).sweep)
-        print(f"sweep ran locally: {len(jobs)} jobs -> {out_dir / 'report'}")
+        print(f"sweep ran locally: {len(jobs)} jobs -> {out_dir / 'report'} (the study's), "
+              f"{out_dir / 'sweep' / 'report'} (this sweep's runs)")
         return
     submitted = submit(cfg, jobs, skip, out_dir / "sweep" / "submitit")
     for key, batch in submitted.items():

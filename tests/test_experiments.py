@@ -63,7 +63,14 @@ def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
         assert {"task.method=verify", f"task.revises={run}", f"infer.run_name={run}-verify"} <= set(overrides)
         assert jobs[f"score:e2a:{model}:verify"].after == (verify,)
         assert f"score:e2a:{model}:verify" in jobs["report"].after
-    runs = next(o for o in jobs["report"].overrides[0] if o.startswith("report.runs="))
+    # The study's report holds every run of the out_dir (#51: a sweep's runs alone once replaced it); the
+    # sweep's own view of its runs goes beside it, after the same scores.
+    study, view = jobs["report"], jobs["report:sweep"]
+    assert not [o for o in study.overrides[0] if o.startswith("report.runs=")] and view.after == study.after
+    study_cfg, view_cfg = (compose_config(list(j.overrides[0])) for j in (study, view))
+    assert study_cfg.report.dir == f"{study_cfg.out_dir}/report" and view_cfg.report.dir == f"{view_cfg.out_dir}/sweep/report"
+    assert study_cfg.report.compare == view_cfg.report.compare == [[f"{m}-transformers" for m in models]]
+    runs = next(o for o in view.overrides[0] if o.startswith("report.runs="))
     assert "tiny_qwen2_5_vl_lora-transformers-verify" in runs
     assert "anchor_oracle" in runs and "xgboost" in runs  # each task's own baselines join the report
     # Without passes (task.passes=[]), no second run.

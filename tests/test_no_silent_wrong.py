@@ -337,7 +337,7 @@ def test_status_names_what_is_damaged_and_a_missing_folder(ws, env, tmp_path):
     part = next((run_dir(ws, "r") / "parts").iterdir())
     part.write_text(part.read_text() + "garbage\n")
     done = cli("status", str(ws), env=env)
-    assert f"forecast  error    {part}, line" in done.stdout and "Traceback" not in done.stderr
+    assert f"forecast  run      r: error: {part}, line" in done.stdout and "Traceback" not in done.stderr
     (run_dir(ws, "r") / "run.json").write_text("{not json")
     scored = cli("score", *BASE, f"out_dir={ws}", "score.run=r", env=env, check=False)
     assert scored.returncode != 0 and "run.json: not a run.json of this candlebench" in scored.stderr

@@ -4,8 +4,8 @@
       <task>/samples.parquet, samples_summary.json     one folder per task, so tasks that share
       <task>/images/<cutoff>/<code>/<input>.(png|txt)  a market never clobber each other
       <task>/images/manifest*.jsonl, manifest.parquet
-      <task>/runs/<run>/parts/*.jsonl, responses.jsonl, parsed.parquet, run.json, metrics.json
-      <task>/locks/*.lock                              who writes a run's shard or a render chunk now
+      <task>/runs/<run>/parts/*.jsonl (the records), responses.jsonl (derived), parsed.parquet, run.json, metrics.json
+      <task>/locks/*.lock                              who writes a run (a shard, or the whole) or a render chunk now
       report/                                          one report, a section per task
       sweep.json
 """
@@ -91,7 +91,9 @@ class TaskPaths:
         return RunPaths(self.runs / name)
 
     def run_names(self) -> list[str]:
-        return sorted(p.name for p in self.runs.glob("*") if (p / "run.json").exists())
+        """Every run folder, run.json or not: one that lost it is named by the stage that reads it
+        (refused in one line), never passed over as if it were not there."""
+        return sorted(p.name for p in self.runs.glob("*") if p.is_dir())
 
     def lock(self, name: str) -> Path:
         """The lock file of one writer's unit of this task (candlebench.core.lock)."""
@@ -110,7 +112,9 @@ class Layout:
         return TaskPaths(self.out_dir / name)
 
     def tasks_present(self) -> list[str]:
-        return sorted(p.parent.name for p in self.out_dir.glob("*/samples.parquet"))
+        """Task folders with samples or runs (one whose samples.parquet is gone is still there: the
+        stages that read it say so)."""
+        return sorted({p.parent.name for pattern in ("*/samples.parquet", "*/runs") for p in self.out_dir.glob(pattern)})
 
     @property
     def sweep(self) -> Path:

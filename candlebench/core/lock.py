@@ -1,12 +1,15 @@
 """One writer per run: a lock file that says who holds it.
 
-``infer`` takes one per run and shard, ``render`` one per task and chunk (the units that SLURM array
-tasks already split between them, each with files of its own). A second command on the same unit
-is refused at once, naming the holder's pid and host: waiting would hide that the same work was
-started twice, and the holder may run for hours. The file holds the pid, host and start of its
-holder, and the holder keeps an ``flock`` on it for as long as it runs: the kernel drops that
-lock however the holder ends (SIGKILL included), so a lock file left by a killed process is stale
-the moment it is read, and the next command takes it over (saying so)."""
+Every command that writes into a run holds a lock of that run (:class:`RunLock`): ``infer`` one per
+shard, ``import``, ``baseline`` and ``score`` the whole run; ``render`` holds one per task and chunk.
+Shards of one count (the units a SLURM array splits a run into, each writing files of its own) run
+side by side; any other pair of writers of one run is refused, whatever the shard counts: shard
+0/1 and shard 0/2 would both answer the same samples, an import would delete the folder under a
+running infer. A second command is refused at once, naming the holder's pid and host: waiting would
+hide that the same work was started twice, and the holder may run for hours. The file holds the
+pid, host and start of its holder, and the holder keeps an ``flock`` on it for as long as it runs:
+the kernel drops that lock however the holder ends (SIGKILL included), so a lock file left by a
+killed process is stale the moment it is read, and the next command takes it over (saying so)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import socket
 import sys
 import time
 import functools
-from contextlib import contextmanager
+import re
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -25,6 +29,7 @@ from typing import Callable, Iterator
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
+from candlebench.core.layout import TaskPaths
 
 
 class Held(UserError, RuntimeError):
@@ -98,6 +103,78 @@ class WriterLock:
     what: str
     instead: str
 
+    def hold(self):
+        return held(self.lock, self.what, self.instead)
+
+
+WHOLE = "whole"
+_UNIT = re.compile(r"(whole|shard\d+of(\d+))\.lock")
+
+
+@dataclass(frozen=True)
+class RunLock(WriterLock):
+    """A writer of one run (``locks/run.<run>.<unit>.lock``): of its shard ``shard``'s unit
+    "shard<i>of<n>", or of the whole run (``shard`` None: import, baseline, score)."""
+
+    shard: tuple[int, int] | None = None
+    prefix: str = ""  # "run.<run>.": every lock file of the run begins so, then its unit
+
+    @classmethod
+    def of(cls, locks: Path, run: str, shard: tuple[int, int] | None, what: str, instead: str) -> "RunLock":
+        unit = WHOLE if shard is None else f"shard{shard[0]}of{shard[1]}"
+        return cls(locks / f"run.{run}.{unit}.lock", what, instead, shard, f"run.{run}.")
+
+    def _beside(self, other: Path) -> bool:
+        """Whether the holder of ``other`` (a lock of the same run) may write beside this one: two
+        shards of one count (distinct: one unit is one file)."""
+        unit = _UNIT.fullmatch(other.name[len(self.prefix):])
+        return bool(unit and unit.group(2) and self.shard and int(unit.group(2)) == self.shard[1])
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Under the run's gate (held only while it looks, so two writers never both look and both
+        take), refuses when a live writer of the run may not write beside this one, then holds its
+        own unit's lock until the block ends."""
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        with ExitStack() as stack:
+            gate = os.open(self.lock.parent / f"{self.prefix}gate", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(gate, fcntl.LOCK_EX)  # a moment: its holders only look and take
+                for other in sorted(self.lock.parent.glob(f"{self.prefix}*.lock")):
+                    if other != self.lock and _UNIT.fullmatch(other.name[len(self.prefix):]) \
+                            and not self._beside(other) and _live(other):
+                        holder = _holder(other)
+                        raise Held(f"{self.what} is being written by another command: pid {holder.get('pid', '?')} "
+                                   f"on {holder.get('host', '?')} since {holder.get('since', '?')} ({other}); wait "
+                                   f"for it to end, or {self.instead}")
+                stack.enter_context(held(self.lock, self.what, self.instead))
+            finally:
+                os.close(gate)
+            yield
+
+
+def run_lock(paths: TaskPaths, run: str, shard: tuple[int, int] | None = None,
+             instead: str = "give this one another infer.run_name") -> RunLock:
+    """The lock a command holds while it writes into run ``run`` of the task in ``paths`` (its shard
+    ``shard`` = (index, count), or the whole run)."""
+    what = f"run {paths.run(run).root}" + ("" if shard is None else f" (shard {shard[0]}/{shard[1]})")
+    return RunLock.of(paths.root / "locks", run, shard, what, instead)
+
+
+def _live(path: Path) -> bool:
+    """Whether a command holds ``path``'s flock now (a file left by a killed one is not live)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's lock
+    return False
+
 
 def one_writer(lock: Callable[[DictConfig], WriterLock]) -> Callable:
     """A stage job that holds the lock of what it writes while it runs. Where that folder does not
@@ -109,7 +186,7 @@ def one_writer(lock: Callable[[DictConfig], WriterLock]) -> Callable:
             writer = lock(cfg)
             if not writer.lock.parent.parent.exists():
                 return job(cfg)
-            with held(writer.lock, writer.what, writer.instead):
+            with writer.hold():
                 return job(cfg)
         return locked
     return decorate

@@ -31,6 +31,19 @@ class RunAnswers:
     metrics: Mapping[str, Any] | None = None
 
 
+def has_answer(text: str | None, error: str | None) -> bool:
+    """The one meaning of "answered", in every stage, console line, status line and table: a text,
+    and no error. A failed generation, a baseline's "no prediction" and an imported empty answer are
+    records of a sample, but not answers: a run holding one is partial, never starred or ranked."""
+    return error is None and text is not None
+
+
+def answered_rows(parsed: "pd.DataFrame") -> "pd.Series":
+    """:func:`has_answer` of each row of a parsed table (a table without an error column: none failed)."""
+    answered = parsed["text"].notna()
+    return answered & parsed["error"].isna() if "error" in parsed else answered
+
+
 # What a judge reads of one answer. A model's answer here is at most a few thousand tokens
 # (model.max_new_tokens <= 4096, ~20,000 characters with its reasoning), so these bounds leave the
 # answers of every configured model whole; an imported 10 MB answer kept METEOR's Java process busy

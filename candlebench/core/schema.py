@@ -20,7 +20,8 @@ from candlebench.core.errors import CorruptFile, UserError
 CURRENT: Mapping[str, int] = {
     "run": 2,  # run.json: 2 = versioned
     "records": 2,  # parts/*.jsonl, responses.jsonl: 2 = what the model said, no verdict (score judges)
-    "metrics": 2,  # metrics.json: 2 = judge version, answered / total, the records it was scored from
+    "metrics": 3,  # metrics.json: 2 = judge version, answered / total, the records it was scored from; 3 = answered
+    # is core.results.has_answer (a text, no error) and the records stamp is a hash of their content
     "render manifest": 2,  # images/manifest.jsonl rows: 2 = versioned
     "samples summary": 2,  # samples_summary.json: 2 = versioned
 }
@@ -57,7 +58,11 @@ def stamped(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
 def read_versioned(kind: str, path: Path) -> dict[str, Any]:
     """A whole JSON file of ``kind`` (run.json, metrics.json, the samples summary) without its
     version key, checked by :func:`version_of`; the layouts of version 1 and 2 differ in nothing else."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptFile(f"{path}: not a {kind} file ({type(err).__name__}): damaged or replaced; re-run the stage "
+                          "that writes it") from None
     if isinstance(data, dict):
         version_of(kind, data, path)
         data.pop(KEY, None)

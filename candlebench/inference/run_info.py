@@ -42,7 +42,7 @@ class RunInfo:
             data = json.loads(path.read_text())
         except FileNotFoundError:
             raise FileNotFoundError(f"{path}: no run.json; run `candlebench infer` (or baseline / import) first") from None
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise CorruptFile(f"{path}: not a run.json of this candlebench ({err}); re-run the stage that made the run") from None
         if isinstance(data, dict):
             version_of("run", data, path)

@@ -81,7 +81,12 @@ class RenderSettings:
         their versions are part of it: another machine may re-render, never mix.
         """
         environment = {"zlib": zlib.ZLIB_RUNTIME_VERSION, "pillow": PIL.__version__}
-        return fingerprint({**asdict(self), "spec": asdict(self.spec), "environment": environment})
+        spec = asdict(self.spec)
+        if not spec["marks"]:
+            # An unmarked chart is byte for byte what it was before marks existed: its key stays
+            # the same, so studies drawn then keep their charts (and their runs' freshness).
+            del spec["marks"]
+        return fingerprint({**asdict(self), "spec": spec, "environment": environment})
 
 
 @dataclass(frozen=True)

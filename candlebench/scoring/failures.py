@@ -1,11 +1,14 @@
-"""Parse failures of every run, by reason: how many, what share of the run, and the first raw text
-that failed that way (the sample browser shows the rest). An answer with no parsed value is a
-failure; its reason is the parser's, or the generation error."""
+"""Parse failures of every run, by reason: how many, what share of the run's answers, and the first
+raw text that failed that way (the sample browser shows the rest). An answer (a text, no error:
+core.results.has_answer) with no parsed value is a failure, its reason the parser's. A sample with no
+answer at all (a failed generation, a baseline's "no prediction") is no parse failure: its run is
+partial, as its Answered cell says."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from candlebench.core.results import answered_rows
 from candlebench.scoring.report import Section, Table
 
 EXAMPLE_CHARS = 160
@@ -14,14 +17,12 @@ FAILURE_COLUMNS = ["sample_id", "answer", "reason", "text", "error"]
 
 
 def failure_rows(run: str, parsed: pd.DataFrame) -> list[dict]:
-    failed = parsed[parsed["answer"].isna()]
+    answers = parsed[answered_rows(parsed)]
+    failed = answers[answers["answer"].isna()]
     rows = []
     for reason, group in failed.groupby(failed["reason"].fillna("(no reason given)"), sort=True):
-        text = group["text"].dropna()
-        generation_failed = "error" in group and group["error"].notna().any()
-        example = text.iloc[0][:EXAMPLE_CHARS] if len(text) else "(no text: generation failed)" if generation_failed else "(no text)"
-        rows.append({"Run": run, "Reason": reason, "Count": len(group), "Share": round(len(group) / len(parsed), 4),
-                     "Sample": group["sample_id"].iloc[0], "First raw text": example})
+        rows.append({"Run": run, "Reason": reason, "Count": len(group), "Share": round(len(group) / len(answers), 4),
+                     "Sample": group["sample_id"].iloc[0], "First raw text": group["text"].iloc[0][:EXAMPLE_CHARS]})
     return rows
 
 

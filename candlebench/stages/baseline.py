@@ -6,9 +6,12 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
+from candlebench.core.lock import run_lock
+from candlebench.core.results import answered_rows
 from candlebench.market.data_source import open_market
 from candlebench.stages.freshness import same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
+from candlebench.stages.study import of_kind
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
@@ -37,17 +40,19 @@ def baseline(cfg: DictConfig) -> None:
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
                        identity={"baseline": name, "params": params, "task_config": task_config, **inputs})
         run = paths.run(name)
-        info.write(run.info)
-        store = RecordStore(run.root)
-        todo = sorted(set(samples["sample_id"]) - store.answered(info.run_key))
-        if todo:
-            answers = task.baselines[name](samples, market, settings, **params)
-            with store.writer(name) as writer:
-                writer.write(_record(info.run_key, name, sid, answers.get(sid)) for sid in todo)
-        table = finalize_run(run, samples, task, parse)
-        answered = int(table["answer"].notna().sum())
+        with run_lock(paths, name, instead="run the baselines again once it ends").hold():
+            of_kind(run, "baseline", f"rename that run's folder, or leave {name} out of task.baseline.names")
+            info.write(run.info)
+            store = RecordStore(run.root)
+            todo = sorted(set(samples["sample_id"]) - store.finished(info.run_key))
+            if todo:
+                answers = task.baselines[name](samples, market, settings, **params)
+                with store.writer(name) as writer:
+                    writer.write(_record(info.run_key, name, sid, answers.get(sid)) for sid in todo)
+            table = finalize_run(run, samples, task, parse)
+        answered = int(answered_rows(table).sum())
         # Said where the run is made, not only in the report: the fix (history, min_train) is a config change.
-        why = table.loc[table["answer"].isna(), "reason"].fillna(NO_ANSWER).value_counts()
+        why = table.loc[~answered_rows(table), "reason"].fillna(NO_ANSWER).value_counts()
         unanswered = "".join(f"; {n} {reason}" for reason, n in why.items())
         print(f"baseline {name}: {answered} of {len(samples)} samples answered{unanswered} -> {run.root}")
 

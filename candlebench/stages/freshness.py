@@ -56,9 +56,11 @@ class Fresh:
 
 @dataclass(frozen=True)
 class Stale:
-    """The output is missing or of other inputs; ``reason`` says which, in words a person reads."""
+    """The output is missing or of other inputs; ``reason`` says which, in words a person reads, and
+    ``redo`` the command that makes it current."""
 
     reason: str
+    redo: str = "candlebench score"
     fresh: ClassVar[bool] = False
 
 
@@ -181,10 +183,22 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
 
 # ---- answers: infer ----
 
+def parsed_keys(run: RunPaths) -> list[str]:
+    """The run keys of the run's parsed.parquet; a missing or unreadable one is refused in one line
+    naming it (:class:`CorruptFile`): `score` writes it again from the records."""
+    again = f"run `candlebench score score.run={run.name}`"
+    if not run.parsed.exists():
+        raise CorruptFile(f"{run.parsed}: missing (its metrics.json is there); {again}")
+    try:
+        return pq.read_table(run.parsed, columns=["run_key"]).column("run_key").unique().to_pylist()
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise CorruptFile(f"{run.parsed}: unreadable ({type(err).__name__}), not a parsed table; {again}") from None
+
+
 def under_key(run: RunPaths, key: str, metrics: Mapping | None = None) -> Freshness:
     """The run's parsed.parquet (and ``metrics``, its metrics.json, where given) hold answers of run
     key ``key`` alone, its run.json's."""
-    keys = set(pq.read_table(run.parsed, columns=["run_key"]).column("run_key").unique().to_pylist())
+    keys = set(parsed_keys(run))
     if metrics is not None:
         keys |= {metrics.get("run_key")}
     if not keys - {key}:
@@ -253,7 +267,11 @@ def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     built and no text input read. None: infer has not written the run's inputs."""
     if not run.inputs.exists():
         return None
-    sent = pd.read_parquet(run.inputs)
+    try:
+        sent = pd.read_parquet(run.inputs, columns=["sample_id", "names", FIRST_PASS])
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise CorruptFile(f"{run.inputs}: unreadable ({type(err).__name__}); run `candlebench infer "
+                          f"infer.run_name={run.name}` again, which writes it (and answers only what is missing)") from None
     sha = input_shas(rendered_inputs(cfg, task, samples, paths))
     first_pass = first_pass_answers(cfg, task, samples, paths) if sent[FIRST_PASS].any() else {}
     wanted = set(samples["sample_id"])
@@ -303,8 +321,55 @@ def task_settings(cfg: DictConfig) -> dict:
 
 def read_metrics(path: Path) -> dict:
     """metrics.json of any schema version this candlebench knows (version 1: no judge version,
-    answered count or records stamp, so it reads as judged by no known judge); a newer one is refused."""
-    return read_versioned("metrics", path)
+    answered count or records stamp, so it reads as judged by no known judge); a newer one is refused,
+    and so is a file that is no metrics.json, in one line naming it."""
+    try:
+        metrics = read_versioned("metrics", path)
+    except FileNotFoundError:
+        raise CorruptFile(f"{path}: missing; run `candlebench score score.run={path.parent.name}`") from None
+    except CorruptFile:
+        metrics = None
+    if not isinstance(metrics, dict):
+        raise CorruptFile(f"{path}: not a metrics.json (damaged or replaced); delete it and run "
+                          f"`candlebench score score.run={path.parent.name}`")
+    return metrics
+
+
+class NewerJudge(UserError, ValueError):
+    """Scores made by a newer version of a task's judge than this checkout's: judging the run again
+    here would silently replace them with an older judge's."""
+
+
+def judged_by(task: Task, metrics: Mapping, path: Path) -> Freshness:
+    """The judge that scored ``metrics`` is the task's of now; an older one (or none recorded) is stale,
+    a newer one refused (:class:`NewerJudge`)."""
+    judge = metrics.get("judge_version")
+    if isinstance(judge, int) and judge > task.judge_version:
+        raise NewerJudge(f"{path}: scored by the {task.name} judge v{judge}, newer than this candlebench's "
+                         f"v{task.judge_version}; update candlebench (its scores are not this one's to replace)")
+    if judge == task.judge_version:
+        return FRESH
+    then = "before judges had versions" if judge is None else f"by the {task.name} judge v{judge}"
+    return Stale(f"judged {then}; the judge is now v{task.judge_version}")
+
+
+def predicted_on(info: RunInfo, paths: TaskPaths, now: str, metrics: Mapping | None) -> Freshness:
+    """A baseline's predictions are of the samples there now: made on them (its run.json's samples),
+    or from the market data they were built from and not scored since on other samples. Its answers
+    are the labels' neighbours (walk-forward models train on them): scored against rebuilt samples
+    they would be another data set's predictions under its labels."""
+    if info.kind != "baseline" or info.identity.get("samples") in (None, now):
+        return FRESH
+    again = f"candlebench baseline task={info.task} 'task.baseline.names=[{info.model_name}]'"
+    summary = read_versioned("samples summary", paths.summary) if paths.summary.exists() else {}
+    built_from, made_from = (summary.get("data") or {}).get("fingerprint"), info.identity.get("data")
+    if built_from and made_from and built_from != made_from:
+        return Stale(f"baseline {info.model_name} predicted from other market data than {paths.samples} was "
+                     "built from (rebuilt since)", again)
+    if metrics is not None and metrics.get("run_key") == info.run_key and metrics.get("samples_fingerprint") not in (None, now):
+        return Stale(f"baseline {info.model_name} predicted on other samples than {paths.samples} (rebuilt since)",
+                     again)
+    return FRESH
 
 
 def scored_on(metrics: Mapping, now: str, n_samples: int) -> Freshness:
@@ -322,26 +387,41 @@ def scores(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> Fresh
     """Whether the run's metrics.json is the score of its records now under the task's judge on the
     samples of fingerprint ``samples_now``: `score` scores again exactly the stale runs, `status`
     says why."""
+    if not run.info.exists():
+        return Stale(f"{run.info} is missing", "candlebench infer (or baseline / import) for this run")
     if run.score_error.exists():
         return Stale("its last scoring failed")
-    if not run.metrics.exists() or not run.info.exists():
+    if not run.metrics.exists():
         return NOT_SCORED
     try:
-        metrics, key = read_metrics(run.metrics), RunInfo.read(run.info).run_key
+        metrics, info = read_metrics(run.metrics), RunInfo.read(run.info)
     except NewerSchema:
         raise  # a newer candlebench's scores are not this one's to replace
     except (ValueError, UserError):
         return Stale("damaged metrics.json or run.json")  # scoring it again says what is wrong
-    if metrics.get("run_key") != key:
+    made = predicted_on(info, TaskPaths(run.root.parent.parent), samples_now, metrics)
+    if not made.fresh:
+        return made
+    if metrics.get("run_key") != info.run_key:
         return Stale("redone since it was scored")
     same = scored_on(metrics, samples_now, n_samples)
     if not same.fresh:
         return same
-    judge = metrics.get("judge_version")
-    if judge != task.judge_version:
-        then = "before judges had versions" if judge is None else f"by the {task.name} judge v{judge}"
-        return Stale(f"judged {then}; the judge is now v{task.judge_version}")
-    if metrics.get("records") != RecordStore(run.root).stamp():
-        return Stale(f"answers written since it was scored ({metrics.get('answered')}/{metrics.get('n_samples')} "
+    judged = judged_by(task, metrics, run.metrics)
+    if not judged.fresh:
+        return judged
+    stamp = str(metrics.get("records") or "")
+    if not stamp.startswith(STAMPED):
+        return Stale("scored before its records were stamped by their content (an older candlebench)")
+    if stamp != RecordStore(run.root).stamp():
+        return Stale(f"its records changed since it was scored ({metrics.get('answered')}/{metrics.get('n_samples')} "
                      "answered then)")
+    try:
+        parsed_keys(run)
+    except CorruptFile as err:
+        return Stale(str(err))
     return FRESH
+
+
+# How a records stamp made from the records' content begins (RecordStore.stamp): older ones were counts of bytes.
+STAMPED = "sha256:"

@@ -30,7 +30,9 @@ from omegaconf import DictConfig
 from candlebench.core.errors import UserError
 from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
+from candlebench.core.results import answered_rows
 from candlebench.core.layout import run_paths, task_paths
+from candlebench.core.lock import RunLock, one_writer, run_lock
 from candlebench.stages.parsed import finalize_run
 from candlebench.inference.chat import reasoning_in_text
 from candlebench.inference.records import RecordStore, ResponseRecord
@@ -94,6 +96,12 @@ def _json_kind(value: object) -> str:
     return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
+def _writing(cfg: DictConfig) -> RunLock:
+    """An import writes (or replaces) the whole run: refused while any command writes into it."""
+    return run_lock(task_paths(cfg), run_paths(cfg).name, instead="import under another infer.run_name")
+
+
+@one_writer(_writing)
 def import_responses(cfg: DictConfig) -> None:
     if not cfg.get("import_file"):
         raise ResponseFileError("usage: candlebench import FILE [infer.run_name=NAME] [task=NAME]")
@@ -112,15 +120,18 @@ def import_responses(cfg: DictConfig) -> None:
             raise ResponseFileError(f"{path}, line {number}: sample_id {sid!r} again (first on line {seen[sid]})")
         seen[sid] = number
     run = run_paths(cfg)
-    replaced = run.info.exists() and (kind := RunInfo.read(run.info).kind) != "import"
-    if replaced and not cfg.get("import_replace"):
-        raise ResponseFileError(f"{run.root} is a {kind} run, not an import: importing {path} there would replace its "
-                                "answers; name another run (infer.run_name=...), or add import_replace=true to replace it")
     models = {str(row["model"]) for _, row in rows if row.get("model")}
     info = RunInfo(
         task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
         identity={"import": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
+    before = RunInfo.read(run.info) if run.info.exists() else None
+    # Another run under this name (a model's, a baseline's, another file's import): replaced only when told.
+    replaced = before is not None and before.run_key != info.run_key
+    if replaced and not cfg.get("import_replace"):
+        what = "an import of another file" if before.kind == "import" else f"a {before.kind} run, not an import"
+        raise ResponseFileError(f"{run.root} is {what}: importing {path} there would replace its answers; name "
+                                "another run (infer.run_name=...), or add import_replace=true to replace it")
     records = [ResponseRecord.answered(info.run_key, str(r["sample_id"]), str(r.get("model") or info.model_name),
                                        "import", _recorded(r))
                for _, r in rows]  # every record built before anything is written
@@ -128,14 +139,14 @@ def import_responses(cfg: DictConfig) -> None:
         shutil.rmtree(run.root)
     info.write(run.info)
     store = RecordStore(run.root)
-    done = store.answered(info.run_key)
+    done = store.finished(info.run_key)
     todo = [r for r in records if r.sample_id not in done]
     if todo:
         with store.writer("import") as writer:
             writer.write(todo)
     table = finalize_run(run, samples, task, task.judge(task.settings(cfg.task)))
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
-          f"{len(table)} of {len(samples)} samples answered -> {run.root}\n"
+          f"{int(answered_rows(table).sum())} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "
           "with the same data= and out_dir= as here")
 

@@ -11,18 +11,20 @@ from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
+from candlebench.core.results import answered_rows
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
-from candlebench.core.lock import WriterLock, one_writer
+from candlebench.core.lock import WriterLock, one_writer, run_lock
 from candlebench.stages.freshness import (FIRST_PASS, first_pass_answers, input_fingerprint, input_shas, rendered_inputs,
                                           same_market)
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
 from candlebench.stages.parsed import finalize_run
+from candlebench.stages.study import of_kind
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.backends import backend_kind, check_weights
 from candlebench.inference.backends.server_http import ServerChanged
 from candlebench.inference.backends.base import Backend, Media
 from candlebench.inference.models import ModelSpec, ensure_built
-from candlebench.inference.records import RecordStore
+from candlebench.inference.records import RecordStore, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.inference.runner import Request, run_requests
 from candlebench.rendering.inputs import TEXT_INPUT, read_samples, text_column
@@ -82,10 +84,10 @@ def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
 
 
 def writing(cfg: DictConfig) -> WriterLock:
-    """One infer per run and shard at a time: two would both generate every sample."""
-    part, run = shard(cfg), run_paths(cfg)
-    return WriterLock(task_paths(cfg).lock(f"infer.{run.name}.shard{part.index}of{part.count}"),
-                f"run {run.root} (shard {part.index}/{part.count})", "give this one another infer.run_name")
+    """One infer per run and shard at a time (shards of one count side by side; any other writer of the
+    run refused): two would both generate every sample."""
+    part = shard(cfg)
+    return run_lock(task_paths(cfg), run_paths(cfg).name, (part.index, part.count))
 
 
 @one_writer(writing)
@@ -103,8 +105,9 @@ def infer(cfg: DictConfig) -> None:
     requests, sent = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
     run = run_paths(cfg)
     fresh = not run.root.exists()
-    if not fresh and run.info.exists():
-        same_server(RunInfo.read(run.info), info, run.root)
+    before = of_kind(run, "model", "give this one another infer.run_name")
+    if before is not None:
+        same_server(before, info, run.root)
     info.write(run.info)
     write_parquet(sent, run.inputs)
 
@@ -139,7 +142,7 @@ def infer(cfg: DictConfig) -> None:
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
-        f"{len(table) - failed} of {len(samples)} samples answered so far"
+        f"{int(answered_rows(table).sum())} of {len(samples)} samples answered so far"
         + (f" ({failed} failed: asked again by the next infer)" if failed else "") + f" -> {run.root}"
     )
 
@@ -148,6 +151,7 @@ def infer(cfg: DictConfig) -> None:
 class InferProgress:
     answered: frozenset[str]  # samples with an answer under the run's own key
     failed: frozenset[str]  # samples whose every attempt failed (retried on the next infer)
+    no_answer: frozenset[str]  # samples recorded without an answer (a baseline's no-prediction, an empty import)
 
 
 def infer_progress(run: RunPaths, ids: set[str]) -> InferProgress:
@@ -156,5 +160,6 @@ def infer_progress(run: RunPaths, ids: set[str]) -> InferProgress:
     run is complete under a config, for the inputs the samples have now."""
     key = RunInfo.read(run.info).run_key
     records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
-    answered = frozenset(r.sample_id for r in records if r.error is None)
-    return InferProgress(answered, frozenset(r.sample_id for r in records if r.error is not None) - answered)
+    answered = frozenset(r.sample_id for r in records if is_answer(r))
+    return InferProgress(answered, frozenset(r.sample_id for r in records if r.error is not None) - answered,
+                         frozenset(r.sample_id for r in records if r.error is None and r.text is None) - answered)

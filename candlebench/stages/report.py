@@ -4,28 +4,30 @@ sample browser and the provenance. It dispatches on the task and knows no metric
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
-from candlebench.core.errors import UserError
+from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.core.results import RunAnswers
 from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
+from candlebench.stages import freshness
 from candlebench.stages.freshness import read_metrics, samples_fingerprint, scored_on, under_key
 from candlebench.stages.score import score_settings
+from candlebench.stages.study import data_of, other_data, report_tasks
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
 from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
 from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run, with_answered, write_report
-from candlebench.task_api.registry import get_task, names as task_names
+from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import Task, extent
 
 
@@ -59,7 +61,7 @@ class ScoredRunFiles:
 
 def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredRunFiles:
     run = paths.run(name)
-    info = RunInfo.read(run.info)
+    info = RunInfo.read(run.info)  # run.json was checked to be there (:func:`_run_names`)
     metrics = read_metrics(run.metrics)
     keyed = under_key(run, info.run_key, metrics)
     if not keyed.fresh:
@@ -74,14 +76,53 @@ def dataset(paths: TaskPaths, samples: pd.DataFrame) -> Dataset:
 
 
 def study_line(tasks: list[TaskPaths]) -> str:
-    """What each task asked, for the report's header: its samples, stocks and dates."""
-    sizes = []
+    """What each task asked, for the report's header: its samples, stocks and dates; then the data
+    they came from: its files, bars and price adjustment (what `data check` notes of it), so two
+    reports of one stock each never read alike."""
+    sizes, data = [], {}
     for paths in tasks:
         keys = [k for k in ("code", "cutoff") if k in pq.read_schema(paths.samples).names]
         samples = pd.read_parquet(paths.samples, columns=keys or ["sample_id"])
         reach = extent(samples)
-        sizes.append(f"{paths.task}: {len(samples):,} samples" + (f" ({reach})" if reach else ""))
-    return "; ".join(sizes)
+        where = ([_listed(sorted(map(str, samples["code"].unique())))] if "code" in samples else []) + (
+            [_dates(samples["cutoff"])] if "cutoff" in samples else [])
+        sizes.append(f"{paths.task}: {len(samples):,} samples" + (f" ({reach}: {'; '.join(where)})" if reach else ""))
+        built = data_of(paths)
+        if built.get("fingerprint"):
+            data.setdefault(built["fingerprint"], built)
+    return "; ".join(sizes) + "".join(f". {_data_line(d)}" for d in data.values())
+
+
+def _dates(cutoffs: pd.Series) -> str:
+    dates = pd.to_datetime(cutoffs)
+    return f"{dates.min():%Y-%m-%d} .. {dates.max():%Y-%m-%d}"
+
+
+def _listed(codes: list[str], at_most: int = 12) -> str:
+    return ", ".join(codes[:at_most]) + (f" and {len(codes) - at_most} more" if len(codes) > at_most else "")
+
+
+def _data_line(data: dict) -> str:
+    adjusted = [n for n in data.get("notes") or () if "adjust" in n]
+    return (f"Data: {', '.join(data.get('files') or ['?'])} ({data.get('stocks', '?')} stocks, {data.get('rows', '?')} bars, "
+            f"bars fingerprint {data['fingerprint']}); prices: "
+            + ("; ".join(adjusted) if adjusted else "used as given (no adjustment noted)")
+            + ("; mixed price adjustment" if data.get("mixed_adjustment") else ""))
+
+
+def one_data_set_of(layout: Layout, tasks: list[str]) -> tuple[list[str], Section | None]:
+    """The tasks of the study's data set, the command's first task's (its first with market data),
+    and a section naming those built from other bars (their samples rebuilt from other data since):
+    a report never mixes sections of two data sets."""
+    ours, other = other_data(layout, tasks)
+    if not other:
+        return tasks, None
+    rows = [{"Task": t, "Built from": ", ".join(b.get("files") or []), "Bars": b["fingerprint"]} for t, b in other.items()]
+    return [t for t in tasks if t not in other], Section("Not shown: tasks built from other data", (Table(
+        "Tasks whose samples came from other bars", pd.DataFrame(rows),
+        f"This report is of {', '.join(ours.get('files') or [])} (bars {ours['fingerprint']}). These tasks' samples were "
+        "built from other bars (their data changed since, or another file): rebuild them with this data "
+        "(`candlebench run 'tasks=[...]'`), or report them from their own out_dir."),), {})
 
 
 def _market(samples: pd.DataFrame) -> str:
@@ -93,21 +134,28 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
     the sample browser lists them."""
-    runs, datasets, comparisons, failures, browsed, elsewhere = [], [], {}, [], [], []
+    runs, datasets, comparisons, failures, browsed, elsewhere, dated = [], [], {}, [], [], [], []
     wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
     for where in paths:
-        names = [n for n in where.run_names() if where.run(n).metrics.exists() and (wanted is None or n in wanted)]
+        samples = read_samples(where)
+        names = [n for n in _run_names(where) if wanted is None or n in wanted]
+        dated += [_dated_row(where.run(n), freshness.NOT_SCORED) for n in names
+                  if not where.run(n).metrics.exists() and not where.run(n).score_error.exists()]
+        names = [n for n in names if where.run(n).metrics.exists()]
         if not names:
             continue
-        samples = read_samples(where)
         names, other = _of_these_samples(where, names, samples)
         elsewhere += other
         if not names:
             continue
         data = {n: _scored_files(where, n, samples) for n in names}  # also: every run's scores are of its current key
         market = _market(samples)
-        runs += [scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market,
-                            task.references.get(n, "") if d.info.get("kind") == "baseline" else "")
+        now = samples_fingerprint(samples, where)
+        stale = {n: freshness.scores(task, where.run(n), now, len(samples)) for n in names}
+        dated += [_dated_row(where.run(n), why) for n, why in stale.items() if not why.fresh]
+        runs += [_marked(scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market,
+                                    task.references.get(n, "") if d.info.get("kind") == "baseline" else ""),
+                         stale[n].fresh)
                  for n, d in data.items()]
         datasets.append(dataset(where, samples))
         prefix = f"{market}: " if len(paths) > 1 else ""
@@ -125,7 +173,44 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
     sections = [with_answered(s, runs) for s in task.report(runs, comparisons, datasets)] if runs else []
     unscored = unscored_section(task.name, paths, {r["Folder"] for r in elsewhere})
     hidden = other_samples_section(task.name, elsewhere)
-    return sections + [s for s in (failure_table(task.name, failures), unscored, hidden) if s], runs, comparisons, browsed
+    out_of_date = out_of_date_section(task.name, dated)
+    return (sections + [s for s in (failure_table(task.name, failures), out_of_date, unscored, hidden) if s], runs,
+            comparisons, browsed)
+
+
+OUT_OF_DATE = "(out of date)"
+
+
+def _run_names(paths: TaskPaths) -> list[str]:
+    """The task's runs; a run folder without its run.json is refused in one line (its answers
+    cannot be told from another run's): never left out of the report without a word."""
+    names = paths.run_names()
+    for name in names:
+        if not paths.run(name).info.exists():
+            raise CorruptFile(f"{paths.run(name).info}: missing, so the answers in {paths.run(name).root} belong to no "
+                              "known run; restore it, or re-run the stage that made the run (infer / baseline / import)")
+    return names
+
+
+def _marked(run: RunMetrics, fresh: bool) -> RunMetrics:
+    """A run whose scores are not of its records now (by this judge, on these samples) says so
+    wherever it is shown, until `score` makes them current."""
+    return run if fresh else replace(run, label=f"{run.label} {OUT_OF_DATE}")
+
+
+def _dated_row(run: RunPaths, why: freshness.Stale) -> dict:
+    return {"Run": run.name, "Why": why.reason, "Redo": f"`{why.redo}`"}
+
+
+def out_of_date_section(task: str, rows: list[dict]) -> Section | None:
+    """Runs whose scores shown are not of their records now (written to since, judged by an older
+    judge, ...) and runs not scored at all: each with why and the command that makes it current."""
+    if not rows:
+        return None
+    return Section(f"{task}: scores out of date or missing", (Table(
+        f"{task}: runs whose scores are not of their answers now", pd.DataFrame(rows),
+        f"Runs marked {OUT_OF_DATE} in the tables above show scores of older answers, another judge or other samples; "
+        "runs not scored yet are not in them. The command in Redo makes them current."),), {})
 
 
 def _of_these_samples(paths: TaskPaths, names: list[str], samples: pd.DataFrame) -> tuple[list[str], list[dict]]:
@@ -156,7 +241,7 @@ def other_samples_section(task: str, rows: list[dict]) -> Section | None:
 def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Section | None:
     """Runs whose last scoring failed: never left out without a word. ``hidden``: the folders of
     runs whose older scores are of other samples (not shown)."""
-    rows = [{"Run": n, "Why": json.loads(where.run(n).score_error.read_text()).get("error"),
+    rows = [{"Run": n, "Why": _score_error(where.run(n)),
              "Older scores shown": "yes" if where.run(n).metrics.exists() and str(where.run(n).root) not in hidden
              else "no"}
             for where in paths for n in where.run_names() if where.run(n).score_error.exists()]
@@ -166,6 +251,14 @@ def unscored_section(task: str, paths: list[TaskPaths], hidden: set[str]) -> Sec
         f"{task}: runs not scored", pd.DataFrame(rows),
         "Scoring failed for these runs; score_error.json in each run folder holds the traceback. "
         "`candlebench score score.run=<run>` again once the cause is fixed."),), {})
+
+
+def _score_error(run: RunPaths) -> str:
+    """The one-line reason of score_error.json (a damaged one says so: scoring again rewrites it)."""
+    try:
+        return str(json.loads(run.score_error.read_text(encoding="utf-8"))["error"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return f"{run.score_error}: damaged; `candlebench score score.run={run.name}` writes it again"
 
 
 # What the report's console line says of each place of the charts: whether the page travels.
@@ -206,14 +299,6 @@ def browser_settings(cfg: DictConfig, browsed: list[BrowserRun]) -> BrowserSetti
                            page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
 
 
-def report_tasks(asked: list[str], present: set[str]) -> list[str]:
-    """Every task of the study, the command's own first: ``run 'tasks=[e2a]'`` after a three-task
-    run rewrites the E2A section and keeps the other two (the report is the study's, not the last
-    command's); the rest in the registry's order."""
-    rest = [t for t in task_names() if t in present] + sorted(present - set(task_names()))
-    return [*asked, *(t for t in rest if t not in asked)]
-
-
 def report(cfg: DictConfig) -> None:
     layout = Layout.of(cfg)
     pooled = [layout] + [Layout(Path(p)) for p in (cfg.report.get("pool") or [])]
@@ -221,9 +306,10 @@ def report(cfg: DictConfig) -> None:
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
     tasks = report_tasks(list(cfg.tasks) if cfg.get("tasks") else [], {t for p in pooled for t in p.tasks_present()})
+    tasks, other_data = one_data_set_of(layout, tasks)
     sections, runs, comparisons, browsed = [], [], {}, []
     for name in tasks:
-        present = [p.task(name) for p in pooled if p.task(name).samples.exists()]
+        present = [p.task(name) for p in pooled if name in p.tasks_present()]
         found, scored, compared, listed = task_section(get_task(name), present, cfg)
         sections += found
         runs += scored
@@ -245,14 +331,14 @@ def report(cfg: DictConfig) -> None:
     here = [layout.task(t) for t in tasks if layout.task(t).samples.exists()]
     found = provenance(layout, here, {t: [n for n in names if layout.task(t).run(n).info.exists()] for t, names in shown.items()})
     write_json(found, out / "provenance.json")
-    sections = [*sections, provenance_section(found)]  # results first; provenance last, folded
+    sections = [*sections, *([other_data] if other_data else []), provenance_section(found)]  # provenance last, folded
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
     settings = browser_settings(cfg, browsed)
     samples = browser_block(browsed, out, settings)
     md, page = write_report(sections, out, cfg.report.title, random, samples, study_line(here))
-    answers = sum(b.answers for b in browsed)
+    answers = sum(b.answers for b in browsed)  # the browser's rows: a sample's record, an answer or not (has_answer)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
-          f"({page.stat().st_size / 1e6:.2f} MB, {answers} answers in its sample browser; {TRAVELS[settings.charts]})")
+          f"({page.stat().st_size / 1e6:.2f} MB, {answers} records in its sample browser; {TRAVELS[settings.charts]})")
     if answers > settings.split_above:
         print(f"its sample browser reads one file per run from {out / FILES} (over report.split_above="
               f"{settings.split_above} answers): open it with `candlebench view {out}`")

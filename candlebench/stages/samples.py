@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
-from candlebench.core.layout import task_paths
+from candlebench.core.layout import Layout, task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
+from candlebench.stages.study import one_data_set
 from candlebench.stages.task_setup import task_setup
 from candlebench.task_api.base import SAMPLE_KEYS, extent
 
@@ -34,12 +36,24 @@ def data_check(cfg: DictConfig) -> None:
     )
 
 
+def named_by_file(cfg: DictConfig) -> bool:
+    """Whether out_dir is the folder the data's name gives (outputs/<study>, or an experiment's
+    outputs/<experiment>-<study>), not one named on the command line."""
+    out = Path(str(cfg.out_dir))
+    return out.parent == Path(str(cfg.paths.output_root)) and (out.name == cfg.study or out.name.endswith(f"-{cfg.study}"))
+
+
 def samples(cfg: DictConfig) -> None:
     setup = task_setup(cfg)
     task, settings = setup.task, setup.settings
     market = open_market(cfg.data) if task.uses_market(settings) else None
     built = task.build_samples(market, settings, setup.context)
     paths = task_paths(cfg)
+    # Before anything is written: the folder a file's name gives by default holds one data set. An
+    # out_dir named on the command line is the user's choice of folder (restated data rebuilt in place).
+    if market is not None and named_by_file(cfg):
+        content = market.fingerprint()
+        one_data_set(Layout.of(cfg), list(market.report.files), content, content[:8])
     if built.frame.empty:
         window = f"[{getattr(settings.samples, 'start', None)}, {getattr(settings.samples, 'end', None)})"
         runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"

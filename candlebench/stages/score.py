@@ -12,15 +12,16 @@ from typing import Any, Mapping
 import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
-from candlebench.core.errors import UserError
+from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json, write_parquet
 from candlebench.core.layout import RunPaths, TaskPaths, task_paths
 from candlebench.core.schema import stamped
-from candlebench.core.results import RunAnswers
+from candlebench.core.lock import Held, run_lock
+from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.stages import freshness
 from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
 from candlebench.stages.parsed import finalize_run
-from candlebench.stages.study import check_answers_these
+from candlebench.stages.study import OtherSamples, check_answers_these
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
@@ -107,6 +108,10 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
+    made = freshness.predicted_on(info, paths, now, _last_scores(run))
+    if not made.fresh:
+        raise OtherSamples(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
+                           f"run `{made.redo}` first")
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
     setup = task_setup(cfg)
     parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
@@ -121,14 +126,22 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
     metrics["samples_fingerprint"] = now
-    # Samples with an answer (a failed generation is retried by the next infer, so it is not one).
-    metrics["answered"] = int(parsed["error"].isna().sum())
+    # Samples with an answer (core.results.has_answer: a text and no error), as every stage counts them.
+    metrics["answered"] = int(answered_rows(parsed).sum())
     metrics["run_key"] = info.run_key
     metrics["task"] = task.name
     metrics["judge_version"] = task.judge_version
     metrics["records"] = stamp
     write_json(stamped("metrics", metrics), run.metrics)
     return metrics
+
+
+def _last_scores(run: RunPaths) -> dict | None:
+    """The run's metrics.json as scored last, if it can be read (a damaged one is what scoring replaces)."""
+    try:
+        return freshness.read_metrics(run.metrics) if run.metrics.exists() else None
+    except CorruptFile:
+        return None
 
 
 class ScoringFailed(UserError, RuntimeError):
@@ -154,7 +167,12 @@ def score(cfg: DictConfig) -> None:
         run = paths.run(name)
         was = freshness.scores(task, run, now, len(samples))
         try:
-            metrics = score_run(task, paths, run, samples, cfg, now)
+            with run_lock(paths, name, instead="score it once that command ends").hold():
+                metrics = score_run(task, paths, run, samples, cfg, now)
+        except Held as err:  # being written: not a failure of its scoring, nothing to record in its folder
+            failed.append(f"{task.name}/{name}: {err}")
+            print(f"{task.name}/{name}: not scored: {err}", file=sys.stderr)
+            continue
         except Exception as err:  # noqa: BLE001 - recorded as data, raised below once every run was tried
             why = " ".join(f"{type(err).__name__}: {err}".split())
             write_json({"error": why, "traceback": traceback.format_exc()}, run.score_error)

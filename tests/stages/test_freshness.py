@@ -216,9 +216,24 @@ def test_scores_are_fresh_for_the_records_judge_run_key_and_samples_they_were_ma
     assert freshness.scores(task, run, now, len(samples)) == FRESH
     _answer(cfg, set(ids[5:]), "second")  # the run goes on after it was scored
     assert freshness.scores(task, run, now, len(samples)) == Stale(
-        "answers written since it was scored (5/6 answered then)")
+        "its records changed since it was scored (5/6 answered then)")
+    score_run(task, paths, run, samples, cfg, now)
+    assert freshness.scores(task, run, now, len(samples)) == FRESH
+    # An answer edited in place to another of the same length (#51): the stamp is of the content, not the size.
+    part = sorted(run.parts.glob("*.jsonl"))[0]
+    text = part.read_text(encoding="utf-8")
+    answer = json.loads(text.splitlines()[0])["text"]
+    edited = answer.replace("0", "9", 1) if "0" in answer else answer.replace("1", "2", 1)
+    assert len(edited) == len(answer) and edited != answer
+    part.write_text(text.replace(answer, edited, 1), encoding="utf-8")
+    assert freshness.scores(task, run, now, len(samples)) == Stale(
+        "its records changed since it was scored (6/6 answered then)")
     score_run(task, paths, run, samples, cfg, now)
     assert freshness.scores(task, run, "rebuilt", len(samples)) == Stale("scored on other samples (rebuilt since)")
+    _metrics(run, judge_version=task.judge_version + 1)
+    with pytest.raises(freshness.NewerJudge, match=rf"^{run.metrics}: scored by the forecast judge v{task.judge_version + 1}, "
+                                                   rf"newer than this candlebench's v{task.judge_version}; update"):
+        freshness.scores(task, run, now, len(samples))
     _metrics(run, judge_version=task.judge_version - 1)
     assert freshness.scores(task, run, now, len(samples)) == Stale(
         f"judged by the forecast judge v{task.judge_version - 1}; the judge is now v{task.judge_version}")

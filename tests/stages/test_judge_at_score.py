@@ -17,6 +17,7 @@ import pytest
 
 from candlebench.core.jsonl import read_jsonl
 from candlebench.core.layout import Layout
+from candlebench.core.schema import CURRENT
 from candlebench.stages.graph import run_stage
 from candlebench.stages.provenance import run_provenance
 from candlebench.status import report_lines
@@ -76,10 +77,12 @@ def test_score_judges_the_text_never_a_verdict_stored_with_it(study, capsys):
         assert parsed.loc[row["sample_id"], "reason"] == expected.reason
     got = json.loads((run / "metrics.json").read_text())
     assert _numbers(got) == _numbers(json.loads((run_dir(study, "momentum") / "metrics.json").read_text()))
-    assert got["judge_version"] == TASK.judge_version and got["schema"] == 2
+    assert got["judge_version"] == TASK.judge_version and got["schema"] == CURRENT["metrics"]
 
 
-def test_a_new_judge_version_rejudges_every_run_without_answering_again(study, capsys, monkeypatch):
+def test_a_new_judge_version_rejudges_every_run_without_answering_again(study, capsys, monkeypatch, tmp_path):
+    # In a copy: its scores by the next judge are refused by this one's once the test ends (#51).
+    study = Path(shutil.copytree(study, tmp_path / "study"))
     run = run_dir(study, "momentum")
     _score(study, capsys)  # every run up to date first
     parts = {p.name: p.read_bytes() for p in (run / "parts").glob("*.jsonl")}
@@ -123,7 +126,7 @@ def test_a_run_scored_while_being_written_is_scored_again_once_it_has_more_answe
     # The writer goes on (a resumed infer: a part of its own) after the score.
     (run / "parts" / "resumed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[25:]), encoding="utf-8")
     said = "\n".join(report_lines(study))
-    assert "unfinished: 40/40 answered, scores out of date: answers written since it was scored (25/40 answered then)" in said
+    assert "unfinished: 40/40 answered, scores out of date: its records changed since it was scored (25/40 answered then)" in said
     assert ", scored (judge" not in said.split("unfinished:")[1].splitlines()[0]
     out = _score(study, capsys)  # no run named: the stale one is found
     assert "forecast/unfinished: 40/40 answered; judge v" in out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from candlebench.core.schema import NewerSchema
+from candlebench.core.schema import CURRENT, NewerSchema
 from candlebench.stages.graph import run_stage
 from candlebench.rendering.render import read_manifest
 from candlebench.task_api.registry import get_task
@@ -44,7 +44,7 @@ def test_a_study_of_main_before_schema_versions_scores_to_the_same_metrics(study
             assert f"{task}/{run}: " in said and "(scored because: judged before judges had versions; the judge is now v" in said
             new = json.loads((study / task / "runs" / run / "metrics.json").read_text())
             assert {k: new[k] for k in old} == old, run
-            assert (new["schema"], new["judge_version"]) == (2, get_task(task).judge_version)
+            assert (new["schema"], new["judge_version"]) == (CURRENT["metrics"], get_task(task).judge_version)
         assert "is scored under its current key" in (_score(study, task), capsys.readouterr().out)[1]
     partial = json.loads((study / "forecast" / "runs" / "elsewhere" / "metrics.json").read_text())
     assert (partial["answered"], partial["n_samples"]) == (30, 40)
@@ -55,8 +55,9 @@ def test_a_study_of_main_before_schema_versions_scores_to_the_same_metrics(study
 @pytest.mark.parametrize("name", ["run.json", "metrics.json"])
 def test_a_file_of_a_newer_schema_is_refused_in_one_line_naming_it(study, name):
     path = study / "forecast" / "runs" / "momentum" / name
-    path.write_text(json.dumps({**json.loads(path.read_text()), "schema": 3}))
+    kind = "run" if name == "run.json" else "metrics"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema": CURRENT[kind] + 1}))
     with pytest.raises(NewerSchema) as refused:
         _score(study, "forecast", "score.run=momentum" if name == "run.json" else "score.run=null")
-    assert str(refused.value) == (f"{path}: {'run' if name == 'run.json' else 'metrics'} schema version 3, newer than "
-                                  f"this candlebench reads (2); update candlebench to read it")
+    assert str(refused.value) == (f"{path}: {kind} schema version {CURRENT[kind] + 1}, newer than "
+                                  f"this candlebench reads ({CURRENT[kind]}); update candlebench to read it")

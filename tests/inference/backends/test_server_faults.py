@@ -78,7 +78,7 @@ def test_one_command_writes_a_run_at_a_time_and_a_killed_holders_lock_is_taken_o
     holder's pid and host; the holder killed (SIGKILL: its lock file stays), the next infer takes
     the stale lock over and answers."""
     args = ("infer", "data=slice", f"out_dir={workspace}", "infer.run_name=locked", "backend=server")
-    lock = workspace / "forecast" / "locks" / "infer.locked.shard0of1.lock"
+    lock = workspace / "forecast" / "locks" / "run.locked.shard0of1.lock"
     with FakeServer(script=("hang",), lifetime_s=60) as fake:
         holder = start(*args, f"backend.base_url={fake.base_url}", env=env)
         assert wait_for(lambda: fake.calls >= 1 or holder.poll() is not None, 60) and holder.poll() is None, \
