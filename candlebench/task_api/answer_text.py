@@ -1,18 +1,21 @@
 """Text steps that every answer parser takes first, shared by the tasks whose parsers read a
 model's free text the same way (forecast, chart reading): Unicode and HTML normalisation, the
 split of reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``) from the answer, and the
-removal of Markdown code fences. One copy, so a fix to how a reasoning block is read reaches
+removal of Markdown code fences, and the JSON objects an answer holds. One copy, so a fix to how a reasoning block is read reaches
 every such task (and raises each one's judge version)."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
 from typing import Final
 
 THINK_MARK: Final = re.compile(r"<\s*(?P<slash>/\s*)?(?:think|thinking|reasoning)\s*>", re.I)
 _FENCE: Final = re.compile(r"```[A-Za-z0-9_+-]*")
+_BRACE: Final = re.compile(r"\{")
+_DECODER: Final = json.JSONDecoder(strict=False)  # control characters inside strings: still the object
 
 _DASHES: Final = dict.fromkeys(map(ord, "\u2212\u2010\u2011\u2012\u2013"), "-")
 _INVISIBLE: Final = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
@@ -50,3 +53,19 @@ def split_reasoning(text: str) -> tuple[str, str, bool]:
 
 def strip_fences(text: str) -> str:
     return _FENCE.sub(" ", text).strip()
+
+
+def json_objects(text: str) -> list[dict]:
+    """Every JSON object that starts at a "{" of ``text`` (nested ones too), in order. What does not
+    decode is skipped: besides malformed JSON, a nesting deeper than the decoder's recursion limit
+    (RecursionError) and an integer of over 4,300 digits (ValueError) are an answer's text too, and
+    a parser never raises. NaN, Infinity and 1e999 decode to non-finite floats: a parser checks them."""
+    found = []
+    for start in (m.start() for m in _BRACE.finditer(text)):
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found

@@ -1,80 +1,196 @@
 """Parse a reading answer: one JSON object of question -> answer (tasks/reading/questions.py).
 
 Models wrap the object in prose or code fences, answer some questions only, write single quotes,
-trailing commas or full-width punctuation, put "Bullish Engulfing" for ``bullish_engulfing`` or
-answer in Chinese words. Rules, in this order; never raises::
+trailing commas or full-width punctuation, put "Bullish Engulfing" for ``bullish_engulfing``,
+answer in Chinese words, negate ("not above", 不高于), hedge ("6 or 7") or correct themselves
+("above at first glance, but actually below"). The judge never gives credit for an answer the
+text does not give: what it cannot read as exactly one answer is no answer, with the reason.
+Rules, in this order; never raises::
 
-    | # | Situation                                   | Rule                                                      | tier / reason           |
-    |---|---------------------------------------------|-----------------------------------------------------------|-------------------------|
-    | 1 | None, "", whitespace                        | nothing to parse                                          | none / "empty response" |
-    | 2 | full-width characters, curly quotes,        | NFKC, curly quotes straight; reasoning blocks cut as the  | (silent) / "unclosed    |
-    |   | <think> blocks, code fences                 | forecast parser does (an unclosed one cuts the rest);     | <think> block"          |
-    |   |                                             | fences removed                                            |                         |
-    | 3 | JSON objects anywhere (also nested under    | each object's readable answers; the object with the most  | json                    |
-    |   | "answer"/"answers")                         | wins, the last on a tie (a format echo comes first)       |                         |
-    | 4 | none decodes: single quotes, trailing       | the same, after repairing those                           | lenient                 |
-    |   | commas, unquoted keys                       |                                                           |                         |
-    | 5 | "key: value" lines (a question's key, then  | each key's first value                                    | lines                   |
-    |   | ":", "=" or "-")                            |                                                           |                         |
-    | 6 | a value no rule reads ("above|below" echoed,| that question unanswered (scored wrong); the keys named  | (tier) / "unreadable:   |
-    |   | "maybe", an out-of-range count)             | in the reason                                             | cross, ..."             |
-    | 7 | nothing readable                            | answer None                                               | none / "no answer to    |
-    |   |                                             |                                                           | any question"           |
+    | #  | Situation                                  | Rule                                                     | tier / reason            |
+    |----|--------------------------------------------|----------------------------------------------------------|--------------------------|
+    | 1  | None, "", whitespace                       | nothing to parse                                         | none / "empty response"  |
+    | 2  | full-width characters, curly quotes,       | NFKC, curly quotes straight; reasoning blocks cut as the | (silent) / "unclosed     |
+    |    | <think> blocks, code fences                | forecast parser does (an unclosed one cuts the rest);    | <think> block"           |
+    |    |                                            | fences removed                                           |                          |
+    | 3  | JSON objects anywhere (also nested under   | per question, the LAST object that states it wins (a     | json                     |
+    |    | "answer"/"answers"); nesting too deep or   | draft, then the final answer or a correction of one key);|                          |
+    |    | numbers too long to decode are skipped     | a value echoing the format ("above|below", "<number>")   |                          |
+    |    |                                            | states nothing                                           |                          |
+    | 4  | none decodes: single quotes, trailing      | the same, after repairing those                          | lenient                  |
+    |    | commas, unquoted keys                      |                                                          |                          |
+    | 5  | "key: value" lines (a question's key, then | per question, the LAST line wins ("Final answers:" after | lines                    |
+    |    | ":", "=" or "-")                           | a draft); a value runs to the line's end, the next key,  |                          |
+    |    |                                            | ";" or "}" (never to a comma: "above, but actually below")|                          |
+    | 6  | a value no rule reads as one answer        | that question unanswered (scored wrong); the key and why | (tier) / "unreadable:    |
+    |    |                                            | in the reason (value rules below)                        | cross (hedged), ..."     |
+    | 7  | nothing readable                           | answer None                                              | none / "no answer to     |
+    |    |                                            |                                                          | any question"            |
 
-Values (case-insensitive; a value naming two answers, as an echoed choice list does, is unreadable)::
+Values. A question either has ``questions.CHOICES[q]`` (its canonical answers) or is numeric
+(:data:`NUMERIC`: a ``price`` or a ``count``); the rules are the same for every question of a kind,
+so a new question parses with no new code::
 
-    ma5/ma20/ma90      above: above, over, higher, 上方, 之上, 高于, 站上;  below: below, under, lower, 下方, 之下, 低于, 跌破
-    highest, lowest,   one letter A-D ("B", "(B)", "B.", "bar B", "选B"); change: A-E
-    max_volume, change
-    highest_close      a positive number ("12.5", 12.5, "1,234.5", "about 12.5")
-    cross              golden: golden, bullish, crossed above, up, 金叉, 上穿, 向上;  death: death, bearish, crossed
-                       below, down, 死叉, 下穿, 向下;  none: none, no, false, no cross, 无, 没有, 否
-    up_candles         an integer 0-10 (7, "7", 7.0, "7 candles", "7根", "seven", "七根")
-    volume_above_mean  yes: yes, true, above, 是, 高于;  no: no, false, below, 否, 低于
-    pattern            doji (十字); hammer (锤); bullish_engulfing / bearish_engulfing ("engulfing" with bull / 看涨 /
-                       阳 or bear / 看跌 / 阴; 吞没); none (no pattern, 无)
+    | #  | Value                                      | Rule                                                     | why unreadable           |
+    |----|--------------------------------------------|----------------------------------------------------------|--------------------------|
+    | V1 | a choice as written ("below", "Below")     | that choice                                              |                          |
+    | V2 | a correction inside the value ("above at   | only the part after the last "but", "however",           |                          |
+    |    | first glance, but actually below", 但实际上)| "actually", "correction", "wait", 但, 不过, 其实, 实际上,|                          |
+    |    |                                            | 更正, 应为 is read (when it names an answer)              |                          |
+    | V3 | words of an answer (table below), in       | each mention of an answer word is found, longest first;  |                          |
+    |    | English or Chinese, anywhere in the value  | one answer named (and not negated) is the answer         |                          |
+    | V4 | negation: "not above", "isn't a hammer",   | a mention after a negator (not, no, never, n't, without, | "negated"                |
+    |    | "no golden cross", 不高于, 未站上, 不在上方,| instead of, rather than; 不, 未, 没(有), 无, 非, 而非,   |                          |
+    |    | 未出现金叉, 不是                            | with a few words between: "not a", 不在, 未出现) is      |                          |
+    |    |                                            | negated: of two choices it means the other ("not above"  |                          |
+    |    |                                            | is below, 不是 is no); of more it names none             |                          |
+    | V5 | two answers ("above or below", "B or C",   | a hedge or an echoed choice list: no answer              | "hedged"                 |
+    |    | "golden|death|none")                       |                                                          |                          |
+    | V6 | "cannot tell", "can't tell", "unclear",    | ``cannot_tell`` where the question's choices hold it     | "cannot tell"            |
+    |    | 无法判断, 看不出, 不确定                     | (questions.CANNOT_TELL), else no answer                  |                          |
+    | V7 | a name that is no choice ("inverted        | pattern names match exactly, with the synonyms below;    | "not a choice"           |
+    |    | hammer", 倒锤头, "shooting star",          | a near name is another pattern, never the choice it      |                          |
+    |    | "engulfing" with no direction)             | contains                                                 |                          |
+    | V8 | a letter choice (A-E): "B", "(B)", "bar B",| a capital letter standing alone; a lower-case one only   |                          |
+    |    | "选B", "C (2019-11-28)", "D: +2% to +10%"  | alone or after bar/option/选; "A" opening a sentence     |                          |
+    |    |                                            | before a noun ("A strong bar") is the article            |                          |
+    | V9 | JSON true / false                          | yes / no where those are the choices; false is none where| "not a choice"           |
+    |    |                                            | none is one; else no answer. null, lists of two or more, |                          |
+    |    |                                            | objects: no answer (a one-item list is its item)         |                          |
+    | N1 | a price: 931, "1,091.00", "约1204元",      | the one number in the value, after dates (2019-11-28,    | "no number"              |
+    |    | "approximately PHP 397", "2.0127e+12"      | 11/28, 11月28日), MA names (MA20), percentages and bar    |                          |
+    |    |                                            | references ("bar 24", 第24根) are set aside; scientific  |                          |
+    |    |                                            | notation is read as its value; > 0                       |                          |
+    | N2 | a count: 6, "6根", "seven", "七根", "4 of  | the one whole number counted: a window ("of the last 10  | "no number"              |
+    |    | 10", "of the last 10 bars, 6 closed up",   | bars", "out of 10", "/10", 十根中, 最近10根) is the size  |                          |
+    |    | 十根中有六根                                | of what was counted, never the count; number words in    |                          |
+    |    |                                            | English and Chinese; 0 to 1,000                          |                          |
+    | N3 | two numbers: "6 or 7", "5-7", "104 to 106",| a hedge or a range between values: no answer             | "hedged"                 |
+    |    | "six or seven"                             |                                                          |                          |
+    | N4 | NaN, Infinity, 1e999, 309 digits           | no finite number: no answer (nothing stored is           | "not a finite number"    |
+    |    |                                            | non-finite)                                              |                          |
 
-Invariants (tested): ``answer is None`` iff ``tier == "none"``; ``none`` always has a reason.
+Answer words (case-insensitive; each answer also reads its canonical string, ``_`` as a space; an
+answer reads a second answer's words where that one is not a choice of the question: yes reads
+above's, no below's)::
+
+    above              above, over, higher, 上方, 之上, 高于, 站上, 站在...上
+    below              below, under, beneath, lower, 下方, 之下, 低于, 跌破
+    yes / no           yes, true, 是, 对 / no, false, 否, 不是
+    golden / death     golden cross, golden, bullish cross(over), crossed (over) above, crossed up, 金叉, 上穿, 向上穿(过|越)
+                       / death cross, dead cross, death, bearish cross(over), crossed (over) below/under, crossed
+                       down, 死叉, 下穿, 向下穿(过|越)
+    none               none, no cross(over|ing), did not / didn't / has not cross(ed), no pattern, no clear /
+                       particular / notable / recognizable pattern, nothing, 没有交叉, 无交叉, 未交叉, 无明显形态,
+                       没有明显形态, 无形态; and "no", 无, 没有 as the whole value
+    doji               doji (any: dragonfly, gravestone, long-legged, doji star), 十字星, 十字线
+    hammer             hammer, 锤子线, 锤头线, 锤子, 锤头  (NOT inverted hammer, 倒锤头, hanging man: other patterns)
+    bullish_engulfing  bullish engulfing, engulfing (bullish), 看涨吞没, 阳包阴, 多头吞没, 看涨吞噬
+    bearish_engulfing  bearish engulfing, engulfing (bearish), 看跌吞没, 阴包阳, 空头吞没, 看跌吞噬
+    not a choice       inverted hammer, 倒锤头/倒锤子/倒锤, hanging man, 吊颈线, 上吊线, shooting star, 射击之星, 流星,
+                       spinning top, 纺锤, harami, 孕线, marubozu, 光头光脚, morning / evening star, 启明星, 黄昏星,
+                       piercing, dark cloud, "engulfing" / 吞没 without a direction
+
+Invariants (tested): ``answer is None`` iff ``tier == "none"``; ``none`` always has a reason; no
+answer value is a non-finite number.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
+from candlebench.task_api.answer_text import json_objects, normalise, split_reasoning, strip_fences
 from candlebench.task_api.base import REASONING_CUT
-from candlebench.task_api.answer_text import normalise, split_reasoning, strip_fences
-from candlebench.tasks.reading.questions import CHOICES, QUESTIONS, RECENT
+from candlebench.tasks.reading.questions import CHOICES, QUESTIONS
 
-_WORDS: Final[dict[str, dict[str, str]]] = {
-    "position": {"above": r"above|over|higher|上方|之上|高于|站上", "below": r"below|under|lower|下方|之下|低于|跌破"},
-    "cross": {"golden": r"golden|bullish|crossed above|cross(?:es|ed)? up|\bup\b|upward|金叉|上穿|向上",
-              "death": r"death|dead|bearish|crossed below|cross(?:es|ed)? down|\bdown\b|downward|死叉|下穿|向下",
-              "none": r"\bnone\b|^no\b|false|no cross|did not|didn't|无|没有|否"},
-    "yes_no": {"yes": r"\byes\b|true|above|是|高于", "no": r"\bno\b|false|below|否|低于"},
-    "pattern": {"doji": r"doji|十字", "hammer": r"hammer|锤",
-                "bullish_engulfing": r"bull\w*[\s_-]*engulf|engulf\w*[\s_(-]*bull|看涨吞没|阳包阴|bullish_engulfing",
-                "bearish_engulfing": r"bear\w*[\s_-]*engulf|engulf\w*[\s_(-]*bear|看跌吞没|阴包阳|bearish_engulfing",
-                "none": r"\bnone\b|no pattern|无|没有"},
+# The numeric questions and their kind. B1's questions.NUMERIC replaces this at the merge.
+NUMERIC: Final[dict[str, str]] = {"highest_close": "price", "up_candles": "count"}
+CANNOT_TELL: Final = "cannot_tell"  # questions.CANNOT_TELL once B1's questions define it
+MAX_COUNT: Final = 1000  # no chart draws more bars: a larger "count" is no count
+
+def _word(pattern: str) -> str:
+    return rf"(?<![A-Za-z]){pattern}(?![A-Za-z])" if pattern.isascii() else pattern
+
+
+_OTHER: Final = "\x00other"  # a mention of a name that is no choice (V7)
+
+# Answer -> its words (regular expressions; ASCII ones match as whole words).
+_WORDS: Final[dict[str, tuple[str, ...]]] = {
+    "above": ("above", "higher", "上方", "之上", "高于", "站上", r"站在\S{0,6}上"),
+    "below": ("below", "under", "beneath", "lower", "下方", "之下", "低于", "跌破"),
+    "yes": ("yes", "true", r"是(?![\u4e00-\u9fff])", "是的"),
+    "no": ("no", "false", "否", "不是"),
+    "golden": (r"golden(?:\s+cross(?:over)?)?", r"bullish\s+cross(?:over)?", r"cross(?:es|ed)?\s+(?:over\s+)?above",
+               r"cross(?:es|ed)?\s+up(?:ward)?", r"upward\s+cross(?:over)?", "金叉", "上穿", r"向上穿[过越]?"),
+    "death": (r"death(?:\s+cross(?:over)?)?", r"dead\s+cross", r"bearish\s+cross(?:over)?",
+              r"cross(?:es|ed)?\s+(?:over\s+)?(?:below|under)", r"cross(?:es|ed)?\s+down(?:ward)?",
+              r"downward\s+cross(?:over)?", "死叉", "下穿", r"向下穿[过越]?"),
+    "none": ("none", r"no\s+(?:cross(?:over|ing)?|crossing)", r"(?:did\s*n[o']t|has\s*n[o']t|have\s*n[o']t|does\s*n[o']t)\s+cross(?:ed)?",
+             r"no\s+(?:(?:clear|particular|notable|recogni[sz]able|obvious|specific|significant)\s+)?(?:candlestick\s+)?pattern",
+             "nothing", "没有交叉", "无交叉", "未交叉", r"无明显(?:的)?(?:K线)?形态", r"没有明显(?:的)?(?:K线)?形态", "无形态", "没有形态"),
+    "doji": (r"(?:dragonfly\s+|gravestone\s+|long[\s-]legged\s+)?doji(?:\s+star)?", "十字星", "十字线"),
+    "hammer": ("hammer", "锤子线", "锤头线", "锤子", "锤头"),
+    "bullish_engulfing": (r"bull\w*[\s_-]*engulf\w*", r"engulf\w*[\s_(,-]*bull\w*", "看涨吞没", "阳包阴", "多头吞没", "看涨吞噬"),
+    "bearish_engulfing": (r"bear\w*[\s_-]*engulf\w*", r"engulf\w*[\s_(,-]*bear\w*", "看跌吞没", "阴包阳", "空头吞没", "看跌吞噬"),
+    CANNOT_TELL: (r"can(?:not|'t|\s+not)\s+(?:tell|determine|be\s+determined|say)", r"unable\s+to\s+(?:tell|determine)",
+                  "unclear", "not sure", "uncertain", "无法判断", "无法确定", "看不出", "看不清", "不确定", "不清楚", "难以判断"),
 }
-_KIND: Final = {"ma5": "position", "ma20": "position", "ma90": "position", "cross": "cross",
-                "volume_above_mean": "yes_no", "pattern": "pattern"}
-_PATTERNS: Final = {kind: {answer: re.compile(words, re.I) for answer, words in table.items()}
-                    for kind, table in _WORDS.items()}
-_LETTER: Final = re.compile(r"(?<![A-Za-z])([A-Ea-e])(?![A-Za-z])")
-_NUMBER: Final = re.compile(r"(?<![\d.])\d+(?:,\d{3})*(?:\.\d+)?")
-# Counts written as words ("two", "两根"): up_candles is 0-10.
+# Names that are no choice, and the choices they would be mistaken for (V7): read where one of those is asked.
+_RIVALS: Final[tuple[frozenset[str], tuple[str, ...]]] = (
+    frozenset({"doji", "hammer", "bullish_engulfing", "bearish_engulfing"}),
+    (r"invert(?:ed)?\s+hammer", r"倒(?:转)?锤(?:子|头)?(?:线)?", r"hanging\s+man", "吊颈线", "上吊线", r"shooting\s+star",
+             "射击之星", "流星", r"spinning\s+top", "纺锤", r"harami\w*", "孕线", r"marubozu", "光头光脚",
+             r"(?:morning|evening)\s+star", "启明星", "黄昏星", r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
+             r"engulf\w*", "吞没", "吞噬"))
+# An answer reads another's words where that one is no choice of the question ("above" answers yes).
+_ALSO: Final = {"yes": "above", "no": "below"}
+# Words that are an answer only as the whole value ("no" alone; "no hammer" negates hammer).
+_ALONE: Final = {"none": ("no", "无", "没有", "无。", "没有。"), "no": ("不",)}
+# Markers after which a value says what it means instead (V2).
+# Not "but" alone: "below MA5 but above MA90" is about two lines, not a correction.
+_CORRECTION: Final = re.compile(r"\b(?:actually|in fact|correction|corrected|on second thought|on closer (?:look|inspection)|"
+                                r"i mean|wait)\b|其实|实际上|更正|修正|应为|应该是|改为|仔细看", re.I)
+# A mention right after one of these is negated (V4).
+_NEGATED: Final = re.compile(
+    r"(?:\b(?:not|no|never|without|neither|nor|instead\s+of|rather\s+than)|n't)"
+    r"(?:\s+(?:a|an|the|quite|really|clearly|exactly|yet|any|actually|fully|strictly|trading|closing|closed|close|"
+    r"located|positioned|been|form(?:ed|ing|s)?|show(?:n|s|ing)?|see|seen|a\s+clear))*\s*$"
+    r"|(?:不|未|没有?|无|非|而非|并非|并未|并不)(?:在|是|会|能|曾|再|出现|形成|有|构成|站)?\s*$", re.I)
+_LETTER: Final = re.compile(r"(?<![A-Za-z0-9])([A-E])(?![A-Za-z0-9])")
+_LOWER_LETTER: Final = re.compile(r"(?:(?:bar|option|choice|candle)\s+|选)?\(?([a-e])\)?[.)]?", re.I)  # the whole value
+# "A" opening a sentence before a lower-case noun is the article ("A strong bar ..."), not bar A.
+_ARTICLE: Final = re.compile(r"(?:^|[.!?]\s+)(A)\s+(?!(?:is|was|has|had|closes|closed|shows|showed|below|above|with|at|on|"
+                             r"and|or|from|of|in|vs|seems|looks|appears|clearly|marks|because|since)\b)[a-z]")
+_NUMBER: Final = re.compile(r"(?<![0-9.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9])")
+# Set aside before a number is read (N1): dates, MA names, percentages, bar references.
+_NOT_THE_NUMBER: Final = re.compile(
+    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?|\d{1,2}\s*月\s*\d{1,2}\s*日|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
+    r"|\b(?:e?ma|sma)\s*\d+|[-+]?\d+(?:\.\d+)?\s*%|\bbars?\s+(?:no\.?\s*)?\d+|第\s*\d+\s*根"
+    r"|\d+\s+(?:bars?|candles?)\s+(?:ago|from\s+the\s+(?:right|left|end))", re.I)
+# A count's window (N2): what it counted among, never the count. "4 of 10", "6 out of ten", "6/10"
+# (a number before it); "of the (last) 10 bars", "the last ten"; 十根中, 最近10根.
+_TEN: Final = r"(?:\d+|ten)\b"
+_UNIT: Final = r"(?:\s+(?:bars|candles|candlesticks|sessions|days|weeks|periods|k-?lines))?"
+_WINDOW: Final = re.compile(
+    r"(?<=[0-9a-z])\s*(?:out\s+of|of|/)\s*(?:the\s+)?(?:(?:last|past|recent)\s+)?" + _TEN + _UNIT
+    + r"|\b(?:out\s+of|of|among|in)\s+(?:the|these)\s+(?:(?:last|past|recent|final|latest)\s+)?" + _TEN + _UNIT
+    + r"|\b(?:last|past|recent|final|latest)\s+" + _TEN + _UNIT
+    + r"|(?:最近|近|过去|最后)?\s*(?:\d+|十)\s*根\s*(?:K线)?\s*(?:中|里|内|当中|之中|里面)"
+    r"|(?:最近|近|过去|最后)\s*(?:\d+|十)\s*根\s*(?:K线)?", re.I)
 _COUNT_WORDS: Final = {w: i for i, words in enumerate(
-    ("zero|none|零", "one|一", "two|二|两", "three|三", "four|四", "five|五", "six|六", "seven|七", "eight|八", "nine|九",
-     "ten|十")) for w in words.split("|")}
-_COUNT_WORD: Final = re.compile(r"(?<![a-z])(" + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True)) + r")(?![a-z])", re.I)
+    ("zero|none|零", "one|一", "two|二|两", "three|三", "four|四", "five|五", "six|六", "seven|七", "eight|八",
+     "nine|九", "ten|十")) for w in words.split("|")}
+_COUNT_WORD: Final = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True)) + r")(?![A-Za-z])",
+                                re.I)
+_CANNOT: Final = re.compile("|".join(_word(w) for w in _WORDS[CANNOT_TELL]), re.I)
 _QUOTES: Final = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
-_DECODER: Final = json.JSONDecoder(strict=False)
 _LINE: Final = re.compile(r"\b(" + "|".join(QUESTIONS) + r")\b[\"'*`]*\s*[:=-]", re.I)
-# A line's value ends at the next key, a line's end, ";" or "}", or a comma that does not group thousands (1,234.5).
-_VALUE_END: Final = re.compile(r"[\n;}]|,(?!\d{3})")
+_VALUE_END: Final = re.compile(r"[\n;}]")
+_ECHO: Final = re.compile(r"\||^\s*<[^<>]*>\s*$")  # "above|below", "<number>": the format, stated back
 
 
 @dataclass(frozen=True)
@@ -84,80 +200,207 @@ class ReadingAnswer:
     reason: str | None
 
 
-def _choice(key: str, value: Any) -> str | None:
-    if isinstance(value, bool):
-        value = ("yes" if value else "no") if key == "volume_above_mean" else ("none" if not value else None)
-        return value
-    text = str(value).strip()
-    if key in _KIND:
-        if text.lower() in CHOICES[key]:
-            return text.lower()
-        found = {answer for answer, pattern in _PATTERNS[_KIND[key]].items() if pattern.search(text)}
-        if key == "pattern" and found & {"bullish_engulfing", "bearish_engulfing"}:
-            found -= {"none"}
-        return found.pop() if len(found) == 1 else None
-    letters = {m.group(1).upper() for m in _LETTER.finditer(text)}
-    return letters.pop() if len(letters) == 1 and next(iter(letters)) in CHOICES[key] else None
+class Unreadable(ValueError):
+    """A value no rule reads as one answer; the message says why (the reason's words)."""
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    found = _NUMBER.search(str(value))
-    return None if found is None else float(found.group(0).replace(",", ""))
+@lru_cache(maxsize=None)
+def _mentions(choices: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """One regex of every answer word of ``choices`` (and of the names no choice is), longest first,
+    each alternative a group; and the answer of each group."""
+    pairs = [(w, _OTHER) for rivals, words in (_RIVALS,) if rivals & set(choices) for w in words]
+    for answer in (*choices, CANNOT_TELL):
+        words = list(_WORDS.get(answer, ()))
+        if answer in _ALSO and _ALSO[answer] not in choices:
+            words += _WORDS[_ALSO[answer]]
+        if answer in choices and len(answer) > 1:  # a letter is read by _letters (V8): "a" is an article
+            words.append(re.escape(answer.replace("_", " ")).replace(r"\ ", r"[\s_-]*"))
+        pairs += [(w, answer) for w in words]
+    pairs.sort(key=lambda p: -len(p[0]))
+    regex = re.compile("|".join(f"({_word(w)})" for w, _ in pairs), re.I)
+    return regex, tuple(a for _, a in pairs)
 
 
-def read_value(key: str, value: Any) -> Any:
-    """One answer as the judge compares it, or None when no rule reads it."""
-    if key == "highest_close":
-        number = _number(value)
-        return number if number is not None and number > 0 else None
-    if key == "up_candles":
-        number = _number(value)
-        word = _COUNT_WORD.search(value) if number is None and isinstance(value, str) else None
-        number = _COUNT_WORDS[word.group(1).lower()] if word else number
-        return int(number) if number is not None and number == int(number) and 0 <= number <= RECENT else None
-    return _choice(key, value)
+@lru_cache(maxsize=None)
+def _canonical(choices: tuple[str, ...]) -> dict[str, str]:
+    return {c.lower(): c for c in choices}
 
 
-def _read(found: dict) -> tuple[dict[str, Any], list[str]]:
-    """The readable answers of an object (its ``answer(s)`` member's when it nests them), and the keys unreadable."""
-    for wrap in ("answers", "answer"):
-        if isinstance(found.get(wrap), dict):
-            found = found[wrap]
-    keys = {str(k).strip().lower(): v for k, v in found.items()}
-    answers, unreadable = {}, []
-    for key in QUESTIONS:
-        if key in keys:
-            value = read_value(key, keys[key])
-            (unreadable.append(key) if value is None else answers.__setitem__(key, value))
-    return answers, unreadable
+def _final_part(text: str, finds) -> str:
+    """V2: the part after the last correction marker, when it names an answer."""
+    cuts = [m.end() for m in _CORRECTION.finditer(text)]
+    for cut in reversed(cuts):
+        if finds(text[cut:]):
+            return text[cut:]
+    return text
 
 
-def _objects(text: str) -> list[dict]:
-    found = []
-    for start in (m.start() for m in re.finditer(r"\{", text)):
-        try:
-            value, _ = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
+def _choice_mentions(text: str, choices: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """(answer, negated) of each answer word in ``text``."""
+    regex, answers = _mentions(choices)
+    found = [(answers[m.lastindex - 1], bool(_NEGATED.search(text[max(0, m.start() - 40):m.start()])))
+             for m in regex.finditer(text)]
+    if any(len(c) == 1 for c in choices):  # letter choices (V8)
+        found += _letters(text)
     return found
 
 
+def _letters(text: str) -> list[tuple[str, bool]]:
+    alone = _LOWER_LETTER.fullmatch(text.strip())
+    if alone:
+        return [(alone.group(1).upper(), False)]
+    articles = {m.start(1) for m in _ARTICLE.finditer(text)}  # where an article "A" stands
+    return [(m.group(1), bool(_NEGATED.search(text[max(0, m.start() - 40):m.start()])))
+            for m in _LETTER.finditer(text) if m.start() not in articles]
+
+
+def read_choice(value: Any, choices: tuple[str, ...]) -> str:
+    """One choice question's answer (rules V1-V9), or :class:`Unreadable`."""
+    if isinstance(value, bool):
+        picked = ("yes" if value else "no") if {"yes", "no"} <= set(choices) else "none" if not value else None
+        if picked is None or picked not in choices:
+            raise Unreadable("not a choice")
+        return picked
+    text = _text_of(value)
+    plain = text.strip().strip("\"'*`.").strip().lower().replace(" ", "_")
+    exact = _canonical(choices).get(plain)
+    if exact is not None:  # V1, the common case
+        return exact
+    for answer, words in _ALONE.items():
+        if answer in choices and plain in words:
+            return answer
+    part = _final_part(text, lambda t: _choice_mentions(t, choices))
+    found = _choice_mentions(part, choices)
+    said = {a for a, negated in found if not negated}
+    denied = {a for a, negated in found if negated} - said
+    if said & {CANNOT_TELL, _OTHER} and len(said) > 1:
+        raise Unreadable("hedged")
+    if CANNOT_TELL in said:
+        if CANNOT_TELL in choices:
+            return CANNOT_TELL
+        raise Unreadable("cannot tell")
+    if _OTHER in said:
+        raise Unreadable("not a choice")
+    said &= set(choices)
+    if len(said) == 1:
+        return said.pop()
+    if said:
+        raise Unreadable("hedged")
+    real = [c for c in choices if c != CANNOT_TELL]
+    denied &= set(real)
+    if len(denied) == 1 and len(real) == 2:  # "not above" of above / below is below
+        return next(c for c in real if c not in denied)
+    raise Unreadable("negated" if denied else "no choice named")
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if value is None or isinstance(value, (list, dict)):
+        raise Unreadable("no answer" if value is None or not value else "hedged" if isinstance(value, list)
+                         else "not a value")
+    return str(value)
+
+
+def _finite(number: float | int) -> float:
+    try:
+        value = float(number)
+    except OverflowError:  # an integer of 309 digits and more
+        raise Unreadable("not a finite number") from None
+    if not math.isfinite(value):
+        raise Unreadable("not a finite number")
+    return value
+
+
+def _numbers(text: str, kind: str) -> list[float]:
+    """The distinct numbers a value states (N1-N3), dates, MA names, percentages (and a count's
+    window) set aside."""
+    text = _NOT_THE_NUMBER.sub(" ", text)
+    if kind == "count":
+        text = _WINDOW.sub(" ", text)
+    found = {_finite(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)}
+    if not found and kind == "count":
+        found = {float(_COUNT_WORDS[m.group(1).lower()]) for m in _COUNT_WORD.finditer(text)}
+    return sorted(found)
+
+
+def read_number(value: Any, kind: str) -> float | int:
+    """One numeric question's answer: a price (> 0) or a count (a whole number 0..MAX_COUNT)."""
+    if isinstance(value, bool):
+        raise Unreadable("not a number")
+    if isinstance(value, (int, float)):
+        number = _finite(value)
+    else:
+        text = _text_of(value)
+        found = _numbers(_final_part(text, lambda t: _numbers(t, kind)), kind)
+        if len(found) > 1:
+            raise Unreadable("hedged")
+        if not found:
+            raise Unreadable("cannot tell" if _CANNOT.search(text) else "no number")
+        number = found[0]
+    if kind == "count":
+        if number != int(number) or not 0 <= number <= MAX_COUNT:
+            raise Unreadable("not a count")
+        return int(number)
+    if number <= 0:
+        raise Unreadable("not a price")
+    return number
+
+
+def read_value(key: str, value: Any) -> Any:
+    """One answer as the judge compares it; :class:`Unreadable` (why) when no rule reads it."""
+    if key in NUMERIC:
+        return read_number(value, NUMERIC[key])
+    return read_choice(value, CHOICES[key])
+
+
+def _stated(value: Any) -> bool:
+    """A value says something (not the answer format echoed back)."""
+    return not (isinstance(value, str) and _ECHO.search(value))
+
+
+def _statements(objects: list[dict]) -> dict[str, Any]:
+    """Question -> the value the last object stating it gives (an object's ``answer(s)`` member
+    when it nests them); an echoed format counts only where nothing else states the question."""
+    found: dict[str, Any] = {}
+    for obj in objects:
+        for wrap in ("answers", "answer"):
+            if isinstance(obj.get(wrap), dict):
+                obj = obj[wrap]
+        for key, value in obj.items():
+            key = str(key).strip().lower()
+            if key in QUESTIONS and (_stated(value) or key not in found):
+                found[key] = value
+    return found
+
+
+def _judge(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    answers, unreadable = {}, []
+    for key in QUESTIONS:
+        if key in values:
+            try:
+                answers[key] = read_value(key, values[key])
+            except Unreadable as why:
+                unreadable.append(f"{key} ({why})")
+    return answers, unreadable
+
+
 def _repaired(text: str) -> str:
+    text = re.sub(r"(?<=[\s,{\[\"'0-9])//[^\n]*", "", text)  # // comments
     text = re.sub(r"'([^'\n]*)'", r'"\1"', text)  # single quotes
     text = re.sub(r",\s*([}\]])", r"\1", text)  # trailing commas
     return re.sub(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:", r'\1"\2":', text)  # unquoted keys
 
 
-def _best(objects: list[dict]) -> tuple[dict[str, Any], list[str]] | None:
-    read = [_read(o) for o in objects]
-    read = [r for r in read if r[0] or r[1]]
-    return max(reversed(read), key=lambda r: len(r[0])) if read else None
+def _lines(text: str) -> dict[str, str]:
+    """Rule 5: each question's last "key: value" line."""
+    found: dict[str, str] = {}
+    keys = list(_LINE.finditer(text))
+    for m, after in zip(keys, [*(k.start() for k in keys[1:]), len(text)]):
+        value = _VALUE_END.split(text[m.end():after])[0].strip().strip("\"'*` ,")
+        if value:
+            found[m.group(1).lower()] = value
+    return found
 
 
 def parse_answer(text: str | None) -> ReadingAnswer:
@@ -166,17 +409,12 @@ def parse_answer(text: str | None) -> ReadingAnswer:
     answer, _, unclosed = split_reasoning(normalise(text).translate(_QUOTES))
     flags = [REASONING_CUT] if unclosed else []
     answer = strip_fences(answer)
-    found, tier = _best(_objects(answer)), "json"
-    if found is None:
-        found, tier = _best(_objects(_repaired(answer))), "lenient"
-    if found is None:
-        lines: dict[str, str] = {}
-        keys = list(_LINE.finditer(answer))
-        for m, after in zip(keys, [*(k.start() for k in keys[1:]), len(answer)]):
-            value = _VALUE_END.split(answer[m.end():after])[0]
-            lines.setdefault(m.group(1).lower(), value.strip().strip("\"'*` "))
-        found, tier = _read(lines), "lines"
-    answers, unreadable = found
+    values, tier = _statements(json_objects(answer)), "json"
+    if not values:
+        values, tier = _statements(json_objects(_repaired(answer))), "lenient"
+    if not values:
+        values, tier = _lines(answer), "lines"
+    answers, unreadable = _judge(values)
     if unreadable:
         flags.append("unreadable: " + ", ".join(unreadable))
     if not answers:

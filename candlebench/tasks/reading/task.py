@@ -83,7 +83,7 @@ class ReadingTask(Task):
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
-    judge_version = 1  # raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them)
+    judge_version = 2  # raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them)
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})
