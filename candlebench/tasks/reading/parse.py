@@ -131,8 +131,8 @@ _WORDS: Final[dict[str, tuple[str, ...]]] = {
               r"downward\s+cross(?:over)?", "死叉", "下穿", r"向下穿[过越]?"),
     "none": ("none", r"no\s+(?:cross(?:over|ing)?|crossing)", r"(?:did\s*n[o']t|has\s*n[o']t|have\s*n[o']t|does\s*n[o']t)\s+cross(?:ed)?",
              r"no\s+(?:(?:clear|particular|notable|recogni[sz]able|obvious|specific|significant)\s+)?(?:candlestick\s+)?pattern",
-             "nothing", "没有交叉", "无交叉", "未交叉", r"无明显(?:的)?(?:K线)?形态", r"没有明显(?:的)?(?:K线)?形态", "无形态", "没有形态"),
-    "doji": (r"(?:dragonfly\s+|gravestone\s+|long[\s-]legged\s+)?doji(?:\s+star)?", "十字星", "十字线"),
+             "nothing", r"(?:没有|未|无)(?:发生|出现|形成)?(?:任何)?交叉", "未交叉", r"无明显(?:的)?(?:K线)?形态", r"没有明显(?:的)?(?:K线)?形态", "无形态", "没有形态"),
+    "doji": (r"(?:dragonfly\s+|gravestone\s+|long[\s-]legged\s+)?doji(?:\s+star)?", "十字星", "十字线", "十字"),
     "hammer": ("hammer", "锤子线", "锤头线", "锤子", "锤头"),
     "bullish_engulfing": (r"bull\w*[\s_-]*engulf\w*", r"engulf\w*[\s_(,-]*bull\w*", "看涨吞没", "阳包阴", "多头吞没", "看涨吞噬"),
     "bearish_engulfing": (r"bear\w*[\s_-]*engulf\w*", r"engulf\w*[\s_(,-]*bear\w*", "看跌吞没", "阴包阳", "空头吞没", "看跌吞噬"),
@@ -144,8 +144,8 @@ _RIVALS: Final[tuple[frozenset[str], tuple[str, ...]]] = (
     frozenset({"doji", "hammer", "bullish_engulfing", "bearish_engulfing"}),
     (r"invert(?:ed)?\s+hammer", r"倒(?:转)?锤(?:子|头)?(?:线)?", r"hanging\s+man", "吊颈线", "上吊线", r"shooting\s+star",
              "射击之星", "流星", r"spinning\s+top", "纺锤", r"harami\w*", "孕线", r"marubozu", "光头光脚",
-             r"(?:morning|evening)\s+star", "启明星", "黄昏星", r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
-             r"engulf\w*", "吞没", "吞噬"))
+             r"(?:morning|evening)\s+(?:doji\s+)?star", "启明星", "黄昏星", r"abandoned\s+baby", r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
+             r"engulf\w*", "吞没", "吞噬", "穿头破脚"))
 # An answer reads another's words where that one is no choice of the question ("above" answers yes).
 _ALSO: Final = {"yes": "above", "no": "below"}
 # Words that are an answer only as the whole value ("no" alone; "no hammer" negates hammer).
@@ -153,13 +153,19 @@ _ALONE: Final = {"none": ("no", "无", "没有", "无。", "没有。"), "no": (
 # Markers after which a value says what it means instead (V2).
 # Not "but" alone: "below MA5 but above MA90" is about two lines, not a correction.
 _CORRECTION: Final = re.compile(r"\b(?:actually|in fact|correction|corrected|on second thought|on closer (?:look|inspection)|"
-                                r"i mean|wait)\b|其实|实际上|更正|修正|应为|应该是|改为|仔细看", re.I)
+                                r"i mean|wait)\b|\?\s*(?:no\b|不)|其实|实际上|更正|修正|应为|应该是|改为|仔细看", re.I)
+# A gloss in brackets after the answer ("Above (the MA90 line is below the price)") explains it,
+# unless it hedges or asks.
+_GLOSS: Final = re.compile(r"\([^()]*\)|（[^（）]*）|\[[^\[\]]*\]")
+_HEDGE: Final = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably|might|likely)\b|[?？]|或|可能|也许|大概", re.I)
 # A mention right after one of these is negated (V4).
 _NEGATED: Final = re.compile(
     r"(?:\b(?:not|no|never|without|neither|nor|instead\s+of|rather\s+than)|n't)"
     r"(?:\s+(?:a|an|the|quite|really|clearly|exactly|yet|any|actually|fully|strictly|trading|closing|closed|close|"
     r"located|positioned|been|form(?:ed|ing|s)?|show(?:n|s|ing)?|see|seen|a\s+clear))*\s*$"
     r"|(?:不|未|没有?|无|非|而非|并非|并未|并不)(?:在|是|会|能|曾|再|出现|形成|有|构成|站)?\s*$", re.I)
+_COORDINATED: Final = re.compile(r"\s*(?:,|/|、|\bor\b|\bnor\b|\band\b|或|和|与|及|也)\s*(?:(?:a|an|the)\s+)?", re.I)
+_NOT_APPLICABLE: Final = re.compile(r"(?<![A-Za-z])N/A(?![A-Za-z])", re.I)
 _LETTER: Final = re.compile(r"(?<![A-Za-z0-9])([A-E])(?![A-Za-z0-9])")
 _LOWER_LETTER: Final = re.compile(r"(?:(?:bar|option|choice|candle)\s+|选)?\(?([a-e])\)?[.)]?", re.I)  # the whole value
 # "A" opening a sentence before a lower-case noun is the article ("A strong bar ..."), not bar A.
@@ -236,22 +242,29 @@ def _final_part(text: str, finds) -> str:
 
 
 def _choice_mentions(text: str, choices: tuple[str, ...]) -> list[tuple[str, bool]]:
-    """(answer, negated) of each answer word in ``text``."""
+    """(answer, negated) of each answer word in ``text``, in order. A negation reaches over a
+    coordination: "no golden or death cross", 没有金叉或死叉 deny both."""
     regex, answers = _mentions(choices)
-    found = [(answers[m.lastindex - 1], bool(_NEGATED.search(text[max(0, m.start() - 40):m.start()])))
-             for m in regex.finditer(text)]
+    found = [(m.start(), m.end(), answers[m.lastindex - 1]) for m in regex.finditer(text)]
     if any(len(c) == 1 for c in choices):  # letter choices (V8)
-        found += _letters(text)
-    return found
+        found = sorted(found + _letters(text))
+    out: list[tuple[str, bool]] = []
+    end = 0
+    for start, stop, answer in found:
+        negated = bool(_NEGATED.search(text[max(0, start - 40):start])) or (
+            bool(out) and out[-1][1] and _COORDINATED.fullmatch(text[end:start]) is not None)
+        out.append((answer, negated))
+        end = stop
+    return out
 
 
-def _letters(text: str) -> list[tuple[str, bool]]:
+def _letters(text: str) -> list[tuple[int, int, str]]:
     alone = _LOWER_LETTER.fullmatch(text.strip())
     if alone:
-        return [(alone.group(1).upper(), False)]
+        return [(0, len(text), alone.group(1).upper())]
     articles = {m.start(1) for m in _ARTICLE.finditer(text)}  # where an article "A" stands
-    return [(m.group(1), bool(_NEGATED.search(text[max(0, m.start() - 40):m.start()])))
-            for m in _LETTER.finditer(text) if m.start() not in articles]
+    text = _NOT_APPLICABLE.sub("   ", text)  # "N/A" names no bar A (same length: the articles' places hold)
+    return [(m.start(), m.end(), m.group(1)) for m in _LETTER.finditer(text) if m.start() not in articles]
 
 
 def read_choice(value: Any, choices: tuple[str, ...]) -> str:
@@ -271,6 +284,12 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
             return answer
     part = _final_part(text, lambda t: _choice_mentions(t, choices))
     found = _choice_mentions(part, choices)
+    glosses = _GLOSS.findall(part)
+    if glosses and not any(_HEDGE.search(g) for g in glosses):
+        outside = _choice_mentions(_GLOSS.sub(" ", part), choices)
+        said = {a for a, negated in outside if not negated}
+        if len(said) == 1 and said <= set(choices):
+            found = outside
     said = {a for a, negated in found if not negated}
     denied = {a for a, negated in found if negated} - said
     if said & {CANNOT_TELL, _OTHER} and len(said) > 1:
@@ -286,10 +305,9 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
         return said.pop()
     if said:
         raise Unreadable("hedged")
-    real = [c for c in choices if c != CANNOT_TELL]
-    denied &= set(real)
-    if len(denied) == 1 and len(real) == 2:  # "not above" of above / below is below
-        return next(c for c in real if c not in denied)
+    left = [c for c in choices if c != CANNOT_TELL and c not in denied]
+    if denied and len(left) == 1:  # "not above" of above / below is below; "no golden or death cross" is none
+        return left[0]
     raise Unreadable("negated" if denied else "no choice named")
 
 
