@@ -333,9 +333,9 @@ def _finite(number: float | int) -> float:
 def _numbers(text: str, kind: str) -> list[float]:
     """The distinct numbers a value states (N1-N3), dates, MA names, percentages (and a count's
     window) set aside."""
-    text = _NOT_THE_NUMBER.sub(" ", text)
-    if kind == "count":
+    if kind == "count":  # first: "6/10" is a count and its window before it is a date
         text = _WINDOW.sub(" ", text)
+    text = _NOT_THE_NUMBER.sub(" ", text)
     found = {_finite(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)}
     if not found and kind == "count":
         found = {float(_COUNT_WORDS[m.group(1).lower()]) for m in _COUNT_WORD.finditer(text)}
