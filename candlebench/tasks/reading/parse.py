@@ -194,9 +194,9 @@ _COUNT_WORD: Final = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_COUNT_WORDS
                                 re.I)
 _CANNOT: Final = re.compile("|".join(_word(w) for w in _WORDS[CANNOT_TELL]), re.I)
 _QUOTES: Final = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
+_ASKED: Final = frozenset(QUESTIONS)
 _LINE: Final = re.compile(r"\b(" + "|".join(QUESTIONS) + r")\b[\"'*`]*\s*[:=-]", re.I)
 _VALUE_END: Final = re.compile(r"[\n;}]")
-_ECHO: Final = re.compile(r"\||^\s*<[^<>]*>\s*$")  # "above|below", "<number>": the format, stated back
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,8 @@ def _letters(text: str) -> list[tuple[int, int, str]]:
 
 def read_choice(value: Any, choices: tuple[str, ...]) -> str:
     """One choice question's answer (rules V1-V9), or :class:`Unreadable`."""
+    if value in choices and isinstance(value, str):  # V1 as the prompt asks: most answers, at a set's speed
+        return value
     if isinstance(value, bool):
         picked = ("yes" if value else "no") if {"yes", "no"} <= set(choices) else "none" if not value else None
         if picked is None or picked not in choices:
@@ -373,8 +375,11 @@ def read_value(key: str, value: Any) -> Any:
 
 
 def _stated(value: Any) -> bool:
-    """A value says something (not the answer format echoed back)."""
-    return not (isinstance(value, str) and _ECHO.search(value))
+    """A value says something (not the answer format echoed back: "above|below", "<number>")."""
+    if not isinstance(value, str):
+        return True
+    value = value.strip()
+    return "|" not in value and not (value.startswith("<") and value.endswith(">"))
 
 
 def _statements(objects: list[dict]) -> dict[str, Any]:
@@ -386,8 +391,8 @@ def _statements(objects: list[dict]) -> dict[str, Any]:
             if isinstance(obj.get(wrap), dict):
                 obj = obj[wrap]
         for key, value in obj.items():
-            key = str(key).strip().lower()
-            if key in QUESTIONS and (_stated(value) or key not in found):
+            key = key if key in _ASKED else str(key).strip().lower()
+            if key in _ASKED and (_stated(value) or key not in found):
                 found[key] = value
     return found
 
