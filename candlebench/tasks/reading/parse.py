@@ -18,10 +18,11 @@ Rules, in this order; never raises::
     |    | numbers too long to decode are skipped     | a value echoing the format ("above|below", "<number>")   |                          |
     |    |                                            | states nothing                                           |                          |
     | 4  | none decodes: single quotes, trailing      | the same, after repairing those                          | lenient                  |
-    |    | commas, unquoted keys                      |                                                          |                          |
+    |    | commas, unquoted keys, // comments         |                                                          |                          |
     | 5  | "key: value" lines (a question's key, then | per question, the LAST line wins ("Final answers:" after | lines                    |
     |    | ":", "=" or "-")                           | a draft); a value runs to the line's end, the next key,  |                          |
-    |    |                                            | ";" or "}" (never to a comma: "above, but actually below")|                          |
+    |    |                                            | ";" or "}", never only to a comma ("above at first       |                          |
+    |    |                                            | glance, but actually below" is one value)                |                          |
     | 6  | a value no rule reads as one answer        | that question unanswered (scored wrong); the key and why | (tier) / "unreadable:    |
     |    |                                            | in the reason (value rules below)                        | cross (hedged), ..."     |
     | 7  | nothing readable                           | answer None                                              | none / "no answer to     |
@@ -31,65 +32,80 @@ Values. A question either has ``questions.CHOICES[q]`` (its canonical answers) o
 (:data:`NUMERIC`: a ``price`` or a ``count``); the rules are the same for every question of a kind,
 so a new question parses with no new code::
 
-    | #  | Value                                      | Rule                                                     | why unreadable           |
-    |----|--------------------------------------------|----------------------------------------------------------|--------------------------|
-    | V1 | a choice as written ("below", "Below")     | that choice                                              |                          |
-    | V2 | a correction inside the value ("above at   | only the part after the last "but", "however",           |                          |
-    |    | first glance, but actually below", 但实际上)| "actually", "correction", "wait", 但, 不过, 其实, 实际上,|                          |
-    |    |                                            | 更正, 应为 is read (when it names an answer)              |                          |
-    | V3 | words of an answer (table below), in       | each mention of an answer word is found, longest first;  |                          |
-    |    | English or Chinese, anywhere in the value  | one answer named (and not negated) is the answer         |                          |
-    | V4 | negation: "not above", "isn't a hammer",   | a mention after a negator (not, no, never, n't, without, | "negated"                |
-    |    | "no golden cross", 不高于, 未站上, 不在上方,| instead of, rather than; 不, 未, 没(有), 无, 非, 而非,   |                          |
-    |    | 未出现金叉, 不是                            | with a few words between: "not a", 不在, 未出现) is      |                          |
-    |    |                                            | negated: of two choices it means the other ("not above"  |                          |
-    |    |                                            | is below, 不是 is no); of more it names none             |                          |
-    | V5 | two answers ("above or below", "B or C",   | a hedge or an echoed choice list: no answer              | "hedged"                 |
-    |    | "golden|death|none")                       |                                                          |                          |
-    | V6 | "cannot tell", "can't tell", "unclear",    | ``cannot_tell`` where the question's choices hold it     | "cannot tell"            |
-    |    | 无法判断, 看不出, 不确定                     | (questions.CANNOT_TELL), else no answer                  |                          |
-    | V7 | a name that is no choice ("inverted        | pattern names match exactly, with the synonyms below;    | "not a choice"           |
-    |    | hammer", 倒锤头, "shooting star",          | a near name is another pattern, never the choice it      |                          |
-    |    | "engulfing" with no direction)             | contains                                                 |                          |
-    | V8 | a letter choice (A-E): "B", "(B)", "bar B",| a capital letter standing alone; a lower-case one only   |                          |
-    |    | "选B", "C (2019-11-28)", "D: +2% to +10%"  | alone or after bar/option/选; "A" opening a sentence     |                          |
-    |    |                                            | before a noun ("A strong bar") is the article            |                          |
-    | V9 | JSON true / false                          | yes / no where those are the choices; false is none where| "not a choice"           |
-    |    |                                            | none is one; else no answer. null, lists of two or more, |                          |
-    |    |                                            | objects: no answer (a one-item list is its item)         |                          |
-    | N1 | a price: 931, "1,091.00", "约1204元",      | the one number in the value, after dates (2019-11-28,    | "no number"              |
-    |    | "approximately PHP 397", "2.0127e+12"      | 11/28, 11月28日), MA names (MA20), percentages and bar    |                          |
-    |    |                                            | references ("bar 24", 第24根) are set aside; scientific  |                          |
-    |    |                                            | notation is read as its value; > 0                       |                          |
-    | N2 | a count: 6, "6根", "seven", "七根", "4 of  | the one whole number counted: a window ("of the last 10  | "no number"              |
-    |    | 10", "of the last 10 bars, 6 closed up",   | bars", "out of 10", "/10", 十根中, 最近10根) is the size  |                          |
-    |    | 十根中有六根                                | of what was counted, never the count; number words in    |                          |
-    |    |                                            | English and Chinese; 0 to 1,000                          |                          |
-    | N3 | two numbers: "6 or 7", "5-7", "104 to 106",| a hedge or a range between values: no answer             | "hedged"                 |
-    |    | "six or seven"                             |                                                          |                          |
-    | N4 | NaN, Infinity, 1e999, 309 digits           | no finite number: no answer (nothing stored is           | "not a finite number"    |
-    |    |                                            | non-finite)                                              |                          |
+    | #   | Value                                     | Rule                                                     | why unreadable           |
+    |-----|-------------------------------------------|----------------------------------------------------------|--------------------------|
+    | V1  | a choice as written ("below", "Below",    | that choice                                              |                          |
+    |     | "Bearish Engulfing")                      |                                                          |                          |
+    | V2  | a correction inside the value ("above at  | only the part after the last correction marker is read   |                          |
+    |     | first glance, but actually below", "C,    | (when it names an answer): actually, in fact,            |                          |
+    |     | wait, D", "hammer? no, a doji", 但实际上)  | correction, on second thought, on closer look, I mean,   |                          |
+    |     |                                           | wait, "? no", 其实, 实际上, 更正, 修正, 应为, 应该是, 改为,|                          |
+    |     |                                           | 仔细看. Not "but" alone: "below MA5 but above MA90" is   |                          |
+    |     |                                           | about two lines, a hedge here (V5), never "above"        |                          |
+    | V3  | words of an answer (table below), in      | each mention of an answer word is found, longest first;  |                          |
+    |     | English or Chinese, anywhere in the value | one answer named (and not negated) is the answer         |                          |
+    | V4  | negation: "not above", "isn't a hammer",  | a mention after a negator (not, no, never, n't, without, | "negated"                |
+    |     | "no golden cross", 不高于, 未站上, 不在上方,| neither, nor, instead of, rather than; 不, 未, 没(有),   |                          |
+    |     | 未出现金叉, 不是, "no golden or death      | 无, 非, 而非, 并未, 并不; a few words may come between:   |                          |
+    |     | cross", 没有金叉或死叉                     | "not a", 不在, 未出现) is denied, and so is one joined to |                          |
+    |     |                                           | it by or / nor / and / 或 / 和 / a comma. Denying all     |                          |
+    |     |                                           | choices but one names that one ("not above" is below,    |                          |
+    |     |                                           | 不是 is no, "no golden or death cross" is none); else no |                          |
+    |     |                                           | answer                                                   |                          |
+    | V5  | two answers ("above or below", "B or C",  | a hedge or an echoed choice list: no answer              | "hedged"                 |
+    |     | "golden|death|none", "B/C")               |                                                          |                          |
+    | V6  | "cannot tell", "can't tell", "unclear",   | ``cannot_tell`` where the question's choices hold it     | "cannot tell"            |
+    |     | "not sure", 无法判断, 看不出, 不确定        | (questions.CANNOT_TELL), else no answer; beside another  |                          |
+    |     |                                           | answer, a hedge                                          |                          |
+    | V7  | a name that is no choice ("inverted       | pattern names match exactly, with the synonyms below;    | "not a choice"           |
+    |     | hammer", 倒锤头, "shooting star",         | a near name is another pattern, never the choice it      |                          |
+    |     | "engulfing" with no direction)            | contains                                                 |                          |
+    | V8  | a letter choice (A-E): "B", "(B)", "bar   | a capital letter standing alone; a lower-case one only   |                          |
+    |     | B", "选B", "C (2019-11-28)", "D: +2% to   | as the whole value or after bar / option / 选. "A"       |                          |
+    |     | +10%"; "a bar near the top", "N/A"        | opening a sentence before a lower-case word other than a |                          |
+    |     |                                           | verb or preposition ("A strong bar", not "A is the       |                          |
+    |     |                                           | highest") is the article; N/A names no bar A             |                          |
+    | V9  | JSON true / false                         | yes / no where those are the choices; false is none where| "not a choice"           |
+    |     |                                           | none is one; else no answer. null, lists of two or more, |                          |
+    |     |                                           | objects: no answer (a one-item list is its item)         |                          |
+    | V10 | a gloss in brackets: "Above (the MA90     | read without the brackets when the rest names one choice |                          |
+    |     | line is below the price)", "看跌吞没（阴包  | and no bracket hedges (or, maybe, possibly, ?, 或, 可能)  |                          |
+    |     | 阳）"                                      |                                                          |                          |
+    | N1  | a price: 931, "1,091.00", "约1204元",     | the one number in the value, after dates (2019-11-28,    | "no number" / "not a     |
+    |     | "approximately PHP 397", "2.0127e+12"     | 11/28, 11月28日), MA names (MA20), percentages and bar    | price" (<= 0)            |
+    |     |                                           | references ("bar 24", 第24根) are set aside; scientific  |                          |
+    |     |                                           | notation is read as its value; > 0                       |                          |
+    | N2  | a count: 6, "6根", "seven", "七根", "4 of | the one whole number counted: a window ("of the last 10  | "no number" / "not a     |
+    |     | 10", "of the last 10 bars, 6 closed up",  | bars", "out of 10", "6/10", 十根中, 最近10根) is the size | count" (a fraction, < 0, |
+    |     | 十根中有六根                               | of what was counted, never the count; number words in    | > 1,000)                 |
+    |     |                                           | English and Chinese; 0 to 1,000                          |                          |
+    | N3  | two numbers: "6 or 7", "5-7", "104 to     | a hedge or a range between values: no answer             | "hedged"                 |
+    |     | 106", "six or seven", "6或7根"            |                                                          |                          |
+    | N4  | NaN, Infinity, 1e999, 309 digits          | no finite number: no answer (nothing stored is           | "not a finite number"    |
+    |     |                                           | non-finite)                                              |                          |
 
 Answer words (case-insensitive; each answer also reads its canonical string, ``_`` as a space; an
 answer reads a second answer's words where that one is not a choice of the question: yes reads
 above's, no below's)::
 
-    above              above, over, higher, 上方, 之上, 高于, 站上, 站在...上
+    above              above, higher, 上方, 之上, 高于, 站上, 站在...上  (not "over": "over the last bars")
     below              below, under, beneath, lower, 下方, 之下, 低于, 跌破
-    yes / no           yes, true, 是, 对 / no, false, 否, 不是
+    yes / no           yes, true, 是 (not before another Chinese character: 是高于 is read by 高于), 是的 /
+                       no, false, 否, 不是; and 不 as the whole value
     golden / death     golden cross, golden, bullish cross(over), crossed (over) above, crossed up, 金叉, 上穿, 向上穿(过|越)
                        / death cross, dead cross, death, bearish cross(over), crossed (over) below/under, crossed
                        down, 死叉, 下穿, 向下穿(过|越)
     none               none, no cross(over|ing), did not / didn't / has not cross(ed), no pattern, no clear /
-                       particular / notable / recognizable pattern, nothing, 没有交叉, 无交叉, 未交叉, 无明显形态,
-                       没有明显形态, 无形态; and "no", 无, 没有 as the whole value
-    doji               doji (any: dragonfly, gravestone, long-legged, doji star), 十字星, 十字线
+                       particular / notable / recognizable pattern, nothing, 没有(发生|出现|形成)交叉, 无交叉, 未交叉,
+                       无明显形态, 没有明显形态, 无形态; and "no", 无, 没有 as the whole value
+    doji               doji (any: dragonfly, gravestone, long-legged, doji star), 十字星, 十字线, 十字
     hammer             hammer, 锤子线, 锤头线, 锤子, 锤头  (NOT inverted hammer, 倒锤头, hanging man: other patterns)
     bullish_engulfing  bullish engulfing, engulfing (bullish), 看涨吞没, 阳包阴, 多头吞没, 看涨吞噬
     bearish_engulfing  bearish engulfing, engulfing (bearish), 看跌吞没, 阴包阳, 空头吞没, 看跌吞噬
-    not a choice       inverted hammer, 倒锤头/倒锤子/倒锤, hanging man, 吊颈线, 上吊线, shooting star, 射击之星, 流星,
-                       spinning top, 纺锤, harami, 孕线, marubozu, 光头光脚, morning / evening star, 启明星, 黄昏星,
-                       piercing, dark cloud, "engulfing" / 吞没 without a direction
+    not a choice       (where a pattern is asked) inverted hammer, 倒锤头/倒锤子/倒锤, hanging man, 吊颈线, 上吊线,
+                       shooting star, 射击之星, 流星, spinning top, 纺锤, harami, 孕线, marubozu, 光头光脚, morning /
+                       evening (doji) star, 启明星, 黄昏星, abandoned baby, piercing, dark cloud; "engulfing", 吞没,
+                       吞噬, 穿头破脚 without a direction
 
 Invariants (tested): ``answer is None`` iff ``tier == "none"``; ``none`` always has a reason; no
 answer value is a non-finite number.
@@ -101,7 +117,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 from candlebench.task_api.answer_text import json_objects, normalise, split_reasoning, strip_fences
 from candlebench.task_api.base import REASONING_CUT
@@ -139,13 +155,14 @@ _WORDS: Final[dict[str, tuple[str, ...]]] = {
     CANNOT_TELL: (r"can(?:not|'t|\s+not)\s+(?:tell|determine|be\s+determined|say)", r"unable\s+to\s+(?:tell|determine)",
                   "unclear", "not sure", "uncertain", "无法判断", "无法确定", "看不出", "看不清", "不确定", "不清楚", "难以判断"),
 }
-# Names that are no choice, and the choices they would be mistaken for (V7): read where one of those is asked.
-_RIVALS: Final[tuple[frozenset[str], tuple[str, ...]]] = (
+# Names that are no choice, each family with the choices it would be mistaken for (V7): read where
+# one of those is asked.
+_RIVALS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = ((
     frozenset({"doji", "hammer", "bullish_engulfing", "bearish_engulfing"}),
     (r"invert(?:ed)?\s+hammer", r"倒(?:转)?锤(?:子|头)?(?:线)?", r"hanging\s+man", "吊颈线", "上吊线", r"shooting\s+star",
              "射击之星", "流星", r"spinning\s+top", "纺锤", r"harami\w*", "孕线", r"marubozu", "光头光脚",
              r"(?:morning|evening)\s+(?:doji\s+)?star", "启明星", "黄昏星", r"abandoned\s+baby", r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
-             r"engulf\w*", "吞没", "吞噬", "穿头破脚"))
+             r"engulf\w*", "吞没", "吞噬", "穿头破脚")),)
 # An answer reads another's words where that one is no choice of the question ("above" answers yes).
 _ALSO: Final = {"yes": "above", "no": "below"}
 # Words that are an answer only as the whole value ("no" alone; "no hammer" negates hammer).
@@ -214,7 +231,7 @@ class Unreadable(ValueError):
 def _mentions(choices: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]]:
     """One regex of every answer word of ``choices`` (and of the names no choice is), longest first,
     each alternative a group; and the answer of each group."""
-    pairs = [(w, _OTHER) for rivals, words in (_RIVALS,) if rivals & set(choices) for w in words]
+    pairs = [(w, _OTHER) for rivals, words in _RIVALS if rivals & set(choices) for w in words]
     for answer in (*choices, CANNOT_TELL):
         words = list(_WORDS.get(answer, ()))
         if answer in _ALSO and _ALSO[answer] not in choices:
@@ -232,7 +249,7 @@ def _canonical(choices: tuple[str, ...]) -> dict[str, str]:
     return {c.lower(): c for c in choices}
 
 
-def _final_part(text: str, finds) -> str:
+def _final_part(text: str, finds: Callable[[str], list]) -> str:
     """V2: the part after the last correction marker, when it names an answer."""
     cuts = [m.end() for m in _CORRECTION.finditer(text)]
     for cut in reversed(cuts):
@@ -268,10 +285,10 @@ def _letters(text: str) -> list[tuple[int, int, str]]:
 
 
 def read_choice(value: Any, choices: tuple[str, ...]) -> str:
-    """One choice question's answer (rules V1-V9), or :class:`Unreadable`."""
+    """One choice question's answer (rules V1-V10), or :class:`Unreadable`."""
     if value in choices and isinstance(value, str):  # V1 as the prompt asks: most answers, at a set's speed
         return value
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # V9
         picked = ("yes" if value else "no") if {"yes", "no"} <= set(choices) else "none" if not value else None
         if picked is None or picked not in choices:
             raise Unreadable("not a choice")
@@ -279,19 +296,28 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
     text = _text_of(value)
     plain = text.strip().strip("\"'*`.").strip().lower().replace(" ", "_")
     exact = _canonical(choices).get(plain)
-    if exact is not None:  # V1, the common case
+    if exact is not None:  # V1
         return exact
     for answer, words in _ALONE.items():
         if answer in choices and plain in words:
             return answer
-    part = _final_part(text, lambda t: _choice_mentions(t, choices))
-    found = _choice_mentions(part, choices)
-    glosses = _GLOSS.findall(part)
+    return _decide(_glossed(_final_part(text, lambda t: _choice_mentions(t, choices)), choices), choices)
+
+
+def _glossed(text: str, choices: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """The mentions of ``text``, those inside brackets left out where they explain (V10)."""
+    found = _choice_mentions(text, choices)
+    glosses = _GLOSS.findall(text)
     if glosses and not any(_HEDGE.search(g) for g in glosses):
-        outside = _choice_mentions(_GLOSS.sub(" ", part), choices)
+        outside = _choice_mentions(_GLOSS.sub(" ", text), choices)
         said = {a for a, negated in outside if not negated}
         if len(said) == 1 and said <= set(choices):
-            found = outside
+            return outside
+    return found
+
+
+def _decide(found: list[tuple[str, bool]], choices: tuple[str, ...]) -> str:
+    """The one answer the mentions name (V3-V7), or why there is none."""
     said = {a for a, negated in found if not negated}
     denied = {a for a, negated in found if negated} - said
     if said & {CANNOT_TELL, _OTHER} and len(said) > 1:
@@ -314,11 +340,15 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
 
 
 def _text_of(value: Any) -> str:
+    """A value as text: a one-item list is its item; null, nothing, several items or an object are no answer."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if value is None or isinstance(value, (list, dict)):
-        raise Unreadable("no answer" if value is None or not value else "hedged" if isinstance(value, list)
-                         else "not a value")
+    if value is None or value == [] or value == {}:
+        raise Unreadable("no answer")
+    if isinstance(value, list):
+        raise Unreadable("hedged")
+    if isinstance(value, dict):
+        raise Unreadable("not a value")
     return str(value)
 
 
