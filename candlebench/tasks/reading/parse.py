@@ -190,10 +190,14 @@ _ARTICLE: Final = re.compile(r"(?:^|[.!?]\s+)(A)\s+(?!(?:is|was|has|had|closes|c
                              r"and|or|from|of|in|vs|seems|looks|appears|clearly|marks|because|since)\b)[a-z]")
 _NUMBER: Final = re.compile(r"(?<![0-9.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9])")
 # Set aside before a number is read (N1): dates, MA names, percentages, bar references.
+# Each alternative that opens on digits opens where a run of them does: tried inside a run, a regex
+# scanning the rest of it from every digit took seconds on a 5,000-digit answer.
+_RUN: Final = r"(?<![0-9.])"
 _NOT_THE_NUMBER: Final = re.compile(
-    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?|\d{1,2}\s*月\s*\d{1,2}\s*日|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
-    r"|\b(?:e?ma|sma)\s*\d+|[-+]?\d+(?:\.\d+)?\s*%|\bbars?\s+(?:no\.?\s*)?\d+|第\s*\d+\s*根"
-    r"|\d+\s+(?:bars?|candles?)\s+(?:ago|from\s+the\s+(?:right|left|end))", re.I)
+    _RUN + r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?|" + _RUN + r"\d{1,2}\s*月\s*\d{1,2}\s*日"
+    r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b(?:e?ma|sma)\s*\d+|[-+]?" + _RUN + r"\d+(?:\.\d+)?\s*%"
+    r"|\bbars?\s+(?:no\.?\s*)?\d+|第\s*\d+\s*根|" + _RUN + r"\d+\s+(?:bars?|candles?)\s+(?:ago|from\s+the\s+(?:right|left|end))",
+    re.I)
 # A count's window (N2): what it counted among, never the count. "4 of 10", "6 out of ten", "6/10"
 # (a number before it); "of the (last) 10 bars", "the last ten"; 十根中, 最近10根.
 _TEN: Final = r"(?:\d+|ten)\b"
@@ -202,7 +206,7 @@ _WINDOW: Final = re.compile(
     r"(?<=[0-9a-z])\s*(?:out\s+of|of|/)\s*(?:the\s+)?(?:(?:last|past|recent)\s+)?" + _TEN + _UNIT
     + r"|\b(?:out\s+of|of|among|in)\s+(?:the|these)\s+(?:(?:last|past|recent|final|latest)\s+)?" + _TEN + _UNIT
     + r"|\b(?:last|past|recent|final|latest)\s+" + _TEN + _UNIT
-    + r"|(?:最近|近|过去|最后)?\s*(?:\d+|十)\s*根\s*(?:K线)?\s*(?:中|里|内|当中|之中|里面)"
+    + r"|(?:最近|近|过去|最后)?\s*(?:" + _RUN + r"\d+|十)\s*根\s*(?:K线)?\s*(?:中|里|内|当中|之中|里面)"
     r"|(?:最近|近|过去|最后)\s*(?:\d+|十)\s*根\s*(?:K线)?", re.I)
 _COUNT_WORDS: Final = {w: i for i, words in enumerate(
     ("zero|none|零", "one|一", "two|二|两", "three|三", "four|四", "five|五", "six|六", "seven|七", "eight|八",
