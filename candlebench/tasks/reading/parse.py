@@ -405,7 +405,9 @@ def read_value(key: str, value: Any) -> Any:
     """One answer as the judge compares it; :class:`Unreadable` (why) when no rule reads it."""
     if key in NUMERIC:
         return read_number(value, NUMERIC[key])
-    return read_choice(value, CHOICES[key])
+    if key in CHOICES:
+        return read_choice(value, CHOICES[key])
+    raise Unreadable("a question of no known kind")  # neither choices nor numeric: said, never a KeyError
 
 
 def _stated(value: Any) -> bool:

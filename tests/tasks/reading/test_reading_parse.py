@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from candlebench.tasks.reading.parse import CANNOT_TELL, Unreadable, parse_answer, read_choice, read_number
+from candlebench.tasks.reading.parse import CANNOT_TELL, Unreadable, parse_answer, read_choice, read_number, read_value
 
 pytestmark = pytest.mark.unit
 
@@ -107,6 +107,8 @@ def test_a_new_question_parses_by_its_choices_with_no_new_code():
     assert read_choice("clearly higher", ("above", "below", CANNOT_TELL)) == "above"
     assert read_choice("Option E", ("A", "B", "C", "D", "E")) == "E"
     assert read_choice("false", ("yes", "no")) == "no"
+    with pytest.raises(Unreadable, match="no known kind"):  # a key with no choices and no numeric kind: said, no KeyError
+        read_value("a_question_of_tomorrow", "above")
 
 
 @pytest.mark.parametrize("text, answers", [
