@@ -71,6 +71,9 @@ so a new question parses with no new code::
     | V10 | a gloss in brackets: "Above (the MA90     | read without the brackets when the rest names one choice |                          |
     |     | line is below the price)", "看跌吞没（阴包  | and no bracket hedges (or, maybe, possibly, ?, 或, 可能)  |                          |
     |     | 阳）"                                      |                                                          |                          |
+    | V11 | the question asked back: "Is the last     | a sentence ending in "?" that asks (opens with is, does, |                          |
+    |     | close above or below MA5? Below.",        | which, how ...; holds 是否, 还是, 吗, 哪, 几) or names two |                          |
+    |     | 成交量是否高于均量？否                      | answers is left out; "A? or B?" stays, a hedge            |                          |
     | N1  | a price: 931, "1,091.00", "约1204元",     | the one number in the value, after dates (2019-11-28,    | "no number" / "not a     |
     |     | "approximately PHP 397", "2.0127e+12"     | 11/28, 11月28日), MA names (MA20), percentages and bar    | price" (<= 0)            |
     |     |                                           | references ("bar 24", 第24根) are set aside; scientific  |                          |
@@ -174,6 +177,9 @@ _CORRECTION: Final = re.compile(r"\b(?:actually|in fact|correction|corrected|on 
 # A gloss in brackets after the answer ("Above (the MA90 line is below the price)") explains it,
 # unless it hedges or asks.
 _GLOSS: Final = re.compile(r"\([^()]*\)|（[^（）]*）|\[[^\[\]]*\]")
+_QUESTION: Final = re.compile(r"[^.?？!！。\n]*(?:[.?？!！。\n]+|$)")  # a value's sentences, each with its end
+_INTERROGATIVE: Final = re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have|which|what|how|whether)\b"
+                                   r"|是否|还是|吗|哪|几|多少|什么", re.I)
 _HEDGE: Final = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably|might|likely)\b|[?？]|或|可能|也许|大概", re.I)
 # A mention right after one of these is negated (V4).
 _NEGATED: Final = re.compile(
@@ -289,7 +295,7 @@ def _letters(text: str) -> list[tuple[int, int, str]]:
 
 
 def read_choice(value: Any, choices: tuple[str, ...]) -> str:
-    """One choice question's answer (rules V1-V10), or :class:`Unreadable`."""
+    """One choice question's answer (rules V1-V11), or :class:`Unreadable`."""
     if value in choices and isinstance(value, str):  # V1 as the prompt asks: most answers, at a set's speed
         return value
     if isinstance(value, bool):  # V9
@@ -305,7 +311,17 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
     for answer, words in _ALONE.items():
         if answer in choices and plain in words:
             return answer
+    if "?" in text or "？" in text:  # the parser's text is NFKC (？ is ?), a value read alone may not be
+        text = _unasked(text, choices)
     return _decide(_glossed(_final_part(text, lambda t: _choice_mentions(t, choices)), choices), choices)
+
+
+def _unasked(text: str, choices: tuple[str, ...]) -> str:
+    """The value without the question asked back (V11): a sentence ending in "?" that asks (opens
+    with is / does / which ..., or holds 是否 / 还是 / 吗 ...) or names two answers is the question
+    ("Is the last close above or below MA5? Below."), not its answer."""
+    return "".join(part for part in _QUESTION.findall(text) if not (part.rstrip()[-1:] in ("?", "？") and (
+        _INTERROGATIVE.search(part) or len({a for a, _ in _choice_mentions(part, choices)}) > 1)))
 
 
 def _glossed(text: str, choices: tuple[str, ...]) -> list[tuple[str, bool]]:

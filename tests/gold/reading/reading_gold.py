@@ -34,6 +34,7 @@ CATEGORIES = {
     "cannot_tell": "cannot tell, unclear, 无法判断, 看不出",
     "hostile": "NaN, Infinity, 1e999, 309 digits where numbers go",
     "gloss": "the answer with an explanation naming other values or lines",
+    "echo": "the question asked back before its answer: Is the last close above or below MA5? Below.",
 }
 
 

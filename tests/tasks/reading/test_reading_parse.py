@@ -102,6 +102,18 @@ def test_cannot_tell_is_an_answer_only_where_the_question_offers_it(value):
     assert unread(read_choice, value, POSITION) == "cannot tell"
 
 
+@pytest.mark.parametrize("value, choices, answer", [
+    ("Is the last close above or below MA5? Below.", POSITION, "below"), ("在MA5之上还是之下？之下", POSITION, "below"),
+    ("Is the last bar's volume above the mean volume? No.", YES_NO, "no"), ("成交量是否高于均量？否", YES_NO, "no"),
+    ("A? or B?", LETTERS, None), ("above or below?", POSITION, None),
+])
+def test_the_question_asked_back_is_not_its_answer(value, choices, answer):
+    if answer is None:
+        unread(read_choice, value, choices)
+    else:
+        assert read_choice(value, choices) == answer
+
+
 def test_a_new_question_parses_by_its_choices_with_no_new_code():
     """Choices the judge has words for, in any new combination, and letters beyond D."""
     assert read_choice("clearly higher", ("above", "below", CANNOT_TELL)) == "above"
