@@ -51,7 +51,13 @@ so a new question parses with no new code::
     |     |                                           | it by or / nor / and / 或 / 和 / a comma. Denying all     |                          |
     |     |                                           | choices but one names that one ("not above" is below,    |                          |
     |     |                                           | 不是 is no, "no golden or death cross" is none); else no |                          |
-    |     |                                           | answer                                                   |                          |
+    |     |                                           | answer. Denied too: a mention that what follows denies   |                          |
+    |     |                                           | ("a golden cross has not formed", "a death cross was     |                          |
+    |     |                                           | avoided", 金叉尚未出现), a value ending on a question and  |                          |
+    |     |                                           | a bare denial ("above MA5? not really"). Tentative, a    | "hedged"                 |
+    |     |                                           | hedge: nearly, almost, like, resembles, not + an adverb  |                          |
+    |     |                                           | ("not significantly above"), -like, -ish; 接近, 即将,    |                          |
+    |     |                                           | 类似, 像                                                  |                          |
     | V5  | two answers ("above or below", "B or C",  | a hedge or an echoed choice list: no answer              | "hedged"                 |
     |     | "golden|death|none", "B/C")               |                                                          |                          |
     | V6  | "cannot tell", "can't tell", "unclear",   | ``cannot_tell`` where the question's choices hold it     | "cannot tell"            |
@@ -77,13 +83,15 @@ so a new question parses with no new code::
     | N1  | a price: 931, "1,091.00", "约1204元",     | the one number in the value, after dates (2019-11-28,    | "no number" / "not a     |
     |     | "approximately PHP 397", "2.0127e+12"     | 11/28, 11月28日), MA names (MA20), percentages and bar    | price" (<= 0)            |
     |     |                                           | references ("bar 24", 第24根) are set aside; scientific  |                          |
-    |     |                                           | notation is read as its value; > 0                       |                          |
+    |     |                                           | notation is read as its value, a scale after it too      |                          |
+    |     |                                           | (1.2k, 12.3万, million, 亿); > 0                          |                          |
     | N2  | a count: 6, "6根", "seven", "七根", "4 of | the one whole number counted: a window ("of the last 10  | "no number" / "not a     |
     |     | 10", "of the last 10 bars, 6 closed up",  | bars", "out of 10", "6/10", 十根中, 最近10根) is the size | count" (a fraction, < 0, |
     |     | 十根中有六根                               | of what was counted, never the count; number words in    | > 1,000)                 |
     |     |                                           | English and Chinese; 0 to 1,000                          |                          |
-    | N3  | two numbers: "6 or 7", "5-7", "104 to     | a hedge or a range between values: no answer             | "hedged"                 |
-    |     | 106", "six or seven", "6或7根"            |                                                          |                          |
+    | N3  | two numbers: "6 or 7", "5-7", "104 to     | a hedge, a range between values or a bound: no answer    | "hedged"                 |
+    |     | 106", "six or seven", "6或7根"; a bound:  |                                                          |                          |
+    |     | "at least 5", "more than 6", 至少4根, 4根以上|                                                          |                          |
     | N4  | NaN, Infinity, 1e999, 309 digits          | no finite number: no answer (nothing stored is           | "not a finite number"    |
     |     |                                           | non-finite)                                              |                          |
 
@@ -136,6 +144,7 @@ def _word(pattern: str) -> str:
 
 
 _OTHER: Final = "\x00other"  # a mention of a name that is no choice (V7)
+_UNSURE: Final = "\x00unsure"  # a mention said tentatively: "nearly a golden cross", "doji-like" (V4)
 
 # Answer -> its words (regular expressions; ASCII ones match as whole words).
 _WORDS: Final[dict[str, tuple[str, ...]]] = {
@@ -184,9 +193,19 @@ _HEDGE: Final = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably|might|likel
 # A mention right after one of these is negated (V4).
 _NEGATED: Final = re.compile(
     r"(?:\b(?:not|no|never|without|neither|nor|instead\s+of|rather\s+than)|n't)"
-    r"(?:\s+(?:a|an|the|quite|really|clearly|exactly|yet|any|actually|fully|strictly|trading|closing|closed|close|"
+    r"(?:\s+(?:a|an|the|quite|yet|any|trading|closing|closed|close|"
     r"located|positioned|been|form(?:ed|ing|s)?|show(?:n|s|ing)?|see|seen|a\s+clear))*\s*$"
     r"|(?:不|未|没有?|无|非|而非|并非|并未|并不)(?:在|是|会|能|曾|再|出现|形成|有|构成|站)?\s*$", re.I)
+# A mention denied by what follows it: "a golden cross has not formed", "a death cross was avoided", 金叉未出现.
+_DENIED_AFTER: Final = re.compile(r"\s*(?:cross(?:over)?\s+)?(?:(?:has|have|had|did|does|is|was|were)\s*(?:not|n't)\b|"
+                                  r"(?:was|is|were|been)?\s*(?:avoided|averted)\b)|(?:没有|未|尚未|并未)(?:出现|形成|发生)", re.I)
+# A mention said tentatively, neither stated nor denied: after nearly / almost / like / not + an adverb
+# ("not significantly above"), before -like / -ish; 接近, 即将, 类似, 像.
+_SOFT_BEFORE: Final = re.compile(r"(?:\b(?:nearly|almost|about\s+to|approaching|like|resembl\w*|similar\s+to)"
+                                 r"|(?:\bnot|n't)\s+\w+ly)\s*(?:(?:a|an|the)\s+)?$|(?:接近|即将|差点|快要|几乎|类似|像)\s*$", re.I)
+_SOFT_AFTER: Final = re.compile(r"-?(?:like|ish)\b|\s*(?:类似|之类)", re.I)
+# The value ends on a question and a bare denial: "above MA5? not really", "above? no".
+_QUESTION_DENIED: Final = re.compile(r"[?？]\s*(?:no(?:pe)?|not(?:\s+really)?|不是?|没有)\s*[.!。]?\s*$", re.I)
 _COORDINATED: Final = re.compile(r"\s*(?:,|/|、|\bor\b|\bnor\b|\band\b|或|和|与|及|也)\s*(?:(?:a|an|the)\s+)?", re.I)
 _NOT_APPLICABLE: Final = re.compile(r"(?<![A-Za-z])N/A(?![A-Za-z])", re.I)
 _LETTER: Final = re.compile(r"(?<![A-Za-z0-9])([A-E])(?![A-Za-z0-9])")
@@ -214,6 +233,14 @@ _WINDOW: Final = re.compile(
     + r"|\b(?:last|past|recent|final|latest)\s+" + _TEN + _UNIT
     + r"|(?:最近|近|过去|最后)?\s*(?:" + _RUN + r"\d+|十)\s*根\s*(?:K线)?\s*(?:中|里|内|当中|之中|里面)"
     r"|(?:最近|近|过去|最后)\s*(?:\d+|十)\s*根\s*(?:K线)?", re.I)
+# A bound, not a value: "at least 5", "more than 6", 至少5根, 5根以上 (N3).
+_BOUND: Final = re.compile(r"\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|up\s+to|over|under)\s+"
+                           r"(?:\d|zero|one|two|three|four|five|six|seven|eight|nine|ten)"
+                           r"|(?:至少|最多|超过|不到|不少于|不超过|多于|少于)\s*[\d零一二两三四五六七八九十]"
+                           r"|[\d零一二两三四五六七八九十]\s*(?:根|个)?\s*(?:以上|以下)", re.I)
+# A price's scale written after it: 1.2k, 12.3万 (N1).
+_SCALE: Final = re.compile(r"\s?(?:(k|thousand|千)|(万)|(m|million)|(亿))(?![A-Za-z])", re.I)
+_SCALES: Final = (1e3, 1e4, 1e6, 1e8)
 _COUNT_WORDS: Final = {w: i for i, words in enumerate(
     ("zero|none|零", "one|一", "two|二|两", "three|三", "four|四", "five|五", "six|六", "seven|七", "eight|八",
      "nine|九", "ten|十")) for w in words.split("|")}
@@ -278,8 +305,12 @@ def _choice_mentions(text: str, choices: tuple[str, ...]) -> list[tuple[str, boo
     out: list[tuple[str, bool]] = []
     end = 0
     for start, stop, answer in found:
-        negated = bool(_NEGATED.search(text[max(0, start - 40):start])) or (
-            bool(out) and out[-1][1] and _COORDINATED.fullmatch(text[end:start]) is not None)
+        before = text[max(0, start - 40):start]
+        if _SOFT_BEFORE.search(before) or _SOFT_AFTER.match(text, stop):
+            answer, negated = _UNSURE, False
+        else:
+            negated = bool(_NEGATED.search(before) or _DENIED_AFTER.match(text, stop)) or (
+                bool(out) and out[-1][1] and _COORDINATED.fullmatch(text[end:start]) is not None)
         out.append((answer, negated))
         end = stop
     return out
@@ -313,6 +344,8 @@ def read_choice(value: Any, choices: tuple[str, ...]) -> str:
             return answer
     if "?" in text or "？" in text:  # the parser's text is NFKC (？ is ?), a value read alone may not be
         text = _unasked(text, choices)
+        if _QUESTION_DENIED.search(text):  # what is left asks, and is denied
+            raise Unreadable("negated")
     return _decide(_glossed(_final_part(text, lambda t: _choice_mentions(t, choices)), choices), choices)
 
 
@@ -340,7 +373,7 @@ def _decide(found: list[tuple[str, bool]], choices: tuple[str, ...]) -> str:
     """The one answer the mentions name (V3-V7), or why there is none."""
     said = {a for a, negated in found if not negated}
     denied = {a for a, negated in found if negated} - said
-    if said & {CANNOT_TELL, _OTHER} and len(said) > 1:
+    if said & {CANNOT_TELL, _OTHER, _UNSURE} and len(said) > 1 or said == {_UNSURE}:
         raise Unreadable("hedged")
     if CANNOT_TELL in said:
         if CANNOT_TELL in choices:
@@ -388,10 +421,18 @@ def _numbers(text: str, kind: str) -> list[float]:
     if kind == "count":  # first: "6/10" is a count and its window before it is a date
         text = _WINDOW.sub(" ", text)
     text = _NOT_THE_NUMBER.sub(" ", text)
-    found = {_finite(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)}
+    if _BOUND.search(text):
+        raise Unreadable("hedged")
+    found = {_finite(m.group(0).replace(",", "")) * _scale(text, m.end(), kind) for m in _NUMBER.finditer(text)}
     if not found and kind == "count":
         found = {float(_COUNT_WORDS[m.group(1).lower()]) for m in _COUNT_WORD.finditer(text)}
     return sorted(found)
+
+
+def _scale(text: str, end: int, kind: str) -> float:
+    """What a price's suffix multiplies it by (1.2k, 12.3万); 1 for a count or no suffix."""
+    suffix = _SCALE.match(text, end) if kind == "price" else None
+    return 1.0 if suffix is None else _SCALES[suffix.lastindex - 1]
 
 
 def read_number(value: Any, kind: str) -> float | int:

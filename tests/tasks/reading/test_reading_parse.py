@@ -48,8 +48,20 @@ def test_two_answers_are_a_hedge(value, choices):
     assert unread(read_choice, value, choices) in {"hedged", "not a choice"}
 
 
+@pytest.mark.parametrize("value, choices, why", [
+    ("a golden cross has not formed yet", CROSS, "negated"), ("a death cross was avoided", CROSS, "negated"),
+    ("金叉尚未出现", CROSS, "negated"), ("above MA5? not really", POSITION, "negated"),
+    ("nearly a golden cross", CROSS, "hedged"), ("doji-like", PATTERN, "hedged"), ("resembles a hammer", PATTERN, "hedged"),
+    ("像锤子线", PATTERN, "hedged"), ("not significantly above", YES_NO, "hedged"),
+])
+def test_a_denied_or_tentative_answer_is_no_answer(value, choices, why):
+    assert unread(read_choice, value, choices) == why
+
+
 @pytest.mark.parametrize("value, kind", [("6 or 7", "count"), ("5-7", "count"), ("six or seven", "count"), ("6或7根", "count"),
-                                         ("104 to 106", "price"), ("between 390 and 400", "price"), ("1200至1210", "price")])
+                                         ("104 to 106", "price"), ("between 390 and 400", "price"), ("1200至1210", "price"),
+                                         ("at least 5", "count"), ("more than six", "count"), ("至少4根", "count"),
+                                         ("4根以上", "count")])
 def test_two_numbers_are_a_hedge(value, kind):
     assert unread(read_number, value, kind) == "hedged"
 
@@ -63,8 +75,9 @@ def test_a_count_is_the_number_counted_never_the_window(value, count):
 
 
 @pytest.mark.parametrize("value, price", [("2.0127e+12", 2.0127e12), ("1.2346e+05", 123460.0), ("约1204元", 1204.0),
-                                          ("1,091.00", 1091.0), ("931 (bar A, 2019-04-11)", 931.0), (1e3, 1000.0)])
-def test_a_price_is_its_value_scientific_notation_included(value, price):
+                                          ("1,091.00", 1091.0), ("931 (bar A, 2019-04-11)", 931.0), (1e3, 1000.0),
+                                          ("1.2k", 1200.0), ("12.3万", 123000.0)])
+def test_a_price_is_its_value_scientific_notation_and_scale_included(value, price):
     assert read_number(value, "price") == price
 
 
