@@ -53,7 +53,8 @@ so a new question parses with no new code::
     |     |                                           | 不是 is no, "no golden or death cross" is none); else no |                          |
     |     |                                           | answer. Denied too: a mention that what follows denies   |                          |
     |     |                                           | ("a golden cross has not formed", "a death cross was     |                          |
-    |     |                                           | avoided", 金叉尚未出现), a value ending on a question and  |                          |
+    |     |                                           | avoided", "the pattern does not hold", 金叉尚未出现, 看涨 |                          |
+    |     |                                           | 吞没形态不成立), a value ending on a question and          |                          |
     |     |                                           | a bare denial ("above MA5? not really"). Tentative, a    | "hedged"                 |
     |     |                                           | hedge: nearly, almost, like, resembles, not + an adverb  |                          |
     |     |                                           | ("not significantly above"), -like, -ish; 接近, 即将,    |                          |
@@ -99,7 +100,7 @@ Answer words (case-insensitive; each answer also reads its canonical string, ``_
 answer reads a second answer's words where that one is not a choice of the question: yes reads
 above's, no below's)::
 
-    above              above, higher, 上方, 之上, 高于, 站上, 站在...上  (not "over": "over the last bars")
+    above              above, higher, 上方, 之上, 高于, 超过, 站上, 站在...上  (not "over": "over the last bars")
     below              below, under, beneath, lower, 下方, 之下, 低于, 跌破
     yes / no           yes, true, 是 (not before another Chinese character: 是高于 is read by 高于), 是的 /
                        no, false, 否, 不是; and 不 as the whole value
@@ -148,7 +149,7 @@ _UNSURE: Final = "\x00unsure"  # a mention said tentatively: "nearly a golden cr
 
 # Answer -> its words (regular expressions; ASCII ones match as whole words).
 _WORDS: Final[dict[str, tuple[str, ...]]] = {
-    "above": ("above", "higher", "上方", "之上", "高于", "站上", r"站在\S{0,6}上"),
+    "above": ("above", "higher", "上方", "之上", "高于", "超过", "站上", r"站在\S{0,6}上"),
     "below": ("below", "under", "beneath", "lower", "下方", "之下", "低于", "跌破"),
     "yes": ("yes", "true", r"是(?![\u4e00-\u9fff])", "是的"),
     "no": ("no", "false", "否", "不是"),
@@ -197,8 +198,9 @@ _NEGATED: Final = re.compile(
     r"located|positioned|been|form(?:ed|ing|s)?|show(?:n|s|ing)?|see|seen|a\s+clear))*\s*$"
     r"|(?:不|未|没有?|无|非|而非|并非|并未|并不)(?:在|是|会|能|曾|再|出现|形成|有|构成|站)?\s*$", re.I)
 # A mention denied by what follows it: "a golden cross has not formed", "a death cross was avoided", 金叉未出现.
-_DENIED_AFTER: Final = re.compile(r"\s*(?:cross(?:over)?\s+)?(?:(?:has|have|had|did|does|is|was|were)\s*(?:not|n't)\b|"
-                                  r"(?:was|is|were|been)?\s*(?:avoided|averted)\b)|(?:没有|未|尚未|并未)(?:出现|形成|发生)", re.I)
+_DENIED_AFTER: Final = re.compile(r"\s*(?:(?:cross(?:over)?|pattern|candle)\s+)?(?:(?:has|have|had|did|does|is|was|were)\s*"
+                                  r"(?:not|n't)\b|(?:was|is|were|been)?\s*(?:avoided|averted|invalid)\b)"
+                                  r"|(?:形态)?(?:(?:没有|未|尚未|并未|未能)(?:出现|形成|发生)|不成立|不存在)", re.I)
 # A mention said tentatively, neither stated nor denied: after nearly / almost / like / not + an adverb
 # ("not significantly above"), before -like / -ish; 接近, 即将, 类似, 像.
 _SOFT_BEFORE: Final = re.compile(r"(?:\b(?:nearly|almost|about\s+to|approaching|like|resembl\w*|similar\s+to)"

@@ -51,6 +51,7 @@ def test_two_answers_are_a_hedge(value, choices):
 @pytest.mark.parametrize("value, choices, why", [
     ("a golden cross has not formed yet", CROSS, "negated"), ("a death cross was avoided", CROSS, "negated"),
     ("金叉尚未出现", CROSS, "negated"), ("above MA5? not really", POSITION, "negated"),
+    ("bullish engulfing pattern does not hold", PATTERN, "negated"), ("看涨吞没形态不成立", PATTERN, "negated"),
     ("nearly a golden cross", CROSS, "hedged"), ("doji-like", PATTERN, "hedged"), ("resembles a hammer", PATTERN, "hedged"),
     ("像锤子线", PATTERN, "hedged"), ("not significantly above", YES_NO, "hedged"),
 ])
