@@ -43,8 +43,8 @@ MAX_ANSWER_CHARS = 8_000  # the parsed answer (as JSON) a judge reads: a caption
 def bounded(parse: Callable[[str | None], Parsed]) -> Callable[[str | None], Parsed]:
     """``parse`` behind the bounds every judge has: an answer over :data:`MAX_TEXT_CHARS`, one
     whose parsed answer is over :data:`MAX_ANSWER_CHARS`, or one whose parsed answer or columns hold
-    a non-finite number, is a failure (no answer, tier "none") whose
-    reason says how long it was; its text stays in the record, its scores are those of no answer."""
+    a non-finite number, is a failure (no answer, tier "none") whose reason says which (and how
+    long); its text stays in the record, its scores are those of no answer."""
 
     def judged(text: str | None) -> Parsed:
         if text is not None and len(text) > MAX_TEXT_CHARS:

@@ -10,8 +10,8 @@ Format (one block per time frame, oldest bar first, blocks separated by a blank 
 Prices keep 5 significant digits, which is finer than any tick size we chart, written as a reader
 writes a price: fixed decimals scaled to its size (731.5, 12.345, 0.0012345), never in scientific
 notation (123457, not 1.2346e+05: a model that copies it back must be read as the price it is).
-Volumes keep 3 with a K/M/B suffix, as in the chart's volume axis. CSV rather than JSON because it costs about a third
-of the tokens and every model has read plenty of it.
+Volumes keep 3 with a K/M/B suffix, as in the chart's volume axis. CSV rather than JSON because it
+costs about a third of the tokens and every model has read plenty of it.
 """
 
 from __future__ import annotations

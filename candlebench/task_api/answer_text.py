@@ -1,8 +1,9 @@
 """Text steps that every answer parser takes first, shared by the tasks whose parsers read a
-model's free text the same way (forecast, chart reading): Unicode and HTML normalisation, the
-split of reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``) from the answer, and the
-removal of Markdown code fences, and the JSON objects an answer holds. One copy, so a fix to how a reasoning block is read reaches
-every such task (and raises each one's judge version)."""
+model's free text the same way (forecast, chart reading, E2A's JSON): Unicode and HTML
+normalisation, the split of reasoning blocks (``<think>``, ``<thinking>``, ``<reasoning>``) from
+the answer, the removal of Markdown code fences, and the JSON objects an answer holds. One copy, so
+a fix to how a reasoning block is read reaches every such task (and raises each one's judge
+version)."""
 
 from __future__ import annotations
 

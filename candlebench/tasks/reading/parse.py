@@ -158,9 +158,11 @@ _WORDS: Final[dict[str, tuple[str, ...]]] = {
     "death": (r"death(?:\s+cross(?:over)?)?", r"dead\s+cross", r"bearish\s+cross(?:over)?",
               r"cross(?:es|ed)?\s+(?:over\s+)?(?:below|under)", r"cross(?:es|ed)?\s+down(?:ward)?",
               r"downward\s+cross(?:over)?", "死叉", "下穿", r"向下穿[过越]?"),
-    "none": ("none", r"no\s+(?:cross(?:over|ing)?|crossing)", r"(?:did\s*n[o']t|has\s*n[o']t|have\s*n[o']t|does\s*n[o']t)\s+cross(?:ed)?",
+    "none": ("none", r"no\s+(?:cross(?:over|ing)?|crossing)",
+             r"(?:did\s*n[o']t|has\s*n[o']t|have\s*n[o']t|does\s*n[o']t)\s+cross(?:ed)?",
              r"no\s+(?:(?:clear|particular|notable|recogni[sz]able|obvious|specific|significant)\s+)?(?:candlestick\s+)?pattern",
-             "nothing", r"(?:没有|未|无)(?:发生|出现|形成)?(?:任何)?交叉", "未交叉", r"无明显(?:的)?(?:K线)?形态", r"没有明显(?:的)?(?:K线)?形态", "无形态", "没有形态"),
+             "nothing", r"(?:没有|未|无)(?:发生|出现|形成)?(?:任何)?交叉", "未交叉", r"无明显(?:的)?(?:K线)?形态",
+             r"没有明显(?:的)?(?:K线)?形态", "无形态", "没有形态"),
     "doji": (r"(?:dragonfly\s+|gravestone\s+|long[\s-]legged\s+)?doji(?:\s+star)?", "十字星", "十字线", "十字"),
     "hammer": ("hammer", "锤子线", "锤头线", "锤子", "锤头"),
     "bullish_engulfing": (r"bull\w*[\s_-]*engulf\w*", r"engulf\w*[\s_(,-]*bull\w*", "看涨吞没", "阳包阴", "多头吞没", "看涨吞噬"),
@@ -174,7 +176,8 @@ _RIVALS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = ((
     frozenset({"doji", "hammer", "bullish_engulfing", "bearish_engulfing"}),
     (r"invert(?:ed)?\s+hammer", r"倒(?:转)?锤(?:子|头)?(?:线)?", r"hanging\s+man", "吊颈线", "上吊线", r"shooting\s+star",
              "射击之星", "流星", r"spinning\s+top", "纺锤", r"harami\w*", "孕线", r"marubozu", "光头光脚",
-             r"(?:morning|evening)\s+(?:doji\s+)?star", "启明星", "黄昏星", r"abandoned\s+baby", r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
+             r"(?:morning|evening)\s+(?:doji\s+)?star", "启明星", "黄昏星", r"abandoned\s+baby",
+             r"piercing(?:\s+line|\s+pattern)?", r"dark\s+cloud(?:\s+cover)?",
              r"engulf\w*", "吞没", "吞噬", "穿头破脚")),)
 # An answer reads another's words where that one is no choice of the question ("above" answers yes).
 _ALSO: Final = {"yes": "above", "no": "below"}
@@ -223,7 +226,8 @@ _RUN: Final = r"(?<![0-9.])"
 _NOT_THE_NUMBER: Final = re.compile(
     _RUN + r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?|" + _RUN + r"\d{1,2}\s*月\s*\d{1,2}\s*日"
     r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b(?:e?ma|sma)\s*\d+|[-+]?" + _RUN + r"\d+(?:\.\d+)?\s*%"
-    r"|\bbars?\s+(?:no\.?\s*)?\d+|第\s*\d+\s*根|" + _RUN + r"\d+\s+(?:bars?|candles?)\s+(?:ago|from\s+the\s+(?:right|left|end))",
+    r"|\bbars?\s+(?:no\.?\s*)?\d+|第\s*\d+\s*根"
+    r"|" + _RUN + r"\d+\s+(?:bars?|candles?)\s+(?:ago|from\s+the\s+(?:right|left|end))",
     re.I)
 # A count's window (N2): what it counted among, never the count. "4 of 10", "6 out of ten", "6/10"
 # (a number before it); "of the (last) 10 bars", "the last ten"; 十根中, 最近10根.
