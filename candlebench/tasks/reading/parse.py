@@ -475,7 +475,7 @@ def read_value(key: str, value: Any) -> Any:
 
 def _stated(value: Any) -> bool:
     """A value says something (not the answer format echoed back: "above|below", "<number>")."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or "<" not in value and "|" not in value:  # nearly every value: no scan
         return True
     value = value.strip()
     return "|" not in value and not (value.startswith("<") and value.endswith(">"))
