@@ -86,9 +86,11 @@ class ReadingTask(Task):
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
-    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them). 2: the
-    # parser reads every value by the questions' choices and numeric kinds (cannot_tell, the new questions),
-    # prices are judged for every price question, chance-corrected metrics and chart-clustered intervals.
+    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py and
+    # test_reading_gold.py pin them). 2: the parser reads every value by the questions' choices and
+    # numeric kinds (cannot_tell, the new questions) and gives no credit the text does not give
+    # (negation, hedges, the final answer, exact pattern names); prices are judged for every price
+    # question; chance-corrected metrics and chart-clustered intervals.
     judge_version = 2
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
