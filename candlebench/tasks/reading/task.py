@@ -92,6 +92,9 @@ class ReadingTask(Task):
     # (negation, hedges, the final answer, exact pattern names); prices are judged for every price
     # question; chance-corrected metrics and chart-clustered intervals.
     judge_version = 2
+    # The lettered bar mark_color asks about (the prompt) and the trend questions' pixel margins
+    # (forecast_link): samples built before issue #50's questions lack them.
+    sample_columns = ("mark_color", "margins")
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})
