@@ -22,6 +22,14 @@ def unread(read, value, *args) -> str:
     return str(why.value)
 
 
+def reads_as(answer, read, *args) -> None:
+    """``read(*args)`` gives ``answer``; None: it reads no answer."""
+    if answer is None:
+        unread(read, *args)
+    else:
+        assert read(*args) == answer
+
+
 @pytest.mark.parametrize("value, choices, answer", [
     ("not above", POSITION, "below"), ("不高于", POSITION, "below"), ("未站上", POSITION, "below"),
     ("不在上方", POSITION, "below"), ("not below the mean", YES_NO, "yes"), ("不是", YES_NO, "no"),
@@ -104,10 +112,7 @@ def test_a_near_name_is_another_pattern_never_the_choice_it_contains(value):
                                            ("N/A", None), ("A is the highest", "A"), ("D, a long red candle", "D"),
                                            ("a", "A"), ("bar c", "C"), ("选B", "B")])
 def test_the_article_a_is_no_letter(value, answer):
-    if answer is None:
-        unread(read_choice, value, LETTERS)
-    else:
-        assert read_choice(value, LETTERS) == answer
+    reads_as(answer, read_choice, value, LETTERS)
 
 
 @pytest.mark.parametrize("value", ["cannot tell", "can't tell", "无法判断", "看不出"])
@@ -122,10 +127,7 @@ def test_cannot_tell_is_an_answer_only_where_the_question_offers_it(value):
     ("A? or B?", LETTERS, None), ("above or below?", POSITION, None),
 ])
 def test_the_question_asked_back_is_not_its_answer(value, choices, answer):
-    if answer is None:
-        unread(read_choice, value, choices)
-    else:
-        assert read_choice(value, choices) == answer
+    reads_as(answer, read_choice, value, choices)
 
 
 def test_a_new_question_parses_by_its_choices_with_no_new_code():
@@ -167,10 +169,7 @@ def test_every_question_asked_reads_each_of_its_answers_as_the_prompt_writes_it(
     ("ma5", "not at all above", "below"),
 ])
 def test_the_new_questions_answer_words_in_english_and_chinese(question, value, answer):
-    if answer is None:
-        unread(read_value, question, value)
-    else:
-        assert read_value(question, value) == answer
+    reads_as(answer, read_value, question, value)
 
 
 def test_an_ma_order_in_lines_is_a_value_not_a_key():
