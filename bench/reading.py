@@ -1,5 +1,5 @@
-"""The reading judge: its accuracy on the hand-labelled gold set (tests/gold/reading/) per language,
-and its speed on one core scoring N answers (parse, verdicts, metrics with a 1,000-draw bootstrap),
+"""The reading judge: its accuracy on the hand-labelled gold set (tests/gold/reading/) per language
+(values and verdicts read right, whole answers, wrong credit given, credit lost), and its speed on one core scoring N answers (parse, verdicts, metrics with a 1,000-draw bootstrap),
 against a floor measured in the same run: ``json.loads`` of the same texts (what any judge of a
 JSON answer must do).
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "gold" / "reading"))
 
-from reading_accuracy import FLOORS, measure  # noqa: E402
+from reading_accuracy import CEILINGS, FLOORS, measure  # noqa: E402
 from reading_gold import answers  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
@@ -79,7 +79,9 @@ def main() -> None:
     score_s, metrics = timed(lambda: score(frame))
     accuracy, _ = measure()
     for lang, a in accuracy.items():
-        print(f"gold {lang}: {a['n']} questions | " + ", ".join(f"{k} {a[k]:.3f} (floor {FLOORS[k]})" for k in FLOORS))
+        print(f"gold {lang}: {a['n']} questions | " + ", ".join(f"{k} {a[k]:.3f} (floor {FLOORS[k]})" for k in FLOORS)
+              + f", wrong credit {a['wrong_credit']} (at most {CEILINGS['wrong_credit']}), credit lost "
+                f"{a['credit_lost']:.3f} (at most {CEILINGS['credit_lost']})")
     questions = metrics["all"]["n"]
     print(f"scoring:  {n} answers ({questions} questions) in {score_s:.2f} s ({score_s / n * 1e6:.0f} µs an answer, "
           f"{score_s / questions * 1e6:.1f} µs a question), {score_s / floor_s:.0f}x the json.loads floor "

@@ -8,3 +8,8 @@ class UserError(Exception):
 
 class CorruptFile(UserError, ValueError):
     """An intermediate file that cannot be read; the message names it and the stage that writes it."""
+
+
+class OutdatedFile(UserError, ValueError):
+    """An intermediate file written before the code of now needed more of it; the message names it and
+    the stage that writes it again."""

@@ -56,6 +56,15 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON that a browser's JSON.parse reads: a NaN or inf anywhere in ``value``
+    (which a judge must never keep, but a report must not die of) is written as null."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        return json.dumps(json_safe(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
 def fingerprint(value: Any) -> str:
     """16 hex digits of sha256 over canonical JSON (sorted keys; non-JSON values by ``str``)."""
     text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)

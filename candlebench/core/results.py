@@ -54,21 +54,27 @@ MAX_ANSWER_CHARS = 8_000  # the parsed answer (as JSON) a judge reads: a caption
 
 
 def bounded(parse: Callable[[str | None], Parsed]) -> Callable[[str | None], Parsed]:
-    """``parse`` behind the bounds every judge has: an answer over :data:`MAX_TEXT_CHARS`, or one
-    whose parsed answer is over :data:`MAX_ANSWER_CHARS`, is a failure (no answer, tier "none") whose
-    reason says how long it was; its text stays in the record, its scores are those of no answer."""
+    """``parse`` behind the bounds every judge has: an answer over :data:`MAX_TEXT_CHARS`, one
+    whose parsed answer is over :data:`MAX_ANSWER_CHARS`, or one whose parsed answer or columns hold
+    a non-finite number, is a failure (no answer, tier "none") whose reason says which (and how
+    long); its text stays in the record, its scores are those of no answer."""
 
     def judged(text: str | None) -> Parsed:
         if text is not None and len(text) > MAX_TEXT_CHARS:
-            return _too_long(parse, f"answer of {len(text):,} characters, over the {MAX_TEXT_CHARS:,} a parser reads")
+            return _no_answer(parse, f"answer of {len(text):,} characters, over the {MAX_TEXT_CHARS:,} a parser reads")
         parsed = parse(text)
-        size = 0 if parsed.answer is None else len(json.dumps(parsed.answer, ensure_ascii=False))
+        try:  # a parser that kept NaN or inf: no metric, table or page can hold it (each parser's own
+            # rules say so first; this is the second line)
+            size = 0 if parsed.answer is None else len(json.dumps(parsed.answer, ensure_ascii=False, allow_nan=False))
+            json.dumps(dict(parsed.columns), allow_nan=False, default=str)
+        except ValueError:
+            return _no_answer(parse, "a number that is not finite in the parsed answer")
         if size > MAX_ANSWER_CHARS:
-            return _too_long(parse, f"parsed answer of {size:,} characters, over the {MAX_ANSWER_CHARS:,} a judge reads")
+            return _no_answer(parse, f"parsed answer of {size:,} characters, over the {MAX_ANSWER_CHARS:,} a judge reads")
         return parsed
 
     return judged
 
 
-def _too_long(parse: Callable[[str | None], Parsed], reason: str) -> Parsed:
+def _no_answer(parse: Callable[[str | None], Parsed], reason: str) -> Parsed:
     return Parsed(None, "none", f"{reason}: scored as no answer", dict(parse(None).columns))

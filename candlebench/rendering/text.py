@@ -7,9 +7,11 @@ Format (one block per time frame, oldest bar first, blocks separated by a blank 
     2017-03-31,741,745,722,731.5,1.41M,,,
     ...
 
-Prices keep 5 significant digits, which is finer than any tick size we chart, volumes 3 with a
-K/M/B suffix, as in the chart's volume axis. CSV rather than JSON because it costs about a third
-of the tokens and every model has read plenty of it.
+Prices keep 5 significant digits, which is finer than any tick size we chart, written as a reader
+writes a price: fixed decimals scaled to its size (731.5, 12.345, 0.0012345), never in scientific
+notation (123457, not 1.2346e+05: a model that copies it back must be read as the price it is).
+Volumes keep 3 with a K/M/B suffix, as in the chart's volume axis. CSV rather than JSON because it
+costs about a third of the tokens and every model has read plenty of it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from candlebench.market.bars import chart_bars
 
 
 def _price(x: float) -> str:
-    return "" if math.isnan(x) else f"{x:.5g}"
+    """Five significant digits in fixed notation, trailing zeros dropped: what ``%.5g`` writes for
+    prices from 0.0001 to 99,999 (the same bytes, so those inputs keep their fingerprints), and the
+    whole number, or the decimals five digits need, beyond them."""
+    if math.isnan(x):
+        return ""
+    decimals = max(0, 4 - math.floor(math.log10(abs(x)))) if x else 0
+    text = f"{x:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _volume(x: float) -> str:

@@ -28,7 +28,7 @@ def baseline(cfg: DictConfig) -> None:
     if not names:
         return
     paths = task_paths(cfg)
-    samples = read_samples(paths)
+    samples = read_samples(paths, task.sample_columns)
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(settings) else None
     parse = task.judge(settings)
     task_config = task_settings(cfg)

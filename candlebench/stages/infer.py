@@ -95,7 +95,7 @@ def infer(cfg: DictConfig) -> None:
     task = get_task(cfg.task.name)
     settings = task.settings(cfg.task)
     paths = task_paths(cfg)
-    samples = read_samples(paths)
+    samples = read_samples(paths, task.sample_columns)
     if task.uses_market(settings):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     kind = backend_kind(str(cfg.backend.name))

@@ -154,7 +154,7 @@ def score(cfg: DictConfig) -> None:
     end naming every run that did not score."""
     task = get_task(cfg.task.name)
     paths = task_paths(cfg)
-    samples = read_samples(paths)
+    samples = read_samples(paths, task.sample_columns)
     if task.uses_market(task.settings(cfg.task)):
         same_market(cfg.data, paths.summary, samples["code"].unique())
     failed = []

@@ -188,6 +188,9 @@ class Task(ABC):
     # of answers already made: `candlebench score` then re-judges each run scored under another
     # version (no answer is generated again), and status and the report say which version judged it.
     judge_version: ClassVar[int] = 1
+    # Columns of its samples.parquet that its prompts and scoring read and that older versions of the
+    # task did not write: samples without one are refused in one line, not a KeyError mid-stage.
+    sample_columns: ClassVar[tuple[str, ...]] = ()
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
     # Its results as one row per sample (scoring/per_sample.py): what the default compare, report

@@ -31,6 +31,20 @@ def test_block_format_is_exact():
     )
 
 
+def test_prices_are_written_as_a_reader_writes_them_never_in_scientific_notation():
+    """Five significant digits, as %.5g wrote them where it wrote no exponent (the same bytes, so
+    the inputs of the past keep their fingerprints), fixed notation beyond: a model that copies
+    a price back writes the price, not its mantissa."""
+    bars = pd.DataFrame({"date": pd.to_datetime(["2024-01-02", "2024-01-03", "2024-01-04"]),
+                         "open": [123456.7, 2012700000000.0, 99999.6], "high": [130000.0, 2.1e12, 100000.0],
+                         "low": [0.0000123456, 0.0001, 99999.0], "close": [731.5, 12.345, 0.5], "volume": [1.0, 2.0, 3.0]})
+    rows = bars_block(bars, "HEAD", ()).splitlines()[2:]
+    assert rows == ["2024-01-02,123457,130000,0.000012346,731.5,1",
+                    "2024-01-03,2012700000000,2100000000000,0.0001,12.345,2",
+                    "2024-01-04,100000,100000,99999,0.5,3"]
+    assert not any("e+" in r or "e-" in r for r in rows)
+
+
 def test_sample_text_holds_the_chart_bars_of_each_frame(slice_market):
     cutoff = pd.Timestamp("2018-03-14")
     history = history_before(slice_market.stock("AC"), cutoff)

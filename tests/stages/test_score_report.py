@@ -155,3 +155,21 @@ def test_pooled_report_of_two_markets(tmp_path):
     comparisons = json.loads((tmp_path / "pooled" / "comparisons.json").read_text())["forecast"]
     assert set(comparisons) == {"PSE-A: constant → momentum", "PSE-B: constant → momentum"}
     assert {"rank_ic_mean_median.png", "continuous.png"} <= {p.name for p in (tmp_path / "pooled" / "plots").iterdir()}
+
+
+def test_samples_of_an_older_task_version_are_refused_in_one_line_naming_the_file_and_the_fix(tmp_path):
+    """Reading samples built before issue #50's questions have no mark_color or margins: score and
+    baseline refuse them with the command that rebuilds them, not a KeyError mid-stage."""
+    from candlebench.core.errors import OutdatedFile
+
+    common = ["task=reading", "data=slice", "data.codes=[AC]", f"out_dir={tmp_path}", "task.samples.start=2019-01-01",
+              "task.samples.end=2019-06-30", "task.frames=[daily]", "task.modalities=[text]"]
+    stage("samples", *common)
+    path = tmp_path / "reading" / "samples.parquet"
+    pd.read_parquet(path).drop(columns=["mark_color", "margins"]).to_parquet(path)
+    for job in ("score", "baseline"):
+        with pytest.raises(OutdatedFile) as refused:
+            stage(job, *common)
+        said = str(refused.value)
+        assert str(path) in said and "mark_color, margins" in said and "candlebench samples task=reading" in said
+        assert "\n" not in said

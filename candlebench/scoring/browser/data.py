@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import math
 import re
 import shutil
@@ -17,7 +16,7 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 import pandas as pd
 
-from candlebench.core.io import atomic_write
+from candlebench.core.io import atomic_write, json_bytes
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunAnswers
 from candlebench.rendering.model_input import ImagePolicy
@@ -63,7 +62,7 @@ def _json_safe(value: Any) -> Any:
     if value is None or value is pd.NA:
         return None
     if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 6)
+        return round(value, 6) if math.isfinite(value) else None
     if hasattr(value, "item"):  # numpy scalars
         return _json_safe(value.item())
     return value
@@ -237,8 +236,7 @@ def browser_data(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -
 
 
 def _write_gzip_json(value: Any, path: Path) -> Path:
-    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    return atomic_write(path, lambda p: p.write_bytes(gzip.compress(raw, compresslevel=FILE_LEVEL, mtime=0)))
+    return atomic_write(path, lambda p: p.write_bytes(gzip.compress(json_bytes(value), compresslevel=FILE_LEVEL, mtime=0)))
 
 
 def _file_name(index: int, b: BrowserRun) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from candlebench.core.io import json_bytes
 from candlebench.scoring.browser.data import FILES, BrowserRun, browser_data, write_run_files
 from candlebench.scoring.browser.settings import BrowserSettings
 
@@ -26,8 +26,7 @@ def browser_block(runs: list[BrowserRun], out: Path, settings: BrowserSettings) 
 
 def packed(data: dict[str, Any]) -> str:
     """gzip (mtime 0: the same data give the same bytes) + base64 of the JSON."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode()
+    return base64.b64encode(gzip.compress(json_bytes(data), compresslevel=9, mtime=0)).decode()
 
 
 def browser_html(data: dict[str, Any]) -> str:

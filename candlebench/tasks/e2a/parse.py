@@ -53,6 +53,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from candlebench.task_api.answer_text import json_objects
 from candlebench.task_api.base import REASONING_CUT
 
 Tier = Literal["json", "fields", "free", "none"]
@@ -189,6 +190,8 @@ _CORRECTION: Final = re.compile(r"(?:i(?: will|'ll) (?:say|go with|change (?:it 
 def confidence_of(value: object) -> tuple[float | None, str | None]:
     if isinstance(value, bool) or value is None:
         return None, "no confidence"
+    if isinstance(value, int) and abs(value) > 100:  # float() of a 309-digit integer raises: out of range anyway
+        return None, "confidence out of range"
     if isinstance(value, (int, float)):
         number, percent = float(value), False
     else:
@@ -211,21 +214,12 @@ def confidence_of(value: object) -> tuple[float | None, str | None]:
     return number, None
 
 
-_DECODER: Final = json.JSONDecoder(strict=False)  # control characters inside strings: still the object
-_BRACE: Final = re.compile(r"\{")
-
-
 def _json_object(text: str) -> dict | None:
-    for start in (m.start() for m in _BRACE.finditer(text)):
-        try:
-            found, _ = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(found, dict):
-            keys = {_canonical(k): v for k, v in found.items()}
-            echoed = isinstance(keys.get("action"), str) and action_of(keys["action"]) is None and "|" in keys["action"]
-            if {"action", "rationale"} & set(keys) and not echoed:
-                return found
+    for found in json_objects(text):
+        keys = {_canonical(k): v for k, v in found.items()}
+        echoed = isinstance(keys.get("action"), str) and action_of(keys["action"]) is None and "|" in keys["action"]
+        if {"action", "rationale"} & set(keys) and not echoed:
+            return found
     return None
 
 

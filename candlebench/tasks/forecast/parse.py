@@ -73,7 +73,8 @@ value wins; ``reason`` joins all flags with "; ")::
     |    |                                              |                                                           | answer after reasoning block" when only  |
     |    |                                              |                                                           | reasoning was produced)                  |
     | 21 | Negative zero ("-0.000")                     | returned as 0.0                                           | (silent)                                 |
-    | 22 | Huge digit strings                           | float() may give inf; it is out of range (rule 14)        | tag|interval / "out of range ..."        |
+    | 22 | Huge digit strings ("<score>9999...</score>",| float() gives inf, which no score means and no metric     | none / "not a finite number"             |
+    |    | 309 digits and more)                         | can hold: no answer                                       |                                          |
 
 The answer exactly as the prompt asks for it — ASCII, one ``<score>NUM</score>`` with nothing but
 whitespace around it and inside the tag, NUM a plain decimal — is read directly: rules 1-22 give
@@ -92,6 +93,7 @@ spelled-out numbers, percentages outside a tag.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -298,6 +300,8 @@ def _scan(text: str, lo: float, hi: float) -> tuple[float, str | None] | None:
 
 
 def _result(value: float | None, tier: Tier, flags: list[str], lo: float, hi: float) -> ParsedScore:
+    if value is not None and not math.isfinite(value):  # rule 22: stored, inf would break every mean and report
+        return ParsedScore(None, "none", "; ".join([*flags, "not a finite number"]), False)
     in_range = value is not None and _in_range(value, lo, hi)
     if value is not None and not in_range:
         flags = [*flags, f"out of range [{lo}, {hi}]"]

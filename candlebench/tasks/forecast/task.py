@@ -108,6 +108,7 @@ class ForecastTask(Task):
     name = "forecast"
     settings_type = ForecastSettings
     columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))
+    judge_version = 2  # 2: a score past a float's range is no answer, no longer inf (parse.py rule 22)
     baselines = MappingProxyType({
         "xgboost": _baseline(_xgboost),
         "momentum": _baseline(_on_horizon(baselines.momentum_answers)),

@@ -15,6 +15,9 @@ import pandas as pd  # noqa: E402
 from candlebench.tasks.reading.forecast_link import TREND  # noqa: E402
 from candlebench.tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
 
+# What every interval of a run's metrics resamples (tasks/reading/metrics.py: CHART).
+CHARTS = ("Intervals resample whole charts (a stock, cutoff and time frame: its chart, text and blank-image "
+          "samples together, whose questions share one image).")
 # What the naive baselines are, said under the headline table (a row keeps its run's label: the
 # report adds each run's Answered cell by it); the oracle is a reference (ReadingTask.references).
 ROLES = {"uniform_random": "chance", "majority": "the in-sample most common answer per question"}
@@ -50,8 +53,8 @@ def questions_table(runs: list[RunMetrics]) -> Table:
             row["All"] = _cell((r.metrics.get("questions") or {}).get(q))
             rows.append(row)
     return Table("Chart reading: accuracy per question, time frame and modality", pd.DataFrame(rows),
-                 "Accuracy [95% interval over charts] (n questions asked). Unanswered questions count as wrong. "
-                 "The rules: docs/reading.md.")
+                 "Accuracy [95% interval] (n questions asked). Unanswered questions count as wrong. " + CHARTS
+                 + " The rules: docs/reading.md.")
 
 
 def _ci(block: Mapping, key: str, digits: int = 2) -> str:
@@ -75,7 +78,7 @@ def types_table(runs: list[RunMetrics]) -> Table:
                  "true answer of the question and time frame (in-sample). Chance-corrected: (accuracy - majority "
                  "chance) / (1 - majority chance): 0 = no better than the best constant answer, 1 = all right; a "
                  "type whose majority chance is near 1 (patterns: mostly none) punishes any other answer hard. A "
-                 "price has chance 0. Brackets: 95% intervals from a bootstrap of charts.")
+                 "price has chance 0. Brackets: 95% intervals. " + CHARTS)
 
 
 def unanswerable_table(runs: list[RunMetrics]) -> Table | None:
@@ -87,7 +90,8 @@ def unanswerable_table(runs: list[RunMetrics]) -> Table | None:
         return None
     return Table("Chart reading: unanswerable items", pd.DataFrame(rows),
                  "Items whose right answer is cannot_tell (a line not drawn; a bar named outside the drawn window): the "
-                 "share answered so, and of the answerable items of the same questions the share wrongly answered so.")
+                 "share answered so [95% interval], and of the answerable items of the same questions the share wrongly "
+                 "answered so. " + CHARTS)
 
 
 def comparison_table(comparisons: Mapping[str, dict]) -> Table:
@@ -104,10 +108,10 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
                          "Δ accuracy": fmt(d["diff"], 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else ""),
                          "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
-                 "Unit of analysis: the chart (its questions are read off one picture). Δ = b - a on the questions both "
-                 "runs were asked, with a 95% interval from a percentile bootstrap of whole charts for both runs. p: the "
-                 f"paired sign-flip test over charts (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
-                 f"fewer than {MIN_CLUSTERS} charts). p (Holm): Holm's adjustment over the pair's questions, and apart "
+                 "Unit of analysis: the chart as asked, one sample (a chart, its text or its blank image: its questions "
+                 "are read off one input). Δ = b - a on the questions both runs were asked, with a 95% interval from a "
+                 "percentile bootstrap of whole samples for both runs. p: the paired sign-flip test over samples (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
+                 f"fewer than {MIN_CLUSTERS} samples). p (Holm): Holm's adjustment over the pair's questions, and apart "
                  "over its modalities; 'all' is the pair's headline, not adjusted (docs/statistics.md).")
 
 
@@ -146,7 +150,8 @@ def forecast_table(runs: list[RunMetrics]) -> Table | None:
                  "the gap (right - wrong). Hard charts are hard to read and to forecast alike, so the raw gap links "
                  "the two even for a forecaster that never reads: the gap at equal difficulty (Mantel-Haenszel over "
                  "quintiles of the trend questions' pixel margins) is the one to read; about 0 = no link beyond "
-                 "difficulty. Brackets: 95% intervals from a bootstrap of cutoff dates. Computed when the reading run "
+                 "difficulty. Brackets: 95% intervals; they resample whole cutoff dates (the forecast task's unit: the "
+                 "stocks of one date share its market). Computed when the reading run "
                  "was scored, from the forecast run of the same name.")
 
 
@@ -156,7 +161,7 @@ def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict], datasets: 
                              "Balanced accuracy: the mean over question types, each type weighing the same. "
                              "Chance-corrected: (balanced accuracy - c) / (1 - c), c the types' mean majority chance "
                              "(always the most common answer): 0 = no better than constant answers, 1 = all right; "
-                             "95% intervals from a bootstrap of charts. The blank-image control beside the charts: "
+                             "95% intervals. " + CHARTS + " The blank-image control beside the charts: "
                              "a model that scores there as on the chart is not reading it." + (f" Naive baselines: {roles}." if roles else "")),
               types_table(runs), questions_table(runs)]
     if comparisons:

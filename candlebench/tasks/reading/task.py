@@ -86,10 +86,15 @@ class ReadingTask(Task):
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
-    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py pins them). 2: the
-    # parser reads every value by the questions' choices and numeric kinds (cannot_tell, the new questions),
-    # prices are judged for every price question, chance-corrected metrics and chart-clustered intervals.
+    # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py and
+    # test_reading_gold.py pin them). 2: the parser reads every value by the questions' choices and
+    # numeric kinds (cannot_tell, the new questions) and gives no credit the text does not give
+    # (negation, hedges, the final answer, exact pattern names); prices are judged for every price
+    # question; chance-corrected metrics and chart-clustered intervals.
     judge_version = 2
+    # The lettered bar mark_color asks about (the prompt) and the trend questions' pixel margins
+    # (forecast_link): samples built before issue #50's questions lack them.
+    sample_columns = ("mark_color", "margins")
     scored_after = ("forecast",)  # its metrics hold the model's forecast next to its reading (forecast_link)
     references = MappingProxyType({"oracle": "the true answers from the drawn bars: the ceiling check (accuracy 1 "
                                              "when the judge and the data agree)"})

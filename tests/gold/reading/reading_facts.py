@@ -22,14 +22,20 @@ import pandas as pd  # noqa: E402
 from candlebench.market.bars import chart_bars, history_before  # noqa: E402
 from candlebench.market.market import load_market  # noqa: E402
 from candlebench.rendering.chart import ChartSpec  # noqa: E402
-from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, question_set  # noqa: E402
+from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, pair_set, question_set  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 # (code, cutoff, frame): picked so that every answer of every question occurs or nearly.
 CHARTS = (("AC", "2019-06-26", "daily"), ("ALI", "2019-03-04", "daily"), ("SM", "2020-01-02", "daily"),
           ("TEL", "2019-11-12", "daily"), ("BPI", "2020-01-02", "weekly"), ("JFC", "2020-01-02", "daily"),
           ("AC", "2019-12-20", "weekly"), ("SM", "2019-09-02", "daily"), ("MER", "2018-08-13", "daily"),
-          ("GLO", "2019-03-12", "daily"), ("GLO", "2017-12-22", "daily"), ("GLO", "2019-09-18", "weekly"))
+          ("GLO", "2019-03-12", "daily"), ("GLO", "2017-12-22", "daily"), ("GLO", "2019-09-18", "weekly"),
+          # Under the textbook's rules (and the pixel rule) the charts above hold no hammer or engulfing
+          # bar, nor an MA line that is not drawn: a hammer, a bearish engulfing, and an early weekly
+          # chart with no MA90 (and mark_color's bar outside the chart).
+          ("ALI", "2018-11-06", "daily"), ("TEL", "2019-10-31", "daily"), ("AC", "2018-08-08", "weekly"),
+          # The question asked of the daily and the weekly chart together (frames_agree): the two moved the same way, and not.
+          ("AC", "2019-12-20", "both"), ("GLO", "2017-12-22", "both"))
 
 
 @lru_cache(maxsize=1)
@@ -39,6 +45,11 @@ def _market():
 
 @lru_cache(maxsize=None)
 def chart(code: str, cutoff: str, frame: str) -> tuple[pd.DataFrame, QuestionSet]:
+    """The chart's bars and its questions; frame "both" is the sample showing the daily and the weekly
+    chart together (its bars: the daily chart's)."""
+    if frame == "both":
+        (bars, daily), (_, weekly) = chart(code, cutoff, "daily"), chart(code, cutoff, "weekly")
+        return bars, pair_set(daily, weekly)
     longer = chart_bars(history_before(_market().stock(code), pd.Timestamp(cutoff)), frame, MA_WINDOWS, 50 + OUTSIDE_BACK)
     bars = longer.tail(50).reset_index(drop=True)
     return bars, question_set(bars, ChartSpec(marks=len(MARKS)), code, pd.Timestamp(cutoff), frame, longer.head(len(longer) - 50))
@@ -51,7 +62,7 @@ def sheet() -> str:
     for code, cutoff, frame in CHARTS:
         bars, found = chart(code, cutoff, frame)
         lines += [f"## {code} {frame} before {cutoff} ({len(bars)} bars, last close {bars['close'].iloc[-1]:g})", ""]
-        lines += [f"- marked: " + "; ".join(f"{l} = bar {back} from the right ({d})" for l, back, d in found.marked)]
+        lines += [f"- marked: " + "; ".join(f"{l} = bar {back} from the right ({d})" for l, back, d in found.marked)] * bool(found.marked)
         lines += [f"- {q}: {a!r}" for q, a in found.answers.items()]
         lines += [f"- {q}: not asked ({why})" for q, why in found.left_out.items()] + [""]
     return "\n".join(lines)

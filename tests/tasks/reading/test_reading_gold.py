@@ -13,9 +13,9 @@ from helpers import TESTS
 GOLD = TESTS / "gold" / "reading"
 sys.path.insert(0, str(GOLD))
 
-from reading_accuracy import FLOORS, measure  # noqa: E402
+from reading_accuracy import CEILINGS, FLOORS, measure  # noqa: E402
 from reading_facts import sheet  # noqa: E402
-from reading_gold import answers, problems  # noqa: E402
+from reading_gold import CATEGORIES, answers, problems  # noqa: E402
 
 from candlebench.core.io import fingerprint  # noqa: E402
 from candlebench.task_api.registry import get_task  # noqa: E402
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
 ITEMS = answers()
 # judge version -> fingerprint of the reading parser's verdicts on the gold set's responses (as
 # tests/tasks/test_judge_versions.py pins the other tasks' on main's study, where no reading answer is).
-PINNED = {2: "9a758876b30205dd"}
+PINNED = {2: "d435cb7c6f277206"}
 
 
 def test_the_gold_set_is_bilingual_labelled_from_the_facts_and_current():
@@ -38,10 +38,20 @@ def test_the_gold_set_is_bilingual_labelled_from_the_facts_and_current():
     assert (GOLD / "facts.md").read_text() == sheet() + "\n"  # the sheet the labels were made from is current
 
 
-def test_the_judge_meets_its_floors_in_each_language():
+def test_every_hard_category_is_there_in_both_languages():
+    """Each way a judge gives unearned credit (reading_gold.CATEGORIES) has answers in English and
+    Chinese, and the hard answers hold at least 300 labelled fields."""
+    have = {(item["category"], item["lang"]) for item in ITEMS}
+    assert {(c, lang) for c in CATEGORIES for lang in ("en", "zh")} - have == set()
+    assert sum(len(item["answers"]) for item in ITEMS if item["category"] != "format") >= 300
+
+
+def test_the_judge_meets_its_floors_in_each_language_and_never_gives_wrong_credit():
     scores, misses = measure(ITEMS)
     below = {(lang, k): round(s[k], 3) for lang, s in scores.items() for k in FLOORS if s[k] < FLOORS[k]}
+    above = {(lang, k): round(s[k], 3) for lang, s in scores.items() for k in CEILINGS if s[k] > CEILINGS[k]}
     assert set(scores) == {"en", "zh"} and below == {}, f"below the floors {FLOORS}: {below}; misses: {misses}"
+    assert above == {}, f"above the ceilings {CEILINGS}: {above}; misses: {misses}"
 
 
 def test_a_judge_whose_verdicts_change_has_a_new_version():

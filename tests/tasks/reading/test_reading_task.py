@@ -258,6 +258,11 @@ def test_reading_next_to_forecasting_and_the_report_section(market, samples, cfg
                       "Chart reading: accuracy per question, time frame and modality",
                       "Chart reading: paired comparisons", "Chart reading: unanswerable items",
                       "Chart reading next to forecasting (models that ran both)", "Chart reading: questions left out"]
+    # Each note names what its intervals resample: the metrics' charts, the comparison's samples, the link's dates.
+    notes = dict(zip(titles, (t.note for t in found[0].tables)))
+    assert [t for t in titles if "Intervals resample whole charts" in notes[t]] == [titles[i] for i in (0, 1, 2, 4)]
+    assert "bootstrap of whole samples" in notes["Chart reading: paired comparisons"]
+    assert "resample whole cutoff dates" in notes["Chart reading next to forecasting (models that ran both)"]
     labels = list(found[0].tables[0].frame["Model"])
     assert labels == ["m (random weights)", "uniform_random", "oracle (reference)"]  # the ceiling last
     assert "uniform_random: chance" in found[0].tables[0].note  # the baseline's role, said under the table
