@@ -49,7 +49,7 @@ def test_parse_failures_are_counted_by_reason_with_a_raw_text_among_the_answers_
     never a parse failure: the run's Answered cell counts it; the share is of the run's answers."""
     import pandas as pd
 
-    from candlebench.scoring.failures import failure_section
+    from candlebench.report.failures import failure_section
 
     parsed = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "answer": ['{"x": 1}', None, None, None],
                            "reason": [None, "no JSON object", "no JSON object", "CUDA out of memory"],
