@@ -11,6 +11,7 @@ import pandas as pd
 
 from candlebench.report.model import Headline, RunMetrics, Section, Table
 from candlebench.report.tables import headline_table
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
 from candlebench.scoring.numbers import fmt
 from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, PerSample
 
@@ -27,9 +28,6 @@ def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Ma
 
 
 def comparison_table(spec: PerSample, title: str, comparisons: Mapping[str, dict]) -> Table:
-    # task_api/base.py imports this module: scipy only where a comparison is shown.
-    from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
-
     rows = []
     for pair, c in comparisons.items():
         row: dict[str, Any] = {"a → b": pair, "n": c.get("n")}

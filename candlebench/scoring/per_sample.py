@@ -96,7 +96,6 @@ class PerSample:
         difference with its 95% interval (one bootstrap of clusters for every measure) and the paired
         sign-flip test over the clusters (:mod:`candlebench.scoring.clustered`); the measures of a
         pair are one family, Holm-adjusted (``p_holm``)."""
-        # task_api/base.py imports this module: scipy only where a comparison is made.
         from candlebench.scoring.clustered import Clusters, adjust, paired_ratio
 
         scored = [f"{PREFIX}{c}" for c in self.columns()]
