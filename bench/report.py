@@ -50,8 +50,9 @@ from candlebench.stages.parsed import GENERIC  # noqa: E402
 from candlebench.report_server import serve  # noqa: E402
 from candlebench.stages.task_setup import task_setup  # noqa: E402
 from candlebench.rendering.inputs import read_samples  # noqa: E402
-from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block  # noqa: E402
-from candlebench.scoring.report import Section, write_report  # noqa: E402
+from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block  # noqa: E402
+from candlebench.report.model import Section  # noqa: E402
+from candlebench.report.writer import write_report  # noqa: E402
 from candlebench.task_api.registry import get_task  # noqa: E402
 
 WORDS = ("the close sits above its 20-day average while volume fades; the weekly chart shows a higher low and "

@@ -1,7 +1,7 @@
 """``candlebench view OUT_DIR [--port N]``: serve a report on 127.0.0.1 and print its address.
 
 A large study's sample browser reads each run's rows from a file next to report.html when the run
-is chosen (scoring/browser/), and browsers refuse such reads from a page opened from disk; a
+is chosen (report/browser/), and browsers refuse such reads from a page opened from disk; a
 small server of the standard library's is all it takes. It serves the folder that holds the report
 folder (OUT_DIR for report.dir's default, OUT_DIR/report), so the page's relative links to the
 charts in the task folders beside it resolve; nothing above that folder is served.

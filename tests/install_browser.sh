@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's chromium and its chromium-driver for the report's browser tests (tests/scoring/test_report_browser.py);
+# Debian's chromium and its chromium-driver for the report's browser tests (tests/report/browser/test_report_browser.py);
 # browsers cannot be downloaded here, so selenium drives these. Idempotent: returns at once when both exist.
 set -euo pipefail
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then

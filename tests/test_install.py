@@ -44,7 +44,8 @@ def test_the_wheel_holds_only_candlebench_with_its_data_files(wheel):
     assert {n.split("/")[0] for n in names} == {"candlebench", wheel.name.split("-py3")[0] + ".dist-info"}
     for needed in ("candlebench/conf/config.yaml", "candlebench/conf/hydra/launcher/slurm.yaml",
                    "candlebench/tasks/forecast/config.yaml", "candlebench/tasks/forecast/task.py",
-                   "candlebench/scoring/browser.js", "candlebench/inference/runner.py"):
+                   "candlebench/report/browser/browser.js", "candlebench/report/browser/browser.css",
+                   "candlebench/inference/runner.py"):
         assert needed in names, needed
 
 
@@ -63,7 +64,7 @@ def test_an_installed_copy_runs_a_study_outside_the_checkout(installed, tmp_path
         assert done.returncode == 0, (stage, done.stderr[-3000:])
     page = (tmp_path / "study" / "report" / "report.html").read_text()
     # The sample browser's script and style come from the package's data files.
-    script = (ROOT / "candlebench" / "scoring" / "browser.js").read_text().splitlines()[0]
+    script = (ROOT / "candlebench" / "report" / "browser" / "browser.js").read_text().splitlines()[0]
     assert script in page and "momentum" in page
 
 

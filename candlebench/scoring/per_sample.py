@@ -1,7 +1,8 @@
 """A task's results as one row per sample, and what follows from them: a run's means with 95%
-intervals, paired differences between two runs, the report's results and comparison tables, and
-the sample browser's verdicts. The defaults of ``Task.compare``, ``Task.report`` and ``Task.browse``
-(task_api/base.py) are these, for a task that declares its :class:`PerSample`.
+intervals and paired differences between two runs. The default of ``Task.compare``
+(task_api/base.py) is :meth:`PerSample.compare`, for a task that declares its :class:`PerSample`;
+the report's results and comparison tables and the sample browser's verdicts that the defaults of
+``Task.report`` and ``Task.browse`` show are in :mod:`candlebench.report.per_sample`.
 
 The per-sample table a task's ``score`` builds: ``sample_id``, one number per :class:`Measure`
 (NaN where the measure means nothing for that sample: it then counts nowhere) and, for a task
@@ -17,7 +18,7 @@ sample on its own where the samples have no such column (a dataset of unrelated 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,10 +27,6 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import json_safe
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from candlebench.scoring.numbers import fmt
-
-if TYPE_CHECKING:  # task_api/base.py imports this module: matplotlib and scipy only where a report or comparison is made
-    from candlebench.scoring.report import RunMetrics, Section, Table
 
 RIGHT = "right"  # the verdict column of a per-sample table
 PREFIX = "score_"  # what the score stage puts before each per-sample column in parsed.parquet
@@ -118,64 +115,6 @@ class PerSample:
             out[m.key] = {"n": int(ok.sum()), **paired_ratio(*terms, groups.unit, n_boot, seed)}
         adjust([out[m.key] for m in self.shown()])
         return json_safe(out)
-
-    def sections(self, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
-        """The results table (every run's measures with their intervals, the best starred) and,
-        when runs were compared, the paired differences."""
-        from candlebench.scoring.report import Headline, Section, headline_table
-
-        title = self.title or task
-        headline = (*(Headline(m.key, m.title, m.higher_is_better, m.digits) for m in self.shown()),
-                    Headline("parse_failure_rate", "Parse fail", False))
-        tables = [headline_table(f"{title}: results", runs, headline, _resampled(runs))]
-        if comparisons:
-            tables.append(self.comparison_table(title, comparisons))
-        return [Section(title, tuple(tables))]
-
-    def comparison_table(self, title: str, comparisons: Mapping[str, dict]) -> Table:
-        from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
-        from candlebench.scoring.report import Table
-
-        rows = []
-        for pair, c in comparisons.items():
-            row: dict[str, Any] = {"a → b": pair, "n": c.get("n")}
-            for m in self.shown():
-                d = c.get(m.key) or {}
-                ci = d.get("ci")
-                row[f"Δ {m.title}"] = fmt(d.get("diff"), m.digits) + (
-                    f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else "")
-                row[f"p {m.title}"] = fmt(d.get("p_holm"), 3)
-            rows.append(row)
-        unit = {str(c.get("unit")) for c in comparisons.values()}
-        named = " or ".join(sorted(f"whole {u} groups" if u != SAMPLE else "samples" for u in unit))
-        return Table(f"{title}: paired comparisons", pd.DataFrame(rows),
-                     f"Δ = b - a over the samples both runs scored. Unit of analysis: {named} (the declared cluster "
-                     "column's values; each sample alone where the samples lack it): a 95% interval from one percentile "
-                     "bootstrap of clusters for every measure, and p from the paired sign-flip test over clusters "
-                     f"(exact up to {EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} "
-                     "clusters), Holm-adjusted over the pair's measures (docs/statistics.md).")
-
-    def browse(self, parsed: pd.DataFrame) -> pd.DataFrame:
-        """The browser's view: the declared group and label columns, right / wrong from the scored
-        verdict (none where nothing parsed or the run was scored without one)."""
-        def text(column: str | None) -> Any:
-            return parsed[column].astype(str).where(parsed[column].notna(), "") if column is not None and column in parsed else ""
-
-        verdict = f"{PREFIX}{RIGHT}"
-        if self.verdict and verdict in parsed:
-            outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong"
-                       for a, r in zip(parsed["answer"], parsed[verdict])]
-        else:
-            outcome = [None] * len(parsed)
-        return pd.DataFrame({"sample_id": parsed["sample_id"], "group": text(self.group), "label": text(self.label),
-                             "outcome": pd.Series(outcome, index=parsed.index, dtype=object), "detail": None})
-
-
-def _resampled(runs: list[RunMetrics]) -> str:
-    """What the runs' bootstraps drew, said under the table."""
-    kinds = sorted({str(r.metrics["resampled"]) for r in runs if r.metrics.get("resampled")})
-    drawn = " or ".join("samples" if k == SAMPLE else f"whole {k} groups (their samples share it)" for k in kinds)
-    return f"The bootstrap draws {drawn}." if drawn else ""
 
 
 def cluster_codes(frame: pd.DataFrame, column: str) -> np.ndarray:

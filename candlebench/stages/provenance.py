@@ -118,7 +118,7 @@ def section(found: dict[str, Any]):
     import pandas as pd
 
     from candlebench.core.io import fingerprint
-    from candlebench.scoring.report import Section, Table
+    from candlebench.report.model import Section, Table
 
     env = found["environment"]
     rows = [{"Item": "git commit", "Value": env["git_commit"] or "–"}, {"Item": "python", "Value": env["python"]},

@@ -24,9 +24,11 @@ from candlebench.stages.score import score_settings
 from candlebench.stages.study import data_of, other_data, report_tasks
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block
-from candlebench.scoring.failures import FAILURE_COLUMNS, failure_rows, failure_table
-from candlebench.scoring.report import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run, with_answered, write_report
+from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block
+from candlebench.report.failures import FAILURE_COLUMNS, failure_rows, failure_table
+from candlebench.report.model import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run
+from candlebench.report.tables import with_answered
+from candlebench.report.writer import write_report
 from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import Task, extent
 
@@ -287,7 +289,7 @@ def charts_within(browsed: list[BrowserRun], limit: float) -> bool:
 
 
 def browser_settings(cfg: DictConfig, browsed: list[BrowserRun]) -> BrowserSettings:
-    """Where the browser's charts go (candlebench.scoring.browser.settings.CHARTS), from report.embed / bundle and the study's size."""
+    """Where the browser's charts go (candlebench.report.browser.settings.CHARTS), from report.embed / bundle and the study's size."""
     embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
     if embed is True:
         charts = "thumbnails"

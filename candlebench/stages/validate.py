@@ -36,7 +36,7 @@ RULES: tuple[Rule, ...] = (
     ("report.embed", lambda v: v is True or v is False or v == "auto", "true, false or auto"),
     ("report.embed_max_mb", *number(0)),
     ("report.bundle", *one_of((True, False))),
-    # The browser's own settings (scoring/browser/settings.py checks them too, as a library: here
+    # The browser's own settings (report/browser/settings.py checks them too, as a library: here
     # they are a one-line error before any work rather than a traceback at the end of the report).
     ("report.page_size", *integer(1)),
     ("report.thumb_px", *integer(16)),

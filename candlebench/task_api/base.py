@@ -28,7 +28,8 @@ Contracts:
   ``compare`` returns JSON-safe paired differences.
 * ``per_sample`` (a :class:`~candlebench.scoring.per_sample.PerSample`) says which of those per-sample
   scores are the task's measures; declared, ``compare``, ``report`` and ``browse`` have defaults
-  (bootstrap intervals, paired differences, the results table, the browser's verdicts) and ``score``
+  (bootstrap intervals, paired differences, the results table, the browser's verdicts: the last two
+  from :mod:`candlebench.report.per_sample`) and ``score``
   ends in ``self.per_sample.metrics(table, run, ...)``. A task with views of its own overrides them.
 * A second pass (E2A-style ``verify``) is a run of its own, its kind chosen by ``task.method``
   (one of ``second_passes``) and the first-pass run it builds on by ``task.revises``
@@ -55,6 +56,7 @@ from omegaconf.errors import OmegaConfBaseException
 from candlebench.core.errors import UserError
 from candlebench.core.results import Parsed, RunAnswers, bounded
 from candlebench.core.rules import ConfigError
+from candlebench.report import per_sample as per_sample_views
 from candlebench.scoring.per_sample import PerSample
 from candlebench.task_api.settings import TaskSettings, build
 
@@ -65,7 +67,7 @@ if TYPE_CHECKING:  # kept light
 
     from candlebench.market.market import Market
     from candlebench.rendering.render import RenderSettings
-    from candlebench.scoring.report import Dataset, RunMetrics, Section
+    from candlebench.report.model import Dataset, RunMetrics, Section
 
 # Columns every task's samples carry; the shared stages rely on them.
 SAMPLE_KEYS = ("sample_id", "task")
@@ -194,7 +196,7 @@ class Task(ABC):
     # The modules its scoring needs beyond the core install, and the pyproject extra that brings them.
     requires: ClassVar[tuple[str, tuple[str, ...]] | None] = None
     # Its results as one row per sample (scoring/per_sample.py): what the default compare, report
-    # and browse read. None: the task brings its own compare and report.
+    # and browse (report/per_sample.py) read. None: the task brings its own compare and report.
     per_sample: ClassVar[PerSample | None] = None
 
     def settings(self, block: Any) -> TaskSettings:
@@ -273,7 +275,7 @@ class Task(ABC):
                datasets: Sequence[Dataset] = ()) -> list[Section]:
         """The task's report sections; ``datasets``: one per market the runs come from. The default:
         the results table and the paired comparisons of :attr:`per_sample`."""
-        return self._per_sample("report").sections(self.name, runs, comparisons)
+        return per_sample_views.sections(self._per_sample("report"), self.name, runs, comparisons)
 
     def browse(self, run: RunAnswers) -> "pd.DataFrame":
         """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser
@@ -281,7 +283,7 @@ class Task(ABC):
         where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or
         None, shown with the answer). The default: :attr:`per_sample`'s group, label and verdict;
         without it, no groups, labels or verdicts."""
-        return (self.per_sample or PerSample()).browse(run.parsed)
+        return per_sample_views.browse(self.per_sample or PerSample(), run.parsed)
 
     def _per_sample(self, method: str) -> PerSample:
         if self.per_sample is None:

@@ -1,6 +1,7 @@
 """The per-sample seam (scoring/per_sample.py, Task's defaults): a task that declares its
 per-sample scores gets its metrics with intervals, paired comparisons, report tables and browser
-verdicts without writing any of them."""
+verdicts without writing any of them (the tables and verdicts themselves:
+tests/report/test_report_per_sample.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
 from candlebench.scoring.per_sample import Measure, MissingScores, PerSample
-from candlebench.scoring.report import scored_run
+from candlebench.report.model import scored_run
 from candlebench.task_api.base import ScoreSettings, Task
 
 pytestmark = pytest.mark.unit
@@ -86,36 +87,6 @@ def test_compare_pairs_the_shared_samples_with_intervals_and_tests_over_clusters
     assert 0.2 < low <= 0.5 <= high < 0.8
     with pytest.raises(MissingScores, match=r"\['a'\]"):
         SPEC.compare(RunAnswers("a", a.parsed.drop(columns="score_error"), pd.DataFrame(), {}), b, 10, 0)
-
-
-def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
-    ids = [f"s{i}" for i in range(10)]
-    table = pd.DataFrame({"sample_id": ids, "right": [True] * 7 + [False] * 3, "error": np.linspace(0, 1, 10)})
-    run = RunAnswers("m", pd.DataFrame({"sample_id": ids, "answer": ["1"] * 10}), pd.DataFrame(), {})
-    metrics = {k: v for k, v in SPEC.metrics(table, run, 100, 0).items() if k != "per_sample"}
-    runs = [scored_run("m", metrics, False), scored_run("base", {**metrics, "accuracy": 0.5}, False)]
-    compared = SPEC.compare(scored("base", ids, [False] * 10, [1.0] * 10),
-                            scored("m", ids, table["right"], table["error"]), 100, 0)
-    (section,) = SPEC.sections("toy", runs, {"base → m": compared})
-    results, pairs = section.tables
-    assert section.title == "Toy" and list(results.frame.columns) == ["Model", "n", "Accuracy", "Error", "Parse fail"]
-    assert results.frame["Accuracy"].iloc[0].startswith("0.700 [") and results.frame["Accuracy"].iloc[0].endswith("★")
-    assert "The bootstrap draws samples." in results.note
-    row = pairs.frame.iloc[0]
-    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["p Accuracy"] == "0.016"
-    # Ten samples, exact: 7 go b's way, 3 tie: 2 x 2^3 of the 2^10 swaps are as extreme (16/1024, as McNemar's exact
-    # test); Error's p (9 samples one way: 4/1024) is the smaller, so Holm leaves Accuracy's at max(2 x 4, 16)/1024.
-    assert compared["accuracy"]["p"] == pytest.approx(16 / 1024) and compared["error"]["p"] == pytest.approx(4 / 1024)
-    assert "sign-flip" in pairs.note and "samples" in pairs.note
-
-
-def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
-    frame = pd.DataFrame({"sample_id": ["a", "b", "c"], "regime": ["calm", None, "wild"], "truth": ["up", "down", "up"],
-                          "answer": ['"up"', '"up"', None], "score_right": [True, False, False]})
-    view = SPEC.browse(frame)
-    assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
-    assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
-    assert PerSample().browse(frame)["outcome"].tolist() == [None] * 3
 
 
 class _Declared(Task):

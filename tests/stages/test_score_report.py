@@ -100,7 +100,7 @@ def test_report_holds_every_run_the_numbers_and_the_plots(scored):
 
 def test_table5_ranks_reproduce_the_papers_ties():
     """The paper's Table 5 (HS300), its printed values and ranks: ties share their average rank."""
-    from candlebench.scoring.report import RunMetrics
+    from candlebench.report.model import RunMetrics
     from candlebench.tasks.forecast.report import table5
 
     printed = {  # model: (IC mean, rank), (IC Sig., rank), (RankIC Sig., rank)

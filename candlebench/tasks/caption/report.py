@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from candlebench.scoring.report import (  # first: selects Agg
-    Headline, RunMetrics, Section, Table, figure, fmt, headline_table, nothing_to_draw, run_labels, say_why)
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from candlebench.report.model import Headline, RunMetrics, Section, Table
+from candlebench.report.plots import figure, nothing_to_draw, run_labels, say_why
+from candlebench.report.tables import headline_table
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
+from candlebench.scoring.numbers import fmt
 
 METRICS = (("bleu4", "BLEU-4"), ("meteor", "METEOR"), ("rouge_l", "ROUGE-L"), ("cider", "CIDEr"),
            ("bertscore_f1", "BERTScore F1"), ("cos", "COS"), ("sa_f1", "SA F1"), ("iou", "IoU"))

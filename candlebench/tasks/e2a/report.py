@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from candlebench.scoring.report import (  # first: selects Agg
-    Headline, RunMetrics, Section, Table, figure, fmt, headline_table, legend, nothing_to_draw, run_labels, say_why)
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
 
-import numpy as np  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-import pandas as pd  # noqa: E402
+from candlebench.report.model import Headline, RunMetrics, Section, Table
+from candlebench.report.plots import figure, legend, nothing_to_draw, run_labels, say_why
+from candlebench.report.tables import headline_table
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
+from candlebench.scoring.numbers import fmt
 
 COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
            ("ndr", "NDR"), ("joint_pass_rate", "Joint pass"), ("no_claim_share", "No claim"),

@@ -8,16 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from candlebench.scoring.report import (  # first: selects Agg
-    Dataset, Headline, RunMetrics, Section, Table, figure, fmt, fmt_rank, headline_table, legend, nothing_to_draw, on_cell,
-    png, ranked, reference_line, run_labels, say_why)
+import numpy as np
+import pandas as pd
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
-from candlebench.tasks.forecast.metrics import MIN_STOCKS_PER_DATE  # noqa: E402
+from candlebench.report.model import Dataset, Headline, RunMetrics, Section, Table
+from candlebench.report.plots import figure, legend, nothing_to_draw, on_cell, reference_line, run_labels, say_why
+from candlebench.report.tables import fmt_rank, headline_table, ranked
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
+from candlebench.scoring.numbers import fmt
+from candlebench.tasks.forecast.metrics import MIN_STOCKS_PER_DATE
 
 
 # Why a date-level metric is missing: said under each table that shows one as "–".
@@ -300,17 +299,18 @@ def plot_ic_bars(runs: list[RunMetrics], kind: str = "ic") -> bytes:
 
 
 def plot_confusions(runs: list[RunMetrics]) -> bytes:
-    fig, axes = plt.subplots(1, len(runs), figsize=(max(2.6 * len(runs), 4), 2.9), dpi=100, squeeze=False)
-    for ax, r, label in zip(axes[0], runs, run_labels(runs)):
-        m = r.metrics
-        grid = np.array([[m.get("tn") or 0, m.get("fp") or 0], [m.get("fn") or 0, m.get("tp") or 0]])
-        image = ax.imshow(grid, cmap="Blues", vmin=0, vmax=max(int(grid.max()), 1))
-        for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, str(v), ha="center", va="center", fontsize=9, color=on_cell(image.to_rgba(v)))
-        ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
-        ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
-        ax.set_title(label, fontsize=8)
-    return png(fig)
+    def draw(axes) -> None:
+        for ax, r, label in zip(axes[0], runs, run_labels(runs)):
+            m = r.metrics
+            grid = np.array([[m.get("tn") or 0, m.get("fp") or 0], [m.get("fn") or 0, m.get("tp") or 0]])
+            image = ax.imshow(grid, cmap="Blues", vmin=0, vmax=max(int(grid.max()), 1))
+            for (i, j), v in np.ndenumerate(grid):
+                ax.text(j, i, str(v), ha="center", va="center", fontsize=9, color=on_cell(image.to_rgba(v)))
+            ax.set_xticks([0, 1], ["pred ≤0", "pred >0"], fontsize=7)
+            ax.set_yticks([0, 1], ["true ≤0", "true >0"], fontsize=7)
+            ax.set_title(label, fontsize=8)
+
+    return figure(draw, size=(max(2.6 * len(runs), 4), 2.9), panels=len(runs), squeeze=False)
 
 
 GRADE_COLORS = {

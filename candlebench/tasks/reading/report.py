@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from candlebench.scoring.report import Dataset, Headline, RunMetrics, Section, Table, fmt, headline_table  # first: selects Agg
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS  # noqa: E402
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from candlebench.tasks.reading.forecast_link import TREND  # noqa: E402
-from candlebench.tasks.reading.questions import QUESTIONS, TYPES  # noqa: E402
+from candlebench.report.model import Dataset, Headline, RunMetrics, Section, Table
+from candlebench.report.tables import headline_table
+from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
+from candlebench.scoring.numbers import fmt
+from candlebench.tasks.reading.forecast_link import TREND
+from candlebench.tasks.reading.questions import QUESTIONS, TYPES
 
 # What every interval of a run's metrics resamples (tasks/reading/metrics.py: CHART).
 CHARTS = ("Intervals resample whole charts (a stock, cutoff and time frame: its chart, text and blank-image "

@@ -348,7 +348,7 @@ def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():
 
 
 def test_frontier_points_share_labels_and_arrows_follow_each_pair_by_modality():
-    from candlebench.scoring.report import RunMetrics
+    from candlebench.report.model import RunMetrics
     from candlebench.tasks.e2a.report import frontier
 
     def run(name, blocks):

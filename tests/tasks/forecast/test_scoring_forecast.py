@@ -523,7 +523,7 @@ def test_all_parse_failures() -> None:
 def test_answers_cut_while_reasoning_are_counted() -> None:
     """A thinking model whose budget ran out inside <think>: the parser flags it, the metrics count
     it (whether or not a score was found), the report shows the count."""
-    from candlebench.scoring.report import RunMetrics
+    from candlebench.report.model import RunMetrics
     from candlebench.tasks.forecast.parse import parse_score
     from candlebench.tasks.forecast.report import table4
 
@@ -561,7 +561,7 @@ def test_reasoning_models_get_a_budget_that_fits():
 def test_unanswered_samples_are_counted_by_reason_in_the_headline_table() -> None:
     """A baseline's "no prediction: <why>" and a model's parse failures, counted per reason in the
     metrics and shown in Table 4 (the headline), most frequent first, the rest summed."""
-    from candlebench.scoring.report import RunMetrics
+    from candlebench.report.model import RunMetrics
     from candlebench.tasks.forecast.report import table4
 
     few = "no prediction: fewer than min_train=100 training samples with a label realised before the cutoff"

@@ -17,7 +17,8 @@ from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunAnswers
 from candlebench.market.market import load_market
 from helpers import SLICE, setup_of
-from candlebench.scoring.report import Dataset, scored_run, with_answered
+from candlebench.report.model import Dataset, scored_run
+from candlebench.report.tables import with_answered
 from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import ScoreSettings
 from candlebench.tasks.forecast.samples import SampleSpec, cutoff_dates

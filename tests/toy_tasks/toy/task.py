@@ -11,7 +11,7 @@ import pandas as pd
 
 from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
-from candlebench.scoring.report import RunMetrics, Section, Table
+from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.core.rules import integer
 from candlebench.task_api.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
 from candlebench.task_api.settings import TaskSettings, setting

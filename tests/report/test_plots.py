@@ -5,15 +5,20 @@ says why (tests/plot_checks.py). The forecast metrics are the scorer's own, of r
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from candlebench.scoring.report import RunMetrics, scored_run
+from candlebench.report.model import RunMetrics, scored_run
 from candlebench.task_api.registry import get_task
 from candlebench.tasks.forecast.metrics import compute_metrics
 
+from helpers import ROOT
 from plot_checks import problems
 
 pytestmark = pytest.mark.unit
@@ -106,3 +111,26 @@ def test_an_accuracy_of_zero_is_drawn_as_zero_not_as_no_sample(monkeypatch):
     plot_regimes([run])
     plot_continuous([run])
     assert cells == [["0.00", "0.50", "–"], ["0.00", "–"]]
+
+
+# In a fresh process whose backend is SVG (a user's MPLBACKEND, a notebook's own): the report's modules
+# and every task's report, imported, then a plot drawn; what the process's backend is after.
+BACKEND_PROBE = """
+import sys, matplotlib
+import candlebench.report.browser, candlebench.report.failures, candlebench.report.per_sample, candlebench.report.writer
+import candlebench.tasks.caption.report, candlebench.tasks.e2a.report, candlebench.tasks.reading.report
+from candlebench.report.model import scored_run
+from candlebench.tasks.forecast.report import plot_confusions
+png = plot_confusions([scored_run("a", {"tn": 3, "fp": 1, "fn": 2, "tp": 4}, False)])
+print(matplotlib.rcParams["backend"], "matplotlib.pyplot" in sys.modules, png[:8] == b"\\x89PNG\\r\\n\\x1a\\n")
+"""
+
+
+def test_the_report_draws_on_its_own_canvas_and_leaves_the_processs_backend_alone():
+    """report/plots.py selects no global backend (it once ran matplotlib.use("Agg") on import, and
+    the tasks' reports had to be imported after it): a process on another backend keeps it, pyplot
+    is never imported, and the PNG is still drawn."""
+    env = {**os.environ, "MPLBACKEND": "svg", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", BACKEND_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["svg", "False", "True"]

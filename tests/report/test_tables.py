@@ -8,8 +8,9 @@ import warnings
 import pandas as pd
 import pytest
 
-from candlebench.scoring.report import (BEST, Headline, RunMetrics, Section, Table, fmt_rank, headline_table, ranked, scored_run,
-                            with_answered, write_report)
+from candlebench.report.model import Headline, RunMetrics, Section, Table, scored_run
+from candlebench.report.tables import BEST, fmt_rank, headline_table, ranked, with_answered
+from candlebench.report.writer import write_report
 
 pytestmark = pytest.mark.unit
 
@@ -138,7 +139,7 @@ def _min_width(frame: pd.DataFrame, style: str) -> float:
     from matplotlib import font_manager
     from PIL import ImageFont
 
-    from candlebench.scoring.report import _INTERVAL
+    from candlebench.report.writer import _INTERVAL
 
     fonts = {weight: font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans", weight=weight))
              for weight in ("normal", "bold")}
@@ -170,7 +171,7 @@ def test_every_tasks_headline_fits_a_900_px_window(task):
     Answered column, fits 900 px less the page's padding, scrollbar and box border (850 px)."""
     from importlib import import_module
 
-    from candlebench.scoring.report import STYLE
+    from candlebench.report.writer import STYLE
 
     metrics = import_module(f"candlebench.tasks.{task}.report").HEADLINE
     runs = []

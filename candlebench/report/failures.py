@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from candlebench.core.results import answered_rows
-from candlebench.scoring.report import Section, Table
+from candlebench.report.model import Section, Table
 
 EXAMPLE_CHARS = 160
 # What failure_rows reads of parsed.parquet: the report reads these alone, one run at a time.

@@ -34,8 +34,8 @@ the two layouts of their document), :mod:`.images` (each image prepared once, an
 
 from __future__ import annotations
 
-from candlebench.scoring.browser.data import FILES, BrowserRun, write_run_files
-from candlebench.scoring.browser.page import browser_block
-from candlebench.scoring.browser.settings import BrowserSettings
+from candlebench.report.browser.data import FILES, BrowserRun, write_run_files
+from candlebench.report.browser.page import browser_block
+from candlebench.report.browser.settings import BrowserSettings
 
 __all__ = ["FILES", "BrowserRun", "BrowserSettings", "browser_block", "write_run_files"]

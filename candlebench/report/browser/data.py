@@ -20,8 +20,8 @@ from candlebench.core.io import atomic_write, json_bytes
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunAnswers
 from candlebench.rendering.model_input import ImagePolicy
-from candlebench.scoring.browser.images import Images
-from candlebench.scoring.browser.settings import BrowserSettings
+from candlebench.report.browser.images import Images
+from candlebench.report.browser.settings import BrowserSettings
 
 ANSWER_CHARS = 80  # the table's answer column; the detail view shows it whole
 FILES = "browser"  # the large layout's folder, next to report.html

@@ -15,7 +15,7 @@ import PIL.Image
 
 from candlebench.core.io import fingerprint
 from candlebench.rendering.model_input import ImagePolicy
-from candlebench.scoring.browser.settings import BrowserSettings
+from candlebench.report.browser.settings import BrowserSettings
 
 
 class Images:

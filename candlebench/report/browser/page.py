@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from candlebench.core.io import json_bytes
-from candlebench.scoring.browser.data import FILES, BrowserRun, browser_data, write_run_files
-from candlebench.scoring.browser.settings import BrowserSettings
+from candlebench.report.browser.data import FILES, BrowserRun, browser_data, write_run_files
+from candlebench.report.browser.settings import BrowserSettings
 
 
 def browser_block(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -> str:
@@ -31,8 +31,8 @@ def packed(data: dict[str, Any]) -> str:
 
 def browser_html(data: dict[str, Any]) -> str:
     """The browser's markup, its data and its script: a block for the report page's body."""
-    script = resources.files("candlebench.scoring").joinpath("browser.js").read_text(encoding="utf-8")
-    style = resources.files("candlebench.scoring").joinpath("browser.css").read_text(encoding="utf-8")
+    script = resources.files("candlebench.report.browser").joinpath("browser.js").read_text(encoding="utf-8")
+    style = resources.files("candlebench.report.browser").joinpath("browser.css").read_text(encoding="utf-8")
     return (
         f"<h2 id='samples'>Samples</h2><style>{style}</style>"
         "<div id='cb-browser'><p id='cb-status'>Loading the samples…</p></div>"

@@ -1,4 +1,4 @@
-// The report's sample browser (scoring/browser.py writes its data). Plain DOM, no library. A small
+// The report's sample browser (report/browser/ writes its data). Plain DOM, no library. A small
 // study's data are gzip + base64 in #cb-data, every row there (no network); a large study's
 // #cb-data is an index, and each run's rows a gzip'd JSON file fetched when the run is chosen
 // (served by `candlebench view`). Every value is set as text, never as HTML.

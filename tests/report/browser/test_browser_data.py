@@ -16,9 +16,9 @@ import pytest
 
 from candlebench.core.layout import TaskPaths
 from candlebench.core.results import RunAnswers
-from candlebench.scoring.browser import data as browser_data
-from candlebench.scoring.browser import FILES, BrowserRun, BrowserSettings, browser_block, write_run_files
-from candlebench.scoring.browser.images import Images
+from candlebench.report.browser import data as browser_data
+from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block, write_run_files
+from candlebench.report.browser.images import Images
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,58 @@
+"""The report's views of a task that declares its per-sample scores (report/per_sample.py, the
+defaults of Task.report and Task.browse): the results table with intervals and the best starred,
+the paired comparisons named by their unit, the browser's verdicts. The numbers they show are
+scoring/per_sample.py's (tests/scoring/test_per_sample.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from candlebench.core.results import RunAnswers
+from candlebench.report.model import scored_run
+from candlebench.report.per_sample import browse, sections
+from candlebench.scoring.per_sample import Measure, PerSample
+
+pytestmark = pytest.mark.unit
+
+SPEC = PerSample(measures=(Measure("error", "Error", higher_is_better=False),), verdict=True, title="Toy",
+                 group="regime", label="truth")
+IDS = [f"s{i}" for i in range(10)]
+
+
+def _answers(name: str, right, error) -> RunAnswers:
+    """A scored run of the ten samples, its per-sample scores as the score stage keeps them."""
+    frame = pd.DataFrame({"sample_id": IDS, "answer": ['"x"'] * 10, "score_right": right, "score_error": error})
+    return RunAnswers(name, frame, pd.DataFrame(), {})
+
+
+def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
+    table = pd.DataFrame({"sample_id": IDS, "right": [True] * 7 + [False] * 3, "error": np.linspace(0, 1, 10)})
+    run = RunAnswers("m", pd.DataFrame({"sample_id": IDS, "answer": ["1"] * 10}), pd.DataFrame(), {})
+    metrics = {k: v for k, v in SPEC.metrics(table, run, 100, 0).items() if k != "per_sample"}
+    runs = [scored_run("m", metrics, False), scored_run("base", {**metrics, "accuracy": 0.5}, False)]
+    compared = SPEC.compare(_answers("base", [False] * 10, [1.0] * 10), _answers("m", table["right"], table["error"]),
+                            100, 0)
+    (section,) = sections(SPEC, "toy", runs, {"base → m": compared})
+    results, pairs = section.tables
+    assert section.title == "Toy" and list(results.frame.columns) == ["Model", "n", "Accuracy", "Error", "Parse fail"]
+    assert results.frame["Accuracy"].iloc[0].startswith("0.700 [") and results.frame["Accuracy"].iloc[0].endswith("★")
+    assert "The bootstrap draws samples." in results.note
+    row = pairs.frame.iloc[0]
+    # Ten samples, exact: 7 go b's way, 3 tie: 2 x 2^3 of the 2^10 swaps are as extreme (16/1024, as McNemar's exact
+    # test); Error's p (9 samples one way: 4/1024) is the smaller, so Holm leaves Accuracy's at max(2 x 4, 16)/1024.
+    assert compared["accuracy"]["p"] == pytest.approx(16 / 1024) and compared["error"]["p"] == pytest.approx(4 / 1024)
+    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["p Accuracy"] == "0.016"
+    assert "sign-flip" in pairs.note and "samples" in pairs.note
+    (alone,) = sections(SPEC, "toy", runs, {})  # nothing compared: no comparison table
+    assert [t.title for t in alone.tables] == ["Toy: results"]
+
+
+def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
+    frame = pd.DataFrame({"sample_id": ["a", "b", "c"], "regime": ["calm", None, "wild"], "truth": ["up", "down", "up"],
+                          "answer": ['"up"', '"up"', None], "score_right": [True, False, False]})
+    view = browse(SPEC, frame)
+    assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
+    assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
+    assert browse(PerSample(), frame)["outcome"].tolist() == [None] * 3
