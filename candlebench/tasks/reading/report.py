@@ -113,7 +113,7 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
     return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
                  "Unit of analysis: the chart as asked, one sample (a chart, its text or its blank image: its questions "
                  "are read off one input). Δ = b - a on the questions both runs were asked, with a 95% interval from a "
-                 "percentile bootstrap of whole samples for both runs. p: the paired sign-flip test over samples (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
+                 f"percentile bootstrap of whole samples for both runs. p: the paired sign-flip test over samples (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
                  f"fewer than {MIN_CLUSTERS} samples). p (Holm): Holm's adjustment over the pair's questions, and apart "
                  "over its modalities; 'all' is the pair's headline, not adjusted (docs/statistics.md).")
 
