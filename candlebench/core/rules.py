@@ -112,8 +112,12 @@ EARLY: tuple[Rule, ...] = (
 )
 
 
-def _unquoted(text: str) -> str:
+def _unquoted(text: str) -> str | None:
+    """A command-line value as Hydra reads it: quotes taken off, its ``null`` as None (a key left unset,
+    as ``backend.api_key_env=null`` asks for no key)."""
     text = text.strip()
+    if text == "null":
+        return None
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 

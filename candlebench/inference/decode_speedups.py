@@ -4,7 +4,8 @@ budget, its length in buckets, and the stop check without a host sync per step.
 Decode through the runner cost ~40 ms a step on an H200 at batch 64 against a memory floor of
 ~4-6 ms (docs/inference.md): kernel launches, and the host waiting for the device twice a step
 (transformers' stop check and its mask check). The levers here, each a name in
-``model.decode_speedups`` (none changes a token: tested on the tiny fixtures):
+``model.decode_speedups`` (none changes a token on the tiny fixtures' tests; grouped attention sums in
+another order, so a near-tie can flip, as docs/inference.md says):
 
 * ``grouped_attention``: the language model's attention without the KV copy, and its decode mask
   built without a read back (``candlebench/inference/decode_attention.py``);

@@ -22,3 +22,8 @@ def test_a_pasted_key_without_a_known_prefix_is_refused_and_never_echoed(pasted)
 def test_a_variable_name_is_taken(name):
     given = {"null": None}.get(name, name)
     check_early([], lambda key: (key == "backend.api_key_env", given))
+
+
+def test_null_on_the_command_line_asks_for_no_key():
+    """`backend.api_key_env=null` (a server without keys) is Hydra's None, not a variable named null."""
+    check_early(["backend.api_key_env=null"])

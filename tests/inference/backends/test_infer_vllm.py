@@ -90,7 +90,11 @@ def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     common = ["task=e2a", "data=slice", f"out_dir={tmp_path}", "data.codes=[AC,SM]", "task.samples.interval=120"]
     cli("samples", *common, env=env)
     cli("render", *common, "render.workers=1", env=env)
-    cli("infer", *common, "infer.run_name=hf", "backend=transformers", "infer.batch_size=8", env=env)
+    # transformers' own SDPA path, which vLLM's CPU attention matches token for token on this fixture:
+    # the grouped decode path (model.decode_speedups) sums in another order (logits within 1e-5),
+    # enough to flip a near-tie of the random-weight fixture in a long verify answer.
+    hf_path = ("backend=transformers", "model.decode_speedups=[]")
+    cli("infer", *common, "infer.run_name=hf", *hf_path, "infer.batch_size=8", env=env)
     cli("infer", *common, "infer.run_name=vllm", *VLLM_CPU, env=env)
     hf, vllm = records(tmp_path, "hf", task="e2a"), records(tmp_path, "vllm", task="e2a")
     assert list(vllm.index) == list(hf.index) and len(hf) >= 9
@@ -98,7 +102,7 @@ def test_e2a_answers_equal_between_the_backends(tmp_path, env):
     assert (hf["tier"] == "json").all()
     # The verify pass, each backend revising its own direct run: equal answers, so equal prompts
     # (direct prompt + answer + checked claims + facts), and again the same tokens.
-    for name, backend in (("hf", ("backend=transformers",)), ("vllm", VLLM_CPU)):
+    for name, backend in (("hf", hf_path), ("vllm", VLLM_CPU)):
         cli("infer", *common, "task.method=verify", f"task.revises={name}", f"infer.run_name={name}-verify", *backend,
             env=env)
     hf2, vllm2 = records(tmp_path, "hf-verify", task="e2a"), records(tmp_path, "vllm-verify", task="e2a")
