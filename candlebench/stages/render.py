@@ -98,7 +98,7 @@ class RenderProgress:
 
 def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     """What the manifests on disk hold of what the samples need, whatever config drew them
-    (`candlebench status` reads a folder); freshness's :func:`charts` asks the same under a config."""
+    (`candlebench status` reads a folder); freshness's :func:`charts_are_drawn` asks the same under a config."""
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
     needed = {path for f in inputs for path in input_paths(samples, f)}
