@@ -44,6 +44,7 @@ from candlebench.core.errors import CorruptFile
 from candlebench.core.io import atomic_write
 from candlebench.core.results import has_answer
 from candlebench.core.jsonl import JsonlAppender, jsonl_text, read_jsonl
+from candlebench.core.layout import RunPaths
 from candlebench.core.schema import KEY, stamped, version_of
 
 
@@ -141,7 +142,8 @@ def read_records(path: Path) -> Iterator[ResponseRecord]:
 class RecordStore:
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
-        self.parts_dir = run_dir / "parts"
+        self.paths = RunPaths(run_dir)
+        self.parts_dir = self.paths.parts
 
     def records(self) -> Iterator[ResponseRecord]:
         if self.parts_dir.exists():
@@ -205,7 +207,7 @@ class RecordStore:
             fcntl.flock(fd, fcntl.LOCK_EX)
             before = self._check_derived(fd)
             note = json.dumps({"sha256": hashlib.sha256(data).hexdigest(), "previous": before,
-                               "derived_from": "parts/*.jsonl",
+                               "derived_from": f"{self.parts_dir.name}/*.jsonl",
                                "note": "responses.jsonl is rewritten from parts/ by every score: edit the parts"})
             os.ftruncate(fd, 0)
             os.pwrite(fd, (note + "\n").encode(), 0)
@@ -216,12 +218,12 @@ class RecordStore:
 
     @property
     def responses(self) -> Path:
-        return self.run_dir / "responses.jsonl"
+        return self.paths.responses
 
     @property
     def derived(self) -> Path:
         """The sidecar naming the hash responses.jsonl was last written with."""
-        return self.run_dir / "responses.jsonl.sha256"
+        return self.paths.responses_sidecar
 
     def _check_derived(self, fd: int) -> str | None:
         """The hash of the responses.jsonl on disk (None: none yet), refused when it was edited since

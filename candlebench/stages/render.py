@@ -52,8 +52,8 @@ def writing(cfg: DictConfig) -> WriterLock:
     """One render per task and chunk at a time: two would both draw every chart."""
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
     paths = task_paths(cfg)
-    return WriterLock(paths.lock(f"render.chunk{chunk[0]}of{chunk[1]}"), f"the charts of {paths.images} (chunk "
-                f"{chunk[0]}/{chunk[1]})", "let it draw: a render run after it finds its charts drawn")
+    return WriterLock(paths.render_lock(*chunk), f"the charts of {paths.images} (chunk {chunk[0]}/{chunk[1]})",
+                      "let it draw: a render run after it finds its charts drawn")
 
 
 @one_writer(writing)
