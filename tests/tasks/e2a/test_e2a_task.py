@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records, stage
+from helpers import cli, records, score_as_made, stage
 from candlebench.tasks.e2a.anchors import ANCHORS, compute_anchors
 
 COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
@@ -180,12 +180,15 @@ def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_pa
     stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('anchor_oracle')}", "infer.run_name=first", env=env)
     assert f"{n} generated" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
     assert f"0 generated, {n} already done" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
-    stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first", env=env)
+    # The first pass answered anew: its answers replaced (an import over another file's is refused without it).
+    stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first",
+          "import_replace=true", env=env)
     again = stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
     # Exactly the answers that changed are asked again (the contrarian holds where the oracle does).
     changed = int((records(out, "anchor_oracle", task="e2a")["text"] != records(out, "contrarian", task="e2a")["text"]).sum())
     assert 0 < changed < n
     assert f"{changed} generated, {n - changed} already done" in again and f"{n} of {n} samples answered" in again
+    score_as_made(out, "second", task="e2a")  # judged for the inputs of now: one answer a sample
     assert len(pd.read_parquet(out / "e2a" / "runs" / "second" / "parsed.parquet")) == n
 
 
