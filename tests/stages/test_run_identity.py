@@ -77,8 +77,8 @@ def _copy_run(out: Path, name: str, change) -> Path:
 
 
 def test_a_same_length_edit_of_an_answer_makes_its_scores_stale_and_score_judges_it_again(ws, capsys):
-    judge = f"judge v{get_task('forecast').judge_version}"
-    assert _status(ws, "momentum").endswith(f"scored ({judge})")
+    judge = get_task("forecast").judge_version
+    assert _status(ws, "momentum").endswith(f"scored (judge v{judge})")
     part = _parts(ws, "momentum")[0]
     text = part.read_text(encoding="utf-8")
     old = json.loads(text.splitlines()[0])["text"]
@@ -88,8 +88,8 @@ def test_a_same_length_edit_of_an_answer_makes_its_scores_stale_and_score_judges
     assert "scores out of date: its records changed since it was scored" in _status(ws, "momentum")
     capsys.readouterr()
     _stage("score", ws)
-    assert f"forecast/momentum: 40/40 answered; {judge} (scored because: its records changed" in capsys.readouterr().out
-    assert _status(ws, "momentum").endswith(f"scored ({judge})")
+    assert f"forecast/momentum: 40/40 answered; judge v{judge} (scored because: its records changed" in capsys.readouterr().out
+    assert _status(ws, "momentum").endswith(f"scored (judge v{judge})")
 
 
 def test_responses_jsonl_is_derived_and_an_edit_there_is_refused_not_lost(ws):
@@ -195,8 +195,8 @@ def test_a_report_marks_scores_out_of_date_and_lists_runs_not_scored(ws, tmp_pat
     assert "| growing | its records changed since it was scored (25/40 answered then) | `candlebench score`" in md
     assert "| momentum (out of date)" in md
     dated = md.split("## forecast: scores out of date or missing")[1].split("\n## ")[0]
-    now = get_task("forecast").judge_version
-    assert f"| momentum | judged by the forecast judge v0; the judge is now v{now} | `candlebench score`" in dated
+    judge = get_task("forecast").judge_version
+    assert f"| momentum | judged by the forecast judge v0; the judge is now v{judge} | `candlebench score`" in dated
     assert "| pending | not scored yet | `candlebench score`" in dated
 
 
@@ -205,7 +205,7 @@ def test_a_newer_judges_scores_are_refused_in_one_line(ws):
     newer = get_task("forecast").judge_version + 1
     (run / "metrics.json").write_text(json.dumps({**json.loads((run / "metrics.json").read_text()), "judge_version": newer}))
     with pytest.raises(Exception, match=rf"^{run / 'metrics.json'}: scored by the forecast judge v{newer}, newer than "
-                                        rf"this candlebench's v{newer - 1}; update candlebench"):
+                                        f"this candlebench's v{newer - 1}; update candlebench"):
         _stage("score", ws)
     assert f"momentum: error: {run / 'metrics.json'}: scored by the forecast judge v{newer}" in _status(ws, "momentum")
 

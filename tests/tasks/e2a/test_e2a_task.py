@@ -180,7 +180,7 @@ def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_pa
     stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('anchor_oracle')}", "infer.run_name=first", env=env)
     assert f"{n} generated" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
     assert f"0 generated, {n} already done" in stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
-    # The first pass answered anew: its answers replaced (an import over another file's is refused without it).
+    # Another file into the same run replaces it only when asked to (import_replace).
     stage("import", *COMMON[1:], "task=e2a", f"out_dir={out}", f"import_file={answers('contrarian')}", "infer.run_name=first",
           "import_replace=true", env=env)
     again = stage("infer", *COMMON[1:], "task=e2a", f"out_dir={out}", *second, env=env)
