@@ -1,5 +1,5 @@
-"""``candlebench score``: each run's records → parsed.parquet and metrics.json. It dispatches on
-the task and knows no metric."""
+"""``candlebench score``: each run's records → parsed.parquet and metrics.json, whose one writer it
+is (infer, baseline and import write records alone). It dispatches on the task and knows no metric."""
 
 from __future__ import annotations
 
@@ -37,13 +37,14 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
 
 def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
-    scores are not of its records now on the current samples (freshness's :func:`scores_are_current`): new, redone, written
-    to since it was scored (an unfinished run), judged by another version of the task's judge,
-    scored before the samples were rebuilt (``now``: the current samples' fingerprint), or whose
-    scoring failed."""
+    scores are not of its records now on the current samples (freshness's :func:`scores_are_current`):
+    new, redone, written to since it was scored (an unfinished run), judged by another version of the
+    task's judge, scored before the samples were rebuilt (``now``: the current samples' fingerprint),
+    or whose scoring failed."""
     chosen = cfg.score.run
     if chosen is None:
-        return [n for n in paths.run_names() if not freshness.scores_are_current(task, paths.run(n), now, len(samples)).fresh]
+        return [n for n in paths.run_names()
+                if not freshness.scores_are_current(task, paths.run(n), now, len(samples)).fresh]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
