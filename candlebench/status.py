@@ -15,6 +15,7 @@ from candlebench.core.layout import Layout, RunPaths, TaskPaths
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
+from candlebench.stages.run_identity import samples_fingerprint
 from candlebench.stages.study import other_data, report_tasks
 from candlebench.inference.runner import Shard
 from candlebench.rendering.inputs import read_samples
@@ -32,7 +33,7 @@ def _shards_of(layout: Layout) -> int:
 def task_lines(paths: TaskPaths, shards: int) -> list[str]:
     samples = read_samples(paths)
     ids = set(samples["sample_id"])
-    now = freshness.samples_fingerprint(samples, paths)
+    now = samples_fingerprint(samples, paths)
     name = paths.task
     task = get_task(name)
     lines = [f"{name:<9} samples  {len(samples)} samples" + "".join(
@@ -70,7 +71,7 @@ def _run_line(task: Task, run: RunPaths, ids: set[str], now: str, n_samples: int
 
 def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
     """"scored" only for the scores of the run's records now, by the task's judge of now; else why not."""
-    scored = freshness.scores(task, run, samples_now, n_samples)
+    scored = freshness.scores_are_current(task, run, samples_now, n_samples)
     if scored.fresh:
         return f"scored (judge v{task.judge_version})"
     return ("not scored" if scored == freshness.NOT_SCORED

@@ -125,9 +125,26 @@ def verdicts(out: Path, run: str, task: str = "forecast") -> dict[tuple[str, str
     }
 
 
+def score_as_made(out: Path, run: str, task: str = "forecast") -> None:
+    """``candlebench score`` of run ``run`` in this process, under the config of the stage that made
+    it (``out_dir/configs``, which every stage writes): infer, baseline and import write records
+    alone, and `score` alone judges them into parsed.parquet and metrics.json."""
+    from omegaconf import OmegaConf
+
+    from candlebench.stages.score import score
+
+    kind = json.loads((run_dir(out, run, task) / "run.json").read_text())["kind"]
+    made = out / "configs" / (f"infer.{task}.{run}.yaml" if kind == "model" else f"{kind}.{task}.yaml")
+    cfg = OmegaConf.load(made)
+    cfg.score.run = run
+    with redirect_stdout(io.StringIO()):
+        score(cfg)
+
+
 def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
     """A run's records with the judge's verdict on each (answer, tier, reason, the task's columns)
-    where it is one of the run's current key and inputs."""
+    where it is one of the run's current key and inputs: the run scored first (:func:`score_as_made`)."""
+    score_as_made(out, run, task)
     judged = verdicts(out, run, task)
     rows = [{**row, **judged.get((row["sample_id"], row["run_key"]), {})}
             for row in read_jsonl(run_dir(out, run, task) / "responses.jsonl")]

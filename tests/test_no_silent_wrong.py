@@ -18,6 +18,7 @@ import pytest
 
 from fixtures.forked_cli import Started
 from helpers import SLICE, cli, records, run_dir, start
+from candlebench.inference.records import RecordStore
 from candlebench.task_api.registry import names as task_names
 
 BASE = ["data=slice", "data.codes=[AC,ALI,SM,TEL]", "task.samples.interval=90", "render.workers=1"]
@@ -50,15 +51,17 @@ def test_failed_samples_are_retried_and_a_lasting_failure_stays_visible(ws, env)
     first = _infer(ws, env, check=False)
     assert first.returncode != 0 and "max_error_rate" in first.stderr and "retried" in first.stderr
     status = cli("status", str(ws), env=env).stdout
-    answered = len(records(ws, "r").query("error.isna()", engine="python"))
+    key = json.loads((run_dir(ws, "r") / "run.json").read_text())["run_key"]
+    answered = len(RecordStore(run_dir(ws, "r")).answered(key))  # from the records: the run is not scored
     assert f"r: {answered}/{len(samples)} answered, 3 failed (retried on the next infer)" in status
 
     cli("render", *BASE, f"out_dir={ws}", env=env)  # the cause fixed: the charts are back
     again = _infer(ws, env)
     assert f"{len(samples) - answered} generated, {answered} already done, 0 errors" in again.stdout
+    # Answered, not scored: infer writes records alone, `score` judges them.
+    assert f"r: {len(samples)}/{len(samples)} answered, not scored" in cli("status", str(ws), env=env).stdout
     got = records(ws, "r")
     assert got["error"].isna().all() and len(got) == len(samples)
-    assert f"r: {len(samples)}/{len(samples)} answered, not scored" in cli("status", str(ws), env=env).stdout
 
     # A sample that fails every time is retried every time, and stays a visible failure.
     broken = samples.iloc[2]
@@ -66,8 +69,8 @@ def test_failed_samples_are_retried_and_a_lasting_failure_stays_visible(ws, env)
     cli("infer", *BASE, f"out_dir={ws}", "infer.run_name=s", "infer.max_error_rate=0.5", env=env)
     retry = cli("infer", *BASE, f"out_dir={ws}", "infer.run_name=s", "infer.max_error_rate=0.5", env=env)
     assert "1 generated" in retry.stdout and "1 errors" in retry.stdout
-    parsed = pd.read_parquet(run_dir(ws, "s") / "parsed.parquet").set_index("sample_id")
-    assert parsed.loc[broken["sample_id"], "error"] and parsed["error"].notna().sum() == 1
+    got = records(ws, "s")
+    assert got.loc[broken["sample_id"], "error"] and got["error"].notna().sum() == 1 and len(got) == len(samples)
 
 
 def test_rerendered_charts_are_answered_again(ws, env):

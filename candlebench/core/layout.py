@@ -4,8 +4,11 @@
       <task>/samples.parquet, samples_summary.json     one folder per task, so tasks that share
       <task>/images/<cutoff>/<code>/<input>.(png|txt)  a market never clobber each other
       <task>/images/manifest*.jsonl, manifest.parquet
-      <task>/runs/<run>/parts/*.jsonl (the records), responses.jsonl (derived), parsed.parquet, run.json, metrics.json
-      <task>/locks/*.lock                              who writes a run (a shard, or the whole) or a render chunk now
+      <task>/runs/<run>/parts/*.jsonl (the records), responses.jsonl (derived from them) and its
+                  .sha256 sidecar, run.json, inputs.parquet (written by infer, baseline, import);
+                  parsed.parquet, metrics.json, score_error.json (written by score alone)
+      <task>/locks/run.<run>.<unit>.lock, run.<run>.gate, render.chunk<i>of<n>.lock
+                                                       who writes a run (a shard, or the whole) or a render chunk now
       report/                                          one report, a section per task
       sweep.json
 """
@@ -33,6 +36,11 @@ class RunPaths:
     @property
     def responses(self) -> Path:
         return self.root / "responses.jsonl"
+
+    @property
+    def responses_sidecar(self) -> Path:
+        """The hash responses.jsonl was last written with (an edit there is refused, not lost)."""
+        return self.root / "responses.jsonl.sha256"
 
     @property
     def parsed(self) -> Path:
@@ -95,9 +103,34 @@ class TaskPaths:
         (refused in one line), never passed over as if it were not there."""
         return sorted(p.name for p in self.runs.glob("*") if p.is_dir())
 
+    @property
+    def locks(self) -> Path:
+        return self.root / "locks"
+
     def lock(self, name: str) -> Path:
         """The lock file of one writer's unit of this task (candlebench.core.lock)."""
-        return self.root / "locks" / f"{name}.lock"
+        return self.locks / f"{name}{LOCK_SUFFIX}"
+
+    def render_lock(self, index: int, count: int) -> Path:
+        """The lock of render chunk ``index`` of ``count``."""
+        return self.lock(f"render.chunk{index}of{count}")
+
+    def run_lock(self, run: str, unit: str) -> Path:
+        """The lock of one writer's ``unit`` of run ``run`` (a shard's, or the whole run's)."""
+        return self.lock(f"{_RUN_LOCK}{run}.{unit}")
+
+    def run_gate(self, run: str) -> Path:
+        """Held a moment by a writer of run ``run`` while it looks at the run's other locks."""
+        return self.locks / f"{_RUN_LOCK}{run}.gate"
+
+    def run_locks(self, run: str) -> dict[str, Path]:
+        """Every lock file of run ``run`` on disk, by its unit."""
+        prefix = f"{_RUN_LOCK}{run}."
+        return {p.name[len(prefix):-len(LOCK_SUFFIX)]: p for p in sorted(self.locks.glob(f"{prefix}*{LOCK_SUFFIX}"))}
+
+
+LOCK_SUFFIX = ".lock"
+_RUN_LOCK = "run."  # every lock file of a run begins so, then the run's name
 
 
 @dataclass(frozen=True)

@@ -108,27 +108,27 @@ class WriterLock:
 
 
 WHOLE = "whole"
-_UNIT = re.compile(r"(whole|shard\d+of(\d+))\.lock")
+_UNIT = re.compile(r"whole|shard\d+of(\d+)")
 
 
 @dataclass(frozen=True)
 class RunLock(WriterLock):
-    """A writer of one run (``locks/run.<run>.<unit>.lock``): of its shard ``shard``'s unit
+    """A writer of one run (its lock file: ``TaskPaths.run_lock``): of its shard ``shard``'s unit
     "shard<i>of<n>", or of the whole run (``shard`` None: import, baseline, score)."""
 
     shard: tuple[int, int] | None = None
-    prefix: str = ""  # "run.<run>.": every lock file of the run begins so, then its unit
+    paths: TaskPaths | None = None  # the task folder whose locks the run's writers hold
+    run: str = ""
 
     @classmethod
-    def of(cls, locks: Path, run: str, shard: tuple[int, int] | None, what: str, instead: str) -> "RunLock":
+    def of(cls, paths: TaskPaths, run: str, shard: tuple[int, int] | None, what: str, instead: str) -> "RunLock":
         unit = WHOLE if shard is None else f"shard{shard[0]}of{shard[1]}"
-        return cls(locks / f"run.{run}.{unit}.lock", what, instead, shard, f"run.{run}.")
+        return cls(paths.run_lock(run, unit), what, instead, shard, paths, run)
 
-    def _beside(self, other: Path) -> bool:
-        """Whether the holder of ``other`` (a lock of the same run) may write beside this one: two
-        shards of one count (distinct: one unit is one file)."""
-        unit = _UNIT.fullmatch(other.name[len(self.prefix):])
-        return bool(unit and unit.group(2) and self.shard and int(unit.group(2)) == self.shard[1])
+    def _beside(self, unit: re.Match) -> bool:
+        """Whether the holder of another lock of the same run, of ``unit``, may write beside this
+        one: two shards of one count (distinct: one unit is one file)."""
+        return bool(unit.group(1) and self.shard and int(unit.group(1)) == self.shard[1])
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -137,12 +137,12 @@ class RunLock(WriterLock):
         own unit's lock until the block ends."""
         self.lock.parent.mkdir(parents=True, exist_ok=True)
         with ExitStack() as stack:
-            gate = os.open(self.lock.parent / f"{self.prefix}gate", os.O_RDWR | os.O_CREAT, 0o644)
+            gate = os.open(self.paths.run_gate(self.run), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(gate, fcntl.LOCK_EX)  # a moment: its holders only look and take
-                for other in sorted(self.lock.parent.glob(f"{self.prefix}*.lock")):
-                    if other != self.lock and _UNIT.fullmatch(other.name[len(self.prefix):]) \
-                            and not self._beside(other) and _live(other):
+                for name, other in self.paths.run_locks(self.run).items():
+                    unit = _UNIT.fullmatch(name)
+                    if other != self.lock and unit and not self._beside(unit) and _live(other):
                         holder = _holder(other)
                         raise Held(f"{self.what} is being written by another command: pid {holder.get('pid', '?')} "
                                    f"on {holder.get('host', '?')} since {holder.get('since', '?')} ({other}); wait "
@@ -158,7 +158,7 @@ def run_lock(paths: TaskPaths, run: str, shard: tuple[int, int] | None = None,
     """The lock a command holds while it writes into run ``run`` of the task in ``paths`` (its shard
     ``shard`` = (index, count), or the whole run)."""
     what = f"run {paths.run(run).root}" + ("" if shard is None else f" (shard {shard[0]}/{shard[1]})")
-    return RunLock.of(paths.root / "locks", run, shard, what, instead)
+    return RunLock.of(paths, run, shard, what, instead)
 
 
 def _live(path: Path) -> bool:

@@ -6,7 +6,7 @@ bytes, and flushes + fsyncs after every batch. What is done is the union of all 
 ``(run_key, sample_id, inputs)``; a line cut short by a kill is ignored (and its sample redone).
 The parts are the run's one source of truth: ``merge`` derives from them the deduplicated
 ``responses.jsonl`` (per key, the first answer, or while there is none the latest failure), a copy
-for people and other tools that every infer and score rewrites. Its sidecar
+for people and other tools that every score rewrites. Its sidecar
 ``responses.jsonl.sha256`` holds the hash it was written with, so an edit made there, which would
 change nothing and then be lost, is refused in one line instead (edit the parts). Whether a score
 is of the records now is decided by :meth:`RecordStore.stamp`, a hash of the parts' content.
@@ -44,6 +44,7 @@ from candlebench.core.errors import CorruptFile
 from candlebench.core.io import atomic_write
 from candlebench.core.results import has_answer
 from candlebench.core.jsonl import JsonlAppender, jsonl_text, read_jsonl
+from candlebench.core.layout import RunPaths
 from candlebench.core.schema import KEY, stamped, version_of
 
 
@@ -141,7 +142,8 @@ def read_records(path: Path) -> Iterator[ResponseRecord]:
 class RecordStore:
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
-        self.parts_dir = run_dir / "parts"
+        self.paths = RunPaths(run_dir)
+        self.parts_dir = self.paths.parts
 
     def records(self) -> Iterator[ResponseRecord]:
         if self.parts_dir.exists():
@@ -179,16 +181,22 @@ class RecordStore:
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{socket.gethostname()}-{os.getpid()}"
         return PartWriter(self.parts_dir / f"{label}-{stamp}.jsonl")
 
-    def merge(self) -> list[ResponseRecord]:
-        """One record per (run_key, sample_id, inputs), sorted, written atomically to
-        ``responses.jsonl``: the first answer, or while there is none the latest failure."""
+    def merged(self) -> list[ResponseRecord]:
+        """One record per (run_key, sample_id, inputs), sorted: the first answer, or while there is
+        none the latest failure. Reads only: what infer, baseline and import count their progress
+        from, and a second pass its first pass's answers (a run it does not hold the lock of)."""
         unique: dict[tuple[str, str, str], ResponseRecord] = {}
         for record in self.records():
             key = (record.run_key, record.sample_id, record.inputs or "")
             kept = unique.get(key)
             if kept is None or kept.error is not None:  # the first answer stays; a failure gives way
                 unique[key] = record
-        merged = [unique[k] for k in sorted(unique)]
+        return [unique[k] for k in sorted(unique)]
+
+    def merge(self) -> list[ResponseRecord]:
+        """:meth:`merged`, written atomically to ``responses.jsonl`` (by `score` alone, the writer
+        of a run's derived files)."""
+        merged = self.merged()
         data = jsonl_text(r.as_row() for r in merged).encode("utf-8")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         # The sidecar is also the merge's lock (shards of one array finishing together merge one after
@@ -199,8 +207,8 @@ class RecordStore:
             fcntl.flock(fd, fcntl.LOCK_EX)
             before = self._check_derived(fd)
             note = json.dumps({"sha256": hashlib.sha256(data).hexdigest(), "previous": before,
-                               "derived_from": "parts/*.jsonl",
-                               "note": "responses.jsonl is rewritten from parts/ by every infer and score: edit the parts"})
+                               "derived_from": f"{self.parts_dir.name}/*.jsonl",
+                               "note": "responses.jsonl is rewritten from parts/ by every score: edit the parts"})
             os.ftruncate(fd, 0)
             os.pwrite(fd, (note + "\n").encode(), 0)
             atomic_write(self.responses, lambda p: p.write_bytes(data))
@@ -210,12 +218,12 @@ class RecordStore:
 
     @property
     def responses(self) -> Path:
-        return self.run_dir / "responses.jsonl"
+        return self.paths.responses
 
     @property
     def derived(self) -> Path:
         """The sidecar naming the hash responses.jsonl was last written with."""
-        return self.run_dir / "responses.jsonl.sha256"
+        return self.paths.responses_sidecar
 
     def _check_derived(self, fd: int) -> str | None:
         """The hash of the responses.jsonl on disk (None: none yet), refused when it was edited since

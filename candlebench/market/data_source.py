@@ -79,5 +79,5 @@ def source_stamp(data: DictConfig) -> dict[str, Any]:
 
 
 def built_from(market: Market, data: DictConfig, codes: Iterable[str]) -> dict[str, Any]:
-    """What the samples stage records of its market, for freshness's :func:`market` to check later stages against."""
+    """What the samples stage records of its market, for freshness's :func:`market_is_unchanged` to check later stages against."""
     return {"stocks_fingerprint": market.stocks_fingerprint(codes), "stamp": source_stamp(data)}

@@ -1,18 +1,20 @@
 """``candlebench baseline``: the task's non-VLM predictors, written as answers in the task's format
-and parsed by the task's own parser, so they sit in the same tables as the models."""
+(records), judged by the task's own parser when scored, so they sit in the same tables as the models."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.layout import task_paths
 from candlebench.core.lock import run_lock
-from candlebench.core.results import answered_rows
 from candlebench.market.data_source import open_market
-from candlebench.stages.freshness import same_market, samples_fingerprint, task_settings
-from candlebench.stages.parsed import finalize_run
+from candlebench.stages.freshness import same_market
+from candlebench.stages.run_identity import samples_fingerprint, task_settings
+from candlebench.stages.parsed import run_records
 from candlebench.stages.study import of_kind
-from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.inference.records import RecordStore, ResponseRecord, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.task_api.registry import get_task
@@ -30,7 +32,6 @@ def baseline(cfg: DictConfig) -> None:
     paths = task_paths(cfg)
     samples = read_samples(paths, task.sample_columns)
     market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(settings) else None
-    parse = task.judge(settings)
     task_config = task_settings(cfg)
     # The market and the samples are inputs too: walk-forward models train on both.
     inputs = {"data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples, paths)}
@@ -49,11 +50,11 @@ def baseline(cfg: DictConfig) -> None:
                 answers = task.baselines[name](samples, market, settings, **params)
                 with store.writer(name) as writer:
                     writer.write(_record(info.run_key, name, sid, answers.get(sid)) for sid in todo)
-            table = finalize_run(run, samples, task, parse)
-        answered = int(answered_rows(table).sum())
+        records = run_records(run, set(samples["sample_id"]))  # `score` judges them
+        answered = sum(map(is_answer, records))
         # Said where the run is made, not only in the report: the fix (history, min_train) is a config change.
-        why = table.loc[~answered_rows(table), "reason"].fillna(NO_ANSWER).value_counts()
-        unanswered = "".join(f"; {n} {reason}" for reason, n in why.items())
+        why = Counter(r.reason or NO_ANSWER for r in records if not is_answer(r))
+        unanswered = "".join(f"; {n} {reason}" for reason, n in why.most_common())
         print(f"baseline {name}: {answered} of {len(samples)} samples answered{unanswered} -> {run.root}")
 
 

@@ -2,49 +2,49 @@
 stages ask (samples, render, infer, baseline, score, report, `status`, and the sweep's list of work
 already done), so no stage reads another stage's bookkeeping to know whether its input is current.
 
-Each artefact has one question, answered :class:`Fresh` or :class:`Stale` with the reason a person
-reads (status prints it, score says it beside a run it scores again, a refusal quotes it):
+Each artefact has one question, named as one, answered :class:`Fresh` or :class:`Stale` with the
+reason a person reads (status prints it, score says it beside a run it scores again, a refusal
+quotes it):
 
-* :func:`samples`: the task's samples are built; :func:`market`: the market data a stage is given
-  are those the samples were built from (:func:`same_market` refuses otherwise);
-* :func:`charts`: every input of every sample is drawn under this config's render settings and
-  merged into the samples; :func:`drawn_under`: a render manifest is of these settings;
-* :func:`answers`: a model run answered every sample under this config's run key, for the inputs
-  the samples have now; :func:`under_key`: a run's parsed answers (and scores) are of its run key;
-* :func:`scores`: a run's metrics.json is the score of its records now, by the task's judge of
-  now, on the current samples (:func:`scored_on`).
+* :func:`samples_are_built`: the task's samples are built; :func:`market_is_unchanged`: the market
+  data a stage is given are those the samples were built from (:func:`same_market` refuses otherwise);
+* :func:`charts_are_drawn`: every input of every sample is drawn under this config's render
+  settings and merged into the samples;
+* :func:`answers_are_complete`: a model run answered every sample under this config's run key, for
+  the inputs the samples have now; :func:`parsed_is_under_key`: a run's parsed answers (and scores)
+  are of its run key;
+* :func:`scores_are_current`: a run's metrics.json is the score of its records now, by the task's
+  judge of now (:func:`judge_is_current`), on the current samples (:func:`scored_on_these_samples`,
+  :func:`predictions_are_of_these_samples`).
 
-The fingerprints they compare are made here too: the samples' (:func:`samples_fingerprint`), each
-request's inputs (:func:`input_fingerprint`, :func:`current_inputs`), and the task settings a
-baseline's answers depend on (:func:`task_settings`).
+The fingerprints they compare (the samples', each request's inputs, a baseline's task settings) are
+a run's identity, made in :mod:`candlebench.stages.run_identity`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import pandas as pd
 import pyarrow.parquet as pq
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from candlebench.core.errors import CorruptFile, UserError
-from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.schema import NewerSchema, read_versioned
 from candlebench.market.data_source import open_market, source_stamp
 from candlebench.market.market import Market
 from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.run_identity import FirstPassMissing, current_inputs
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
-from candlebench.rendering.inputs import read_samples, text_column
-from candlebench.rendering.render import MANIFEST_COLUMNS, RenderSettings, collect_manifest, input_column
+from candlebench.rendering.inputs import read_samples
+from candlebench.rendering.render import collect_manifest, input_column
 from candlebench.task_api.registry import get_task
-from candlebench.task_api.base import FirstPassAnswer, Task
+from candlebench.task_api.base import Task
 
 
 @dataclass(frozen=True)
@@ -68,16 +68,7 @@ Freshness = Fresh | Stale
 FRESH = Fresh()
 
 
-def samples_fingerprint(samples: pd.DataFrame, paths: TaskPaths) -> str:
-    """Of the samples and their labels (not the input files render adds), in any row order, and the
-    market data they came from (samples_summary.json): what a score and a baseline's answers are of."""
-    columns = sorted(c for c in samples.columns if not c.startswith(("image_", "text_")))
-    table = samples[columns].sort_values("sample_id").to_json(orient="split", index=False, date_format="iso")
-    summary = json.loads(paths.summary.read_text()) if paths.summary.exists() else {}
-    return fingerprint({"samples": table, "data": (summary.get("data") or {}).get("fingerprint")})
-
-
-def samples(cfg: DictConfig) -> Freshness:
+def samples_are_built(cfg: DictConfig) -> Freshness:
     """The task's samples are on disk (a study folder holds one set: settings changed since are refused
     by the stages that read them, never silently rebuilt)."""
     paths = task_paths(cfg)
@@ -91,7 +82,7 @@ class MarketChanged(UserError, ValueError):
     charts or labels would mix two markets."""
 
 
-def market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Freshness:
+def market_is_unchanged(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Freshness:
     """``data`` gives the bars the samples in ``summary``'s folder were built from, for their stocks.
     Loads the market only when its files or reading settings changed since (their stamp), or takes
     ``loaded`` (a stage that loads it anyway)."""
@@ -110,9 +101,9 @@ def market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market
 
 def same_market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Market | None:
     """Refuses (:class:`MarketChanged`) a stage whose ``data`` is not the market its samples came
-    from (:func:`market`); returns ``loaded``, so a stage that loads the market anyway checks it in
+    from (:func:`market_is_unchanged`); returns ``loaded``, so a stage that loads the market anyway checks it in
     the same expression."""
-    now = market(data, summary, codes, loaded)
+    now = market_is_unchanged(data, summary, codes, loaded)
     if not now.fresh:
         raise MarketChanged(f"{now.reason}: run `candlebench samples` with this data first (then render, baseline, "
                             "infer and score), or point data.path at the data the samples came from")
@@ -121,24 +112,9 @@ def same_market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: M
 
 # ---- charts: render ----
 
-class StaleInputs(UserError, FileNotFoundError):
-    """The rendered inputs on disk do not belong to this config: answers would describe other charts."""
-
-
-def drawn_under(manifest: pd.DataFrame, settings: RenderSettings) -> Freshness:
-    """The render manifest's inputs were drawn under ``settings`` (a manifest from before settings
-    were recorded is of unknown ones)."""
-    expected = settings.key()
-    drawn = set(manifest["settings"]) if "settings" in manifest else {"(unknown)"}
-    if drawn == {expected}:
-        return FRESH
-    return Stale(f"drawn under other render settings ({sorted(drawn)}) than this config's ({expected}: "
-                 f"{settings.describe()})")
-
-
-def charts(cfg: DictConfig) -> Freshness:
+def charts_are_drawn(cfg: DictConfig) -> Freshness:
     """Every input of every sample is drawn under this config's settings and merged into the samples."""
-    built = samples(cfg)
+    built = samples_are_built(cfg)
     if not built.fresh:
         return built
     setup = task_setup(cfg)
@@ -155,32 +131,6 @@ def charts(cfg: DictConfig) -> Freshness:
     return Stale(f"{paths.samples}: no {unmerged} yet (the last render chunk merges them)") if unmerged else FRESH
 
 
-def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> pd.DataFrame:
-    """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
-    setup = task_setup(cfg)
-    if setup.draws_nothing:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
-        return pd.DataFrame(columns=MANIFEST_COLUMNS)
-    inputs = task.inputs(setup.settings)
-    needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
-    missing = [c for c in needed if c not in samples]
-    if missing or not paths.manifest.exists():
-        raise FileNotFoundError(f"{paths.samples} has no {missing or 'rendered inputs'}: "
-                                f"run `candlebench render task={task.name}` first")
-    rerender = f"run `candlebench render task={task.name}` again"
-    try:
-        manifest = pd.read_parquet(paths.manifest)
-    except Exception as err:  # pyarrow raises several types for a damaged file
-        raise CorruptFile(f"{paths.manifest}: unreadable ({type(err).__name__}); {rerender}") from None
-    lacking = sorted({"sample_id", "freq", "sha256"} - set(manifest.columns))
-    if lacking:
-        raise CorruptFile(f"{paths.manifest}: no column {lacking}, not a render manifest of this candlebench; {rerender}")
-    drawn = drawn_under(manifest, setup.context.render)
-    if not drawn.fresh:
-        raise StaleInputs(f"{paths.images}: the inputs there were {drawn.reason}; run `candlebench render` with the "
-                          "same settings first, so the prompt and the charts agree")
-    return manifest
-
-
 # ---- answers: infer ----
 
 def parsed_keys(run: RunPaths) -> list[str]:
@@ -195,7 +145,7 @@ def parsed_keys(run: RunPaths) -> list[str]:
         raise CorruptFile(f"{run.parsed}: unreadable ({type(err).__name__}), not a parsed table; {again}") from None
 
 
-def under_key(run: RunPaths, key: str, metrics: Mapping | None = None) -> Freshness:
+def parsed_is_under_key(run: RunPaths, key: str, metrics: Mapping | None = None) -> Freshness:
     """The run's parsed.parquet (and ``metrics``, its metrics.json, where given) hold answers of run
     key ``key`` alone, its run.json's."""
     keys = set(parsed_keys(run))
@@ -208,83 +158,9 @@ def under_key(run: RunPaths, key: str, metrics: Mapping | None = None) -> Freshn
                  "(the run was redone since they were written)")
 
 
-class FirstPassMissing(UserError, FileNotFoundError):
-    """A second pass names a first-pass run that is absent, unfinished or stale."""
-
-
-def first_pass_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame,
-                       paths: TaskPaths) -> dict[str, FirstPassAnswer]:
-    """Every sample's answer in the first-pass run a second pass shows it (none for a first pass);
-    that run must be finished and parsed under its current key."""
-    settings = task.settings(cfg.task)
-    name = task.first_pass_run(settings)
-    if name is None:
-        return {}
-    run = paths.run(name)
-    first = f"finish the first pass first (`candlebench infer task={paths.task}` with the model that wrote {name})"
-    if not run.parsed.exists() or not run.info.exists():
-        raise FirstPassMissing(f"task.method={settings.method} is a second pass over run {name} (task.revises), "
-                               f"which {run.root} does not hold; {first}")
-    keyed = under_key(run, RunInfo.read(run.info).run_key)
-    if not keyed.fresh:
-        raise FirstPassMissing(f"{run.root}: {keyed.reason}; {first}")
-    table = pd.read_parquet(run.parsed)
-    missing = sorted(set(samples["sample_id"]) - set(table["sample_id"]))
-    if missing:
-        raise FirstPassMissing(f"run {name} has no answer for {len(missing)} of {len(samples)} samples "
-                               f"(first: {missing[:3]}); {first}")
-    def text(value) -> str | None:
-        return None if pd.isna(value) else str(value)
-
-    return {
-        row["sample_id"]: FirstPassAnswer(name, text(row["text"]),
-                                          None if text(row["answer"]) is None else json.loads(row["answer"]),
-                                          text(row["error"]) or text(row["reason"]))
-        for row in table.to_dict("records")
-    }
-
-
-# The name under which a second pass's first-pass answer enters a sample's input fingerprint, and
-# the column of run/inputs.parquet saying whether one was shown. Its value is the word the code used
-# before ("earlier"): it is stored and hashed, so another would make every second pass's answers stale.
-FIRST_PASS = "earlier"
-
-
-def input_fingerprint(shas: Mapping[str, str], first_pass: FirstPassAnswer | None) -> str:
-    """A request's inputs: the render manifest's sha256 of each file it sends, and the text of the
-    first-pass answer a second pass shows (a redone first pass makes the second one's answers stale)."""
-    return fingerprint(shas if first_pass is None else {**shas, FIRST_PASS: first_pass.text})
-
-
-def input_shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
-    return dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
-
-
-def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths, run: RunPaths) -> dict[str, str] | None:
-    """Each sample's input fingerprint as its request would send it now: the inputs infer sent, by
-    name (run/inputs.parquet), under the render manifest's sha256s and the first-pass run's answers of
-    now, so answers about charts redrawn since (or a redone first pass) are not current. No prompt is
-    built and no text input read. None: infer has not written the run's inputs."""
-    if not run.inputs.exists():
-        return None
-    try:
-        sent = pd.read_parquet(run.inputs, columns=["sample_id", "names", FIRST_PASS])
-    except Exception as err:  # pyarrow raises several types for a damaged file
-        raise CorruptFile(f"{run.inputs}: unreadable ({type(err).__name__}); run `candlebench infer "
-                          f"infer.run_name={run.name}` again, which writes it (and answers only what is missing)") from None
-    sha = input_shas(rendered_inputs(cfg, task, samples, paths))
-    first_pass = first_pass_answers(cfg, task, samples, paths) if sent[FIRST_PASS].any() else {}
-    wanted = set(samples["sample_id"])
-    return {
-        row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
-                                            first_pass.get(row["sample_id"]) if row[FIRST_PASS] else None)
-        for row in sent.to_dict("records") if row["sample_id"] in wanted
-    }
-
-
-def answers(cfg: DictConfig) -> Freshness:
+def answers_are_complete(cfg: DictConfig) -> Freshness:
     """Every sample is answered under this config's run key, for the inputs it has now."""
-    drawn = charts(cfg)
+    drawn = charts_are_drawn(cfg)
     if not drawn.fresh:
         return Stale(f"its inputs are not ready: {drawn.reason}")
     paths, task, run = task_paths(cfg), get_task(cfg.task.name), run_paths(cfg)
@@ -303,18 +179,6 @@ def answers(cfg: DictConfig) -> Freshness:
         return Stale(f"{len(unanswered)} of {len(samples)} samples not answered under run key {key} "
                      "for the inputs they have now")
     return FRESH
-
-
-# ---- baselines ----
-
-# Keys of the task's config that say nothing of a baseline's answers: which pass a run is, the
-# chart design (baselines read bars, not charts), and the baselines' own list (its params are kept apart).
-NOT_ITS_SETTINGS = ("method", "revises", "passes", "render", "baseline")
-
-
-def task_settings(cfg: DictConfig) -> dict:
-    """The task settings a baseline's answers depend on: part of its run key, checked by score."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.task, resolve=True).items() if k not in NOT_ITS_SETTINGS}
 
 
 # ---- scores: score ----
@@ -340,7 +204,7 @@ class NewerJudge(UserError, ValueError):
     here would silently replace them with an older judge's."""
 
 
-def judged_by(task: Task, metrics: Mapping, path: Path) -> Freshness:
+def judge_is_current(task: Task, metrics: Mapping, path: Path) -> Freshness:
     """The judge that scored ``metrics`` is the task's of now; an older one (or none recorded) is stale,
     a newer one refused (:class:`NewerJudge`)."""
     judge = metrics.get("judge_version")
@@ -353,7 +217,7 @@ def judged_by(task: Task, metrics: Mapping, path: Path) -> Freshness:
     return Stale(f"judged {then}; the judge is now v{task.judge_version}")
 
 
-def predicted_on(info: RunInfo, paths: TaskPaths, now: str, metrics: Mapping | None) -> Freshness:
+def predictions_are_of_these_samples(info: RunInfo, paths: TaskPaths, now: str, metrics: Mapping | None) -> Freshness:
     """A baseline's predictions are of the samples there now: made on them (its run.json's samples),
     or from the market data they were built from and not scored since on other samples. Its answers
     are the labels' neighbours (walk-forward models train on them): scored against rebuilt samples
@@ -372,7 +236,7 @@ def predicted_on(info: RunInfo, paths: TaskPaths, now: str, metrics: Mapping | N
     return FRESH
 
 
-def scored_on(metrics: Mapping, now: str, n_samples: int) -> Freshness:
+def scored_on_these_samples(metrics: Mapping, now: str, n_samples: int) -> Freshness:
     """metrics.json was scored on the samples of fingerprint ``now``; one written before the
     fingerprint was recorded, on as many samples."""
     recorded = metrics.get("samples_fingerprint")
@@ -383,7 +247,7 @@ def scored_on(metrics: Mapping, now: str, n_samples: int) -> Freshness:
 NOT_SCORED = Stale("not scored yet")
 
 
-def scores(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> Freshness:
+def scores_are_current(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> Freshness:
     """Whether the run's metrics.json is the score of its records now under the task's judge on the
     samples of fingerprint ``samples_now``: `score` scores again exactly the stale runs, `status`
     says why."""
@@ -399,15 +263,15 @@ def scores(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> Fresh
         raise  # a newer candlebench's scores are not this one's to replace
     except (ValueError, UserError):
         return Stale("damaged metrics.json or run.json")  # scoring it again says what is wrong
-    made = predicted_on(info, TaskPaths(run.root.parent.parent), samples_now, metrics)
+    made = predictions_are_of_these_samples(info, TaskPaths(run.root.parent.parent), samples_now, metrics)
     if not made.fresh:
         return made
     if metrics.get("run_key") != info.run_key:
         return Stale("redone since it was scored")
-    same = scored_on(metrics, samples_now, n_samples)
+    same = scored_on_these_samples(metrics, samples_now, n_samples)
     if not same.fresh:
         return same
-    judged = judged_by(task, metrics, run.metrics)
+    judged = judge_is_current(task, metrics, run.metrics)
     if not judged.fresh:
         return judged
     stamp = str(metrics.get("records") or "")

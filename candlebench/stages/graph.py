@@ -65,12 +65,12 @@ class StageDef:
 
 
 STAGES: tuple[StageDef, ...] = (
-    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task", done=freshness.samples),
+    StageDef("samples", samples, "build the task's samples (stock x date, labels, groups)", "task", done=freshness.samples_are_built),
     StageDef("render", render, "draw every input the task's samples need (parallel, resumable)", "task", "render.chunk",
-             done=freshness.charts),
+             done=freshness.charts_are_drawn),
     StageDef("baseline", baseline, "the task's non-VLM baselines, as runs", "task"),
     StageDef("infer", infer, "run a model over the task's samples (transformers or vLLM), resumable", "model",
-             "infer.shard", gpu=True, done=freshness.answers),
+             "infer.shard", gpu=True, done=freshness.answers_are_complete),
     StageDef("import", import_responses, "responses made elsewhere (JSONL/CSV: sample_id, text) as a run", "model",
              positional=("import_file",), planned=False),
     StageDef("score", score, "parse and score runs: metrics.json", "model"),

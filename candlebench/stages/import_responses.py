@@ -30,12 +30,11 @@ from omegaconf import DictConfig
 from candlebench.core.errors import UserError
 from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
-from candlebench.core.results import answered_rows
 from candlebench.core.layout import run_paths, task_paths
 from candlebench.core.lock import RunLock, one_writer, run_lock
-from candlebench.stages.parsed import finalize_run
+from candlebench.stages.parsed import run_records
 from candlebench.inference.chat import reasoning_in_text
-from candlebench.inference.records import RecordStore, ResponseRecord
+from candlebench.inference.records import RecordStore, ResponseRecord, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.task_api.registry import get_task
@@ -144,9 +143,9 @@ def import_responses(cfg: DictConfig) -> None:
     if todo:
         with store.writer("import") as writer:
             writer.write(todo)
-    table = finalize_run(run, samples, task, task.judge(task.settings(cfg.task)))
+    answered = sum(map(is_answer, run_records(run, known)))  # `score` judges them
     print(f"imported {len(todo)} responses ({len(rows) - len(todo)} already there) from {path}: "
-          f"{int(answered_rows(table).sum())} of {len(samples)} samples answered -> {run.root}\n"
+          f"{answered} of {len(samples)} samples answered -> {run.root}\n"
           f"next: `candlebench score` (scores every run not scored yet, this one included), then `candlebench report`, "
           "with the same data= and out_dir= as here")
 

@@ -1,23 +1,24 @@
-"""``candlebench infer``: the task's samples → its prompts → a backend → records → parsed.parquet."""
+"""``candlebench infer``: the task's samples → its prompts → a backend → records (``score`` judges them)."""
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
-from candlebench.core.results import answered_rows
 from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
 from candlebench.core.lock import WriterLock, one_writer, run_lock
-from candlebench.stages.freshness import (FIRST_PASS, first_pass_answers, input_fingerprint, input_shas, rendered_inputs,
-                                          same_market)
+from candlebench.stages.freshness import same_market
+from candlebench.stages.run_identity import (FIRST_PASS, first_pass_answers, input_fingerprint, input_shas,
+                                             rendered_inputs)
 from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
-from candlebench.stages.parsed import finalize_run
+from candlebench.stages.parsed import run_records
 from candlebench.stages.study import of_kind
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.backends import backend_kind, check_weights
@@ -35,7 +36,7 @@ from candlebench.task_api.base import Task
 
 def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:
     """One request per sample, each with the fingerprint of the input files it sends (and, in a
-    second pass, of the first-pass answer it shows); and what freshness's :func:`current_inputs` reads
+    second pass, of the first-pass answer it shows); and what run_identity's :func:`current_inputs` reads
     back of them: per sample the names of the inputs sent (run/inputs.parquet)."""
     sha = input_shas(rendered_inputs(cfg, task, samples, paths))
     setup = task_setup(cfg)
@@ -130,19 +131,18 @@ def infer(cfg: DictConfig) -> None:
         )
     except UserError:
         refused = fresh and next(RecordStore(run.root).records(), None) is None
-        raise
-    finally:
         if refused:  # the backend refused before a first answer (e.g. a thinking budget): no empty run left behind
             shutil.rmtree(run.root)
-        else:  # stopped or not, responses.jsonl and parsed.parquet show what is on disk
-            table = finalize_run(run, samples, task, task.judge(settings), dict(zip(sent["sample_id"], sent["inputs"])))
-    # A sample whose every attempt failed has a row (its error record) but no answer: counted apart,
-    # as score and status count it.
-    failed = int(table["error"].notna().sum())
+        raise
+    # Counted from the records for the inputs sent now; `score` alone judges them into parsed.parquet.
+    # A sample whose every attempt failed has a record (its error) but no answer: counted apart, as
+    # score and status count it.
+    progress = infer_progress(run, set(samples["sample_id"]), dict(zip(sent["sample_id"], sent["inputs"])))
+    failed = len(progress.failed)
     print(
         f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
-        f"{int(answered_rows(table).sum())} of {len(samples)} samples answered so far"
+        f"{len(progress.answered)} of {len(samples)} samples answered so far"
         + (f" ({failed} failed: asked again by the next infer)" if failed else "") + f" -> {run.root}"
     )
 
@@ -154,12 +154,12 @@ class InferProgress:
     no_answer: frozenset[str]  # samples recorded without an answer (a baseline's no-prediction, an empty import)
 
 
-def infer_progress(run: RunPaths, ids: set[str]) -> InferProgress:
-    """Which of ``ids`` the run in this folder has answered under its run.json's key, whatever
-    config it ran under (`candlebench status` reads a folder); freshness's :func:`answers` asks whether the
-    run is complete under a config, for the inputs the samples have now."""
-    key = RunInfo.read(run.info).run_key
-    records = [r for r in RecordStore(run.root).records() if r.run_key == key and r.sample_id in ids]
+def infer_progress(run: RunPaths, ids: set[str], inputs: Mapping[str, str | None] | None = None) -> InferProgress:
+    """Which of ``ids`` the run in this folder has answered under its run.json's key (``inputs``
+    given: for those input files), whatever config it ran under (`candlebench status` reads a
+    folder); freshness's :func:`answers_are_complete` asks whether the run is complete under a
+    config, for the inputs the samples have now."""
+    records = run_records(run, ids, inputs)
     answered = frozenset(r.sample_id for r in records if is_answer(r))
     return InferProgress(answered, frozenset(r.sample_id for r in records if r.error is not None) - answered,
                          frozenset(r.sample_id for r in records if r.error is None and r.text is None) - answered)

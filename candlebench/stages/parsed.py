@@ -17,7 +17,6 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from candlebench.core.bulk import collector_paused
-from candlebench.core.io import write_parquet
 from candlebench.core.layout import RunPaths
 from candlebench.core.results import Parsed
 from candlebench.inference.records import RecordStore, ResponseRecord
@@ -100,14 +99,21 @@ def _rows(current: list[ResponseRecord], verdicts: list[tuple], own: tuple[str, 
     )
 
 
-def finalize_run(
+def judged_run(
     run: RunPaths, samples: pd.DataFrame, task: Task, parse: Parser, inputs: Mapping[str, str | None] | None = None
 ) -> pd.DataFrame:
-    """Merge every part into responses.jsonl and write parsed.parquet, judged by ``parse``, for the
-    key in run.json and the samples' current input files."""
+    """The run's parsed table, judged by ``parse``, for the key in run.json and the samples' current
+    input files; its parts merged into responses.jsonl on the way. `score` alone calls it and writes
+    the table (with its per-sample scores) to parsed.parquet: one writer per file."""
     info = RunInfo.read(run.info)
     if info.task != task.name:
         raise ValueError(f"{run.info}: a run of task {info.task!r}, not {task.name!r}")
-    table = parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task, parse, inputs)
-    write_parquet(table, run.parsed)
-    return table
+    return parsed_table(samples, RecordStore(run.root).merge(), info.run_key, task, parse, inputs)
+
+
+def run_records(run: RunPaths, ids: set[str], inputs: Mapping[str, str | None] | None = None) -> list[ResponseRecord]:
+    """The run's records of ``ids`` under its run.json's key (one per sample: the answer, or while
+    there is none the latest failure) and, where ``inputs`` is given, of each sample's current input
+    files: what infer, baseline, import and status count answers from, without writing a file."""
+    key = RunInfo.read(run.info).run_key
+    return [r for r in current_records(RecordStore(run.root).merged(), key, inputs) if r.sample_id in ids]

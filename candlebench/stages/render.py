@@ -52,8 +52,8 @@ def writing(cfg: DictConfig) -> WriterLock:
     """One render per task and chunk at a time: two would both draw every chart."""
     chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
     paths = task_paths(cfg)
-    return WriterLock(paths.lock(f"render.chunk{chunk[0]}of{chunk[1]}"), f"the charts of {paths.images} (chunk "
-                f"{chunk[0]}/{chunk[1]})", "let it draw: a render run after it finds its charts drawn")
+    return WriterLock(paths.render_lock(*chunk), f"the charts of {paths.images} (chunk {chunk[0]}/{chunk[1]})",
+                      "let it draw: a render run after it finds its charts drawn")
 
 
 @one_writer(writing)
@@ -98,7 +98,7 @@ class RenderProgress:
 
 def render_progress(paths: TaskPaths, samples: pd.DataFrame) -> RenderProgress:
     """What the manifests on disk hold of what the samples need, whatever config drew them
-    (`candlebench status` reads a folder); freshness's :func:`charts` asks the same under a config."""
+    (`candlebench status` reads a folder); freshness's :func:`charts_are_drawn` asks the same under a config."""
     rows = [r for p in paths.images.glob("manifest*.jsonl") for r in read_manifest(p)]
     inputs = tuple(sorted({r["freq"] for r in rows}))
     needed = {path for f in inputs for path in input_paths(samples, f)}

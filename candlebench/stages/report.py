@@ -19,7 +19,8 @@ from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages import freshness
-from candlebench.stages.freshness import read_metrics, samples_fingerprint, scored_on, under_key
+from candlebench.stages.freshness import parsed_is_under_key, read_metrics, scored_on_these_samples
+from candlebench.stages.run_identity import samples_fingerprint
 from candlebench.stages.score import score_settings
 from candlebench.stages.study import data_of, other_data, report_tasks
 from candlebench.inference.run_info import RunInfo
@@ -65,7 +66,7 @@ def _scored_files(paths: TaskPaths, name: str, samples: pd.DataFrame) -> ScoredR
     run = paths.run(name)
     info = RunInfo.read(run.info)  # run.json was checked to be there (:func:`_run_names`)
     metrics = read_metrics(run.metrics)
-    keyed = under_key(run, info.run_key, metrics)
+    keyed = parsed_is_under_key(run, info.run_key, metrics)
     if not keyed.fresh:
         raise StaleScores(f"{run.root}: {keyed.reason}; run `candlebench score score.run={name}` first")
     return ScoredRunFiles(name, run, samples, asdict(info), metrics)
@@ -153,7 +154,7 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         data = {n: _scored_files(where, n, samples) for n in names}  # also: every run's scores are of its current key
         market = _market(samples)
         now = samples_fingerprint(samples, where)
-        stale = {n: freshness.scores(task, where.run(n), now, len(samples)) for n in names}
+        stale = {n: freshness.scores_are_current(task, where.run(n), now, len(samples)) for n in names}
         dated += [_dated_row(where.run(n), why) for n, why in stale.items() if not why.fresh]
         runs += [_marked(scored_run(n, dict(d.metrics), bool(d.info["random_weights"]), market,
                                     task.references.get(n, "") if d.info.get("kind") == "baseline" else ""),
@@ -222,7 +223,7 @@ def _of_these_samples(paths: TaskPaths, names: list[str], samples: pd.DataFrame)
     shown, other = [], []
     for name in names:
         metrics = read_metrics(paths.run(name).metrics)
-        if scored_on(metrics, now, len(samples)).fresh:
+        if scored_on_these_samples(metrics, now, len(samples)).fresh:
             shown.append(name)
         else:
             other.append({"Run": name, "Scored on (samples)": metrics.get("n_samples"), "Samples now": len(samples),

@@ -1,12 +1,12 @@
-"""``candlebench score``: each run's records → parsed.parquet and metrics.json. It dispatches on
-the task and knows no metric."""
+"""``candlebench score``: each run's records → parsed.parquet and metrics.json, whose one writer it
+is (infer, baseline and import write records alone). It dispatches on the task and knows no metric."""
 
 from __future__ import annotations
 
 import json
 import sys
 import traceback
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any, Mapping
 
 import pandas as pd
@@ -19,8 +19,9 @@ from candlebench.core.schema import stamped
 from candlebench.core.lock import Held, run_lock
 from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.stages import freshness
-from candlebench.stages.freshness import current_inputs, same_market, samples_fingerprint, task_settings
-from candlebench.stages.parsed import finalize_run
+from candlebench.stages.freshness import same_market
+from candlebench.stages.run_identity import answered_under, current_inputs, samples_fingerprint, task_settings
+from candlebench.stages.parsed import judged_run
 from candlebench.stages.study import OtherSamples, check_answers_these
 from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
@@ -36,13 +37,14 @@ def score_settings(cfg: DictConfig) -> ScoreSettings:
 
 def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
-    scores are not of its records now on the current samples (freshness's :func:`scores`): new, redone, written
-    to since it was scored (an unfinished run), judged by another version of the task's judge,
-    scored before the samples were rebuilt (``now``: the current samples' fingerprint), or whose
-    scoring failed."""
+    scores are not of its records now on the current samples (freshness's :func:`scores_are_current`):
+    new, redone, written to since it was scored (an unfinished run), judged by another version of the
+    task's judge, scored before the samples were rebuilt (``now``: the current samples' fingerprint),
+    or whose scoring failed."""
     chosen = cfg.score.run
     if chosen is None:
-        return [n for n in paths.run_names() if not freshness.scores(task, paths.run(n), now, len(samples)).fresh]
+        return [n for n in paths.run_names()
+                if not freshness.scores_are_current(task, paths.run(n), now, len(samples)).fresh]
     return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
 
 
@@ -77,9 +79,8 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
     redo = (f"score it with the settings it ran under, or answer it again under these "
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
-        which_pass = {k: info.identity[k] for k in ("method", "revises") if k in info.identity}
         setup = task_setup(cfg)
-        asked = replace(setup.settings, **(which_pass or {"method": "direct", "revises": None}))
+        asked = answered_under(setup.settings, info)
         prompt, inputs = task.prompt_identity(asked, setup.context), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
@@ -108,20 +109,21 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
     check_answers_these(run, info, samples, paths)
-    made = freshness.predicted_on(info, paths, now, _last_scores(run))
+    made = freshness.predictions_are_of_these_samples(info, paths, now, _last_scores(run))
     if not made.fresh:
         raise OtherSamples(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
                            f"run `{made.redo}` first")
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
     setup = task_setup(cfg)
-    parsed = finalize_run(run, samples, task, task.judge(setup.settings), inputs)
+    parsed = judged_run(run, samples, task, task.judge(setup.settings), inputs)
     metrics = task.score(RunAnswers(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
                          score_settings(cfg))
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
         scores = per_sample.set_index("sample_id").add_prefix("score_")
         parsed = parsed.drop(columns=[c for c in scores.columns if c in parsed]).join(scores, on="sample_id")
-        write_parquet(parsed, run.parsed)
+    # The one writer of parsed.parquet and metrics.json (tests/stages/test_one_writer.py holds it so).
+    write_parquet(parsed, run.parsed)
     # Samples with no record at all (an unfinished run) are not parse failures: report them apart.
     metrics["n_samples"] = len(samples)
     metrics["n_missing_records"] = int((~samples["sample_id"].isin(parsed["sample_id"])).sum())
@@ -165,7 +167,7 @@ def score(cfg: DictConfig) -> None:
               f"by the {task.name} judge v{task.judge_version}")
     for name in names:
         run = paths.run(name)
-        was = freshness.scores(task, run, now, len(samples))
+        was = freshness.scores_are_current(task, run, now, len(samples))
         try:
             with run_lock(paths, name, instead="score it once that command ends").hold():
                 metrics = score_run(task, paths, run, samples, cfg, now)

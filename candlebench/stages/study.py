@@ -1,6 +1,6 @@
 """A study folder holds one data set and one set of sample settings: a run made for other samples
 (another data file, another interval) is never scored or reported as if it answered these (the
-samples a run was scored on are fingerprinted into its metrics.json: freshness's :func:`scored_on`).
+samples a run was scored on are fingerprinted into its metrics.json: freshness's :func:`scored_on_these_samples`).
 
 A study is its data's content, not its file's name: ``data2/JFC.csv`` gets the default out_dir of
 ``data/JFC.csv`` (outputs/JFC), so the samples stage refuses to build into that default folder

@@ -20,7 +20,7 @@ from candlebench.stages.freshness import FRESH, NOT_SCORED, Stale
 from candlebench.stages.graph import compose_config, run_stage
 from candlebench.stages.infer import build_requests
 from candlebench.stages.infer_settings import model_run_info, model_spec
-from candlebench.stages.parsed import finalize_run
+from candlebench.stages.run_identity import other_render_settings, samples_fingerprint
 from candlebench.stages.task_setup import task_setup
 from candlebench.stages.score import score_run
 from candlebench.inference.records import RecordStore, ResponseRecord
@@ -42,10 +42,10 @@ def drawn(tmp_path_factory) -> Path:
     """The slice's samples (2 stocks x 3 dates) and their charts."""
     out = tmp_path_factory.mktemp("fresh")
     cfg = _cfg(out)
-    assert freshness.samples(cfg) == freshness.charts(cfg) == Stale(f"no samples yet under {out / 'forecast'}")
+    assert freshness.samples_are_built(cfg) == freshness.charts_are_drawn(cfg) == Stale(f"no samples yet under {out / 'forecast'}")
     run_stage("samples", [*COMMON, f"out_dir={out}"])
-    assert freshness.samples(cfg) == FRESH
-    assert freshness.charts(cfg) == Stale(f"{out / 'forecast' / 'images'}: 12 charts not rendered yet (e.g. "
+    assert freshness.samples_are_built(cfg) == FRESH
+    assert freshness.charts_are_drawn(cfg) == Stale(f"{out / 'forecast' / 'images'}: 12 charts not rendered yet (e.g. "
                                           "images/2017-09-26/AC/daily.png); run every render chunk first")
     run_stage("render", [*COMMON, f"out_dir={out}"])
     return out
@@ -59,7 +59,7 @@ def ws(tmp_path, drawn) -> Path:
 def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from(drawn, tmp_path):
     paths = task_paths(_cfg(drawn))
     codes = read_samples(paths)["code"].unique()
-    assert freshness.market(_cfg(drawn).data, paths.summary, codes) == FRESH
+    assert freshness.market_is_unchanged(_cfg(drawn).data, paths.summary, codes) == FRESH
 
     def csv(path: Path):
         return compose_config([*(o for o in COMMON if o != "data=slice"), "data=csv", f"data.path={path}",
@@ -70,40 +70,40 @@ def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from
     frame.loc[later, ["open", "high", "low", "close"]] *= 1.1  # AC restated from a date
     frame.to_csv(tmp_path / "restated.csv", index=False)
     restated = csv(tmp_path / "restated.csv")
-    assert freshness.market(restated, paths.summary, codes) == Stale(
+    assert freshness.market_is_unchanged(restated, paths.summary, codes) == Stale(
         f"{paths.samples} was built from other market data than data.path={tmp_path / 'restated.csv'} "
         f"(data={restated.get('name')}) gives for its stocks now")
     with pytest.raises(freshness.MarketChanged, match="run `candlebench samples` with this data first"):
         freshness.same_market(restated, paths.summary, codes)
     shutil.copy(SLICE, tmp_path / "same.csv")  # the same bars under another name and time
-    assert freshness.market(csv(tmp_path / "same.csv"), paths.summary, codes) == FRESH
+    assert freshness.market_is_unchanged(csv(tmp_path / "same.csv"), paths.summary, codes) == FRESH
     summary = json.loads(paths.summary.read_text())
     before = tmp_path / "samples_summary.json"  # samples from before markets were recorded: nothing to check
     write_json({**summary, "data": {k: v for k, v in summary["data"].items() if k != "stocks_fingerprint"}}, before)
-    assert freshness.market(restated, before, codes) == FRESH
+    assert freshness.market_is_unchanged(restated, before, codes) == FRESH
 
 
 def test_charts_are_fresh_under_the_settings_they_were_drawn_under_and_merged(ws):
     cfg = _cfg(ws)
-    assert freshness.charts(cfg) == FRESH
-    other = freshness.charts(_cfg(ws, *OTHER_CHARTS))
+    assert freshness.charts_are_drawn(cfg) == FRESH
+    other = freshness.charts_are_drawn(_cfg(ws, *OTHER_CHARTS))
     assert not other.fresh and "12 charts not rendered yet" in other.reason
     paths = task_paths(cfg)
     samples = read_samples(paths)
     write_parquet(samples.drop(columns=["image_daily", "image_weekly"]), paths.samples)
-    assert freshness.charts(cfg) == Stale(f"{paths.samples}: no ['image_daily', 'image_weekly'] yet "
+    assert freshness.charts_are_drawn(cfg) == Stale(f"{paths.samples}: no ['image_daily', 'image_weekly'] yet "
                                           "(the last render chunk merges them)")
 
 
 def test_a_manifest_is_fresh_only_under_the_settings_it_records(drawn):
     cfg = _cfg(drawn)
     manifest = pd.read_parquet(task_paths(cfg).manifest)
-    assert freshness.drawn_under(manifest, task_setup(cfg).context.render) == FRESH
+    assert other_render_settings(manifest, task_setup(cfg).context.render) is None
     other = task_setup(_cfg(drawn, *OTHER_CHARTS)).context.render
     drawn_key = task_setup(cfg).context.render.key()
-    assert freshness.drawn_under(manifest, other) == Stale(
+    assert other_render_settings(manifest, other) == (
         f"drawn under other render settings (['{drawn_key}']) than this config's ({other.key()}: {other.describe()})")
-    assert freshness.drawn_under(manifest.drop(columns="settings"), other).reason.startswith(
+    assert other_render_settings(manifest.drop(columns="settings"), other).startswith(
         "drawn under other render settings (['(unknown)'])")
 
 
@@ -128,31 +128,26 @@ def _start_run(cfg) -> list[str]:
 
 def test_a_run_is_fresh_once_every_sample_is_answered_for_its_inputs_of_now(ws):
     cfg = _cfg(ws)
-    assert freshness.answers(cfg) == Stale("not run yet")
-    undrawn = freshness.answers(_cfg(ws, *OTHER_CHARTS))
+    assert freshness.answers_are_complete(cfg) == Stale("not run yet")
+    undrawn = freshness.answers_are_complete(_cfg(ws, *OTHER_CHARTS))
     assert undrawn.reason.startswith("its inputs are not ready: ") and "12 charts not rendered yet" in undrawn.reason
     ids = _start_run(cfg)
     key = model_run_info(cfg, get_task("forecast"), model_spec(cfg)).run_key
     unanswered = f"samples not answered under run key {key} for the inputs they have now"
-    assert freshness.answers(cfg) == Stale(f"6 of 6 {unanswered}")
+    assert freshness.answers_are_complete(cfg) == Stale(f"6 of 6 {unanswered}")
     _answer(cfg, set(ids[:5]), "first")
-    assert freshness.answers(cfg) == Stale(f"1 of 6 {unanswered}")
+    assert freshness.answers_are_complete(cfg) == Stale(f"1 of 6 {unanswered}")
     _answer(cfg, set(ids[5:]), "second")
-    assert freshness.answers(cfg) == FRESH
+    assert freshness.answers_are_complete(cfg) == FRESH
     run = run_paths(cfg)
     write_parquet(pd.read_parquet(run.inputs).iloc[1:], run.inputs)  # as if a sample was added since
-    assert freshness.answers(cfg) == Stale("1 of 6 samples never asked (samples added since it ran)")
-
-
-def _finish(cfg) -> None:
-    """What infer does once its answers are in: parsed.parquet under the run's key."""
-    task = get_task(cfg.task.name)
-    finalize_run(run_paths(cfg), read_samples(task_paths(cfg)), task, task.judge(task.settings(cfg.task)))
+    assert freshness.answers_are_complete(cfg) == Stale("1 of 6 samples never asked (samples added since it ran)")
 
 
 def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_path):
-    """E2A's verify pass shows each sample's first answer: a first pass answered again makes its
-    answers stale, and a first pass redone under another key is not one to revise."""
+    """E2A's verify pass shows each sample's first answer, judged from the first pass's records (no
+    score of it needed): a first pass answered again makes its answers stale, and a first pass redone
+    under another key is not one to revise until it is answered again."""
     first = [*COMMON, "task=e2a", "data.codes=[AC]", f"out_dir={tmp_path}"]
     run_stage("samples", first)
     run_stage("render", first)
@@ -160,27 +155,25 @@ def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_
     verify = compose_config([*first, "infer.run_name=r-verify", "task.method=verify", "task.revises=r"])
     ids = _start_run(cfg)
     _answer(cfg, set(ids), "first", "up")
-    _finish(cfg)
+    assert not run_paths(cfg).parsed.exists()  # never scored: its records are what the second pass reads
     assert _start_run(verify) == ids
     _answer(verify, set(ids), "verify")
-    assert freshness.answers(verify) == FRESH
+    assert freshness.answers_are_complete(verify) == FRESH
     shutil.rmtree(run_paths(cfg).root / "parts")  # the first pass answered again, otherwise
     _answer(cfg, set(ids), "again", "down")
-    _finish(cfg)
     key = model_run_info(verify, get_task("e2a"), model_spec(verify)).run_key
-    assert freshness.answers(verify) == Stale(
+    assert freshness.answers_are_complete(verify) == Stale(
         f"{len(ids)} of {len(ids)} samples not answered under run key {key} for the inputs they have now")
     first_run = run_paths(cfg)
     redone = model_run_info(compose_config([*first, "infer.generation.max_new_tokens=20"]), get_task("e2a"),
                             model_spec(cfg))
     redone.write(first_run.info)
-    was = model_run_info(cfg, get_task("e2a"), model_spec(cfg)).run_key
-    assert freshness.answers(verify) == Stale(
-        f"its first-pass run is not ready: {first_run.root}: parsed.parquet holds run key(s) ['{was}'], but run.json "
-        f"says {redone.run_key} (the run was redone since they were written); finish the first pass first "
+    assert freshness.answers_are_complete(verify) == Stale(
+        f"its first-pass run is not ready: run r has no answer under its run key {redone.run_key} for the inputs of now "
+        f"for {len(ids)} of {len(ids)} samples (first: {ids[:3]}); finish the first pass first "
         "(`candlebench infer task=e2a` with the model that wrote r)")
-    first_run.parsed.unlink()
-    assert freshness.answers(verify).reason.startswith(
+    first_run.info.unlink()
+    assert freshness.answers_are_complete(verify).reason.startswith(
         f"its first-pass run is not ready: task.method=verify is a second pass over run r (task.revises), "
         f"which {first_run.root} does not hold")
 
@@ -189,13 +182,14 @@ def test_parsed_answers_and_scores_are_of_the_run_key_in_run_json(ws):
     cfg = _cfg(ws)
     ids = _start_run(cfg)
     _answer(cfg, set(ids), "all")
-    task, run, samples = get_task("forecast"), run_paths(cfg), read_samples(task_paths(cfg))
-    finalize_run(run, samples, task, task.judge(task.settings(cfg.task)))
+    task, paths, run = get_task("forecast"), task_paths(cfg), run_paths(cfg)
+    samples = read_samples(paths)
+    score_run(task, paths, run, samples, cfg, samples_fingerprint(samples, paths))
     key = json.loads(run.info.read_text())["run_key"]
-    assert freshness.under_key(run, key) == freshness.under_key(run, key, {"run_key": key}) == FRESH
-    assert freshness.under_key(run, "other") == Stale(
+    assert freshness.parsed_is_under_key(run, key) == freshness.parsed_is_under_key(run, key, {"run_key": key}) == FRESH
+    assert freshness.parsed_is_under_key(run, "other") == Stale(
         f"parsed.parquet holds run key(s) ['{key}'], but run.json says other (the run was redone since they were written)")
-    assert freshness.under_key(run, key, {"run_key": "old"}) == Stale(
+    assert freshness.parsed_is_under_key(run, key, {"run_key": "old"}) == Stale(
         f"parsed.parquet / metrics.json hold run key(s) ['{key}', 'old'], but run.json says {key} "
         "(the run was redone since they were written)")
 
@@ -210,15 +204,15 @@ def test_scores_are_fresh_for_the_records_judge_run_key_and_samples_they_were_ma
     _answer(cfg, set(ids[:5]), "first")
     task, paths, run = get_task("forecast"), task_paths(cfg), run_paths(cfg)
     samples = read_samples(paths)
-    now = freshness.samples_fingerprint(samples, paths)
-    assert freshness.scores(task, run, now, len(samples)) == NOT_SCORED == Stale("not scored yet")
+    now = samples_fingerprint(samples, paths)
+    assert freshness.scores_are_current(task, run, now, len(samples)) == NOT_SCORED == Stale("not scored yet")
     score_run(task, paths, run, samples, cfg, now)
-    assert freshness.scores(task, run, now, len(samples)) == FRESH
+    assert freshness.scores_are_current(task, run, now, len(samples)) == FRESH
     _answer(cfg, set(ids[5:]), "second")  # the run goes on after it was scored
-    assert freshness.scores(task, run, now, len(samples)) == Stale(
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         "its records changed since it was scored (5/6 answered then)")
     score_run(task, paths, run, samples, cfg, now)
-    assert freshness.scores(task, run, now, len(samples)) == FRESH
+    assert freshness.scores_are_current(task, run, now, len(samples)) == FRESH
     # An answer edited in place to another of the same length (#51): the stamp is of the content, not the size.
     part = sorted(run.parts.glob("*.jsonl"))[0]
     text = part.read_text(encoding="utf-8")
@@ -226,53 +220,53 @@ def test_scores_are_fresh_for_the_records_judge_run_key_and_samples_they_were_ma
     edited = answer.replace("0", "9", 1) if "0" in answer else answer.replace("1", "2", 1)
     assert len(edited) == len(answer) and edited != answer
     part.write_text(text.replace(answer, edited, 1), encoding="utf-8")
-    assert freshness.scores(task, run, now, len(samples)) == Stale(
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         "its records changed since it was scored (6/6 answered then)")
     score_run(task, paths, run, samples, cfg, now)
-    assert freshness.scores(task, run, "rebuilt", len(samples)) == Stale("scored on other samples (rebuilt since)")
+    assert freshness.scores_are_current(task, run, "rebuilt", len(samples)) == Stale("scored on other samples (rebuilt since)")
     _metrics(run, judge_version=task.judge_version + 1)
     with pytest.raises(freshness.NewerJudge, match=rf"^{run.metrics}: scored by the forecast judge v{task.judge_version + 1}, "
                                                    rf"newer than this candlebench's v{task.judge_version}; update"):
-        freshness.scores(task, run, now, len(samples))
+        freshness.scores_are_current(task, run, now, len(samples))
     _metrics(run, judge_version=task.judge_version - 1)
-    assert freshness.scores(task, run, now, len(samples)) == Stale(
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         f"judged by the forecast judge v{task.judge_version - 1}; the judge is now v{task.judge_version}")
     _metrics(run, judge_version=None)
-    assert freshness.scores(task, run, now, len(samples)) == Stale(
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         f"judged before judges had versions; the judge is now v{task.judge_version}")
     _metrics(run, run_key="an earlier run's")
-    assert freshness.scores(task, run, now, len(samples)) == Stale("redone since it was scored")
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale("redone since it was scored")
     run.metrics.write_text("{")
-    assert freshness.scores(task, run, now, len(samples)) == Stale("damaged metrics.json or run.json")
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale("damaged metrics.json or run.json")
     write_json({"error": "ValueError: boom"}, run.score_error)
-    assert freshness.scores(task, run, now, len(samples)) == Stale("its last scoring failed")
+    assert freshness.scores_are_current(task, run, now, len(samples)) == Stale("its last scoring failed")
     run.score_error.unlink()
     write_json({"schema": 99}, run.metrics)
     with pytest.raises(NewerSchema):  # a newer candlebench's scores are not this one's to call stale
-        freshness.scores(task, run, now, len(samples))
+        freshness.scores_are_current(task, run, now, len(samples))
 
 
 @pytest.mark.unit
 def test_scores_from_before_samples_fingerprints_are_of_these_samples_when_as_many():
-    assert freshness.scored_on({"samples_fingerprint": "a"}, "a", 6) == FRESH
-    assert freshness.scored_on({"samples_fingerprint": "a"}, "b", 6) == Stale("scored on other samples (rebuilt since)")
-    assert freshness.scored_on({"n_samples": 6}, "b", 6) == FRESH
-    assert not freshness.scored_on({"n_samples": 5}, "b", 6).fresh
+    assert freshness.scored_on_these_samples({"samples_fingerprint": "a"}, "a", 6) == FRESH
+    assert freshness.scored_on_these_samples({"samples_fingerprint": "a"}, "b", 6) == Stale("scored on other samples (rebuilt since)")
+    assert freshness.scored_on_these_samples({"n_samples": 6}, "b", 6) == FRESH
+    assert not freshness.scored_on_these_samples({"n_samples": 5}, "b", 6).fresh
 
 
 def test_the_samples_fingerprint_is_of_their_definitions_and_market_in_any_row_order(drawn, tmp_path):
     paths = task_paths(_cfg(drawn))
     samples = read_samples(paths)
-    now = freshness.samples_fingerprint(samples, paths)
-    assert freshness.samples_fingerprint(samples.iloc[::-1], paths) == now
-    assert freshness.samples_fingerprint(samples.drop(columns=["image_daily", "image_weekly"]), paths) == now
+    now = samples_fingerprint(samples, paths)
+    assert samples_fingerprint(samples.iloc[::-1], paths) == now
+    assert samples_fingerprint(samples.drop(columns=["image_daily", "image_weekly"]), paths) == now
     relabelled = samples.assign(cutoff=samples["cutoff"].iloc[::-1].to_numpy())
-    assert freshness.samples_fingerprint(relabelled, paths) != now
+    assert samples_fingerprint(relabelled, paths) != now
     other = task_paths(_cfg(tmp_path))
     other.summary.parent.mkdir(parents=True)
     summary = json.loads(paths.summary.read_text())
     write_json({**summary, "data": {**summary["data"], "fingerprint": "another market"}}, other.summary)
-    assert freshness.samples_fingerprint(samples, other) != now
+    assert samples_fingerprint(samples, other) != now
 
 
 def test_a_baseline_keeps_its_answers_over_the_same_samples_in_another_row_order(ws):

@@ -101,7 +101,10 @@ def test_killed_runs_resume_to_the_uninterrupted_result(workspace, env):
 
 
 def test_a_finished_run_is_skipped_without_loading_the_model(workspace, env):
-    infer_here(workspace, env, "again", "infer.batch_size=8")
+    said = infer_here(workspace, env, "again", "infer.batch_size=8")
+    n = len(pd.read_parquet(workspace / "forecast" / "samples.parquet"))
+    assert f"{n} of {n} samples answered so far" in said  # counted from the records: infer judges nothing
+    assert not any((workspace / "forecast" / "runs" / "again" / f).exists() for f in ("parsed.parquet", "metrics.json"))
     parts = sorted((workspace / "forecast" / "runs" / "again" / "parts").iterdir())
     done = infer_here(workspace, env, "again", "infer.batch_size=2", "infer.shard.count=3", "infer.shard.index=1")
     assert "0 generated" in done

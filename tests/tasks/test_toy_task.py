@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 
 from candlebench.task_api import registry as tasks
-from candlebench.core.jsonl import read_jsonl
 from candlebench.stages.graph import run_stage
 from candlebench.status import report_lines
-from helpers import ROOT, TESTS, verdicts
+from helpers import ROOT, TESTS, records
 
 
 @pytest.fixture()
@@ -35,10 +34,8 @@ def test_a_task_defined_in_a_test_runs_every_stage(toy, env, monkeypatch):
     assert text.startswith(f"{samples['code'].iloc[0]} daily bars before") and "date,open,high,low,close" in text
 
     run = toy / "toy" / "runs" / "tiny_qwen2_5_vl-transformers"
-    judged = verdicts(toy, "tiny_qwen2_5_vl-transformers", task="toy")
-    records = [{**r, **judged[(r["sample_id"], r["run_key"])]}
-               for r in read_jsonl(run / "responses.jsonl")]
-    assert len(records) == len(samples) and {r["answer"] for r in records} <= {"UP", "DOWN"}
+    answered = records(toy, "tiny_qwen2_5_vl-transformers", task="toy")  # scored first: score judges
+    assert len(answered) == len(samples) and set(answered["answer"]) <= {"UP", "DOWN"}
     info = json.loads((run / "run.json").read_text())
     assert info["task"] == "toy" and info["identity"]["generation"]["regex"] == "(UP|DOWN)"
 

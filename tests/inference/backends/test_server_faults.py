@@ -15,6 +15,7 @@ import time
 
 from fixtures.fake_openai import FakeServer, wait_for
 from helpers import cli, run_dir, start
+from candlebench.inference.records import RecordStore
 
 
 def test_ctrl_c_cuts_hung_requests_exits_within_2_s_and_keeps_the_answers(workspace, env):
@@ -117,17 +118,17 @@ def test_import_refuses_a_model_runs_name_unless_told_to_replace_it(workspace, e
     with FakeServer(lifetime_s=60) as fake:
         cli("infer", *common, "backend=server", f"backend.base_url={fake.base_url}", env=env)
     run = run_dir(workspace, "modelrun")
-    before = (run / "responses.jsonl").read_text()
-    first = json.loads(before.splitlines()[0])["sample_id"]
+    before = RecordStore(run).merged()  # the run's records (infer writes them; score merges responses.jsonl)
+    first = before[0].sample_id
     answers = tmp_path / "five.jsonl"
     answers.write_text(json.dumps({"sample_id": first, "text": "<score>0.1</score>"}) + "\n")
     refused = cli("import", str(answers), *common, env=env, check=False)
     assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
     assert f"{run} is a model run, not an import" in refused.stderr and "import_replace=true" in refused.stderr
-    assert (run / "responses.jsonl").read_text() == before and json.loads((run / "run.json").read_text())["kind"] == "model"
+    assert RecordStore(run).merged() == before and json.loads((run / "run.json").read_text())["kind"] == "model"
     cli("import", str(answers), *common, "import_replace=true", env=env)
-    replaced = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
-    assert [r["sample_id"] for r in replaced] == [first] and replaced[0]["backend"] == "import"
+    replaced = RecordStore(run).merged()
+    assert [r.sample_id for r in replaced] == [first] and replaced[0].backend == "import"
     assert json.loads((run / "run.json").read_text())["kind"] == "import"
 
 

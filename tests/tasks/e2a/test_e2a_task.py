@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records, stage
+from helpers import cli, records, score_as_made, stage
 from candlebench.tasks.e2a.anchors import ANCHORS, compute_anchors
 
 COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
@@ -188,6 +188,7 @@ def test_verify_answers_go_stale_when_the_answers_they_revise_change(run, tmp_pa
     changed = int((records(out, "anchor_oracle", task="e2a")["text"] != records(out, "contrarian", task="e2a")["text"]).sum())
     assert 0 < changed < n
     assert f"{changed} generated, {n - changed} already done" in again and f"{n} of {n} samples answered" in again
+    score_as_made(out, "second", task="e2a")  # judged for the inputs of now: one answer a sample
     assert len(pd.read_parquet(out / "e2a" / "runs" / "second" / "parsed.parquet")) == n
 
 
