@@ -76,6 +76,12 @@ def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[
     def add(w, frame: str, found: QuestionSet) -> None:
         asked.update(found.answers.keys())
         left_out.update(f"{q}: {why}" for q, why in found.left_out.items())
+        if not found.answers:
+            # Every question left out (e.g. the daily and weekly charts' pair when neither moved
+            # clearly): no sample, or a model would be asked nothing and even the oracle counted
+            # as failing to answer; counted among the dropped windows.
+            dropped[f"{frame}: no question survives"] += 1
+            return
         shared = {"task": "reading", "market": market.name, "code": w.code, "cutoff": w.date, "frame": frame,
                   "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
                   "marked": json.dumps(found.marked), "mark_color": found.mark_color,

@@ -304,3 +304,15 @@ def test_the_weekly_volume_question_is_no_longer_nearly_constant(market, cfg):
     weekly = [json.loads(q).get("volume_above_mean") for q in frame.loc[frame["frame"] == "weekly", "questions"]]
     asked = [a for a in weekly if a is not None]
     assert len(asked) >= 10 and 0.25 <= asked.count("yes") / len(asked) <= 0.75
+
+
+def test_every_sample_asks_a_question_and_a_chart_left_without_one_is_counted(market, cfg, monkeypatch):
+    """A pair of charts (frame both) whose every question was left out was a sample asking nothing:
+    even the oracle 'failed to answer' it (the demo's parse-failure column read 0.017)."""
+    import candlebench.tasks.reading.samples as reading_samples
+    from candlebench.tasks.reading.questions import QuestionSet
+
+    monkeypatch.setattr(reading_samples, "pair_set", lambda daily, weekly: QuestionSet(answers={}, left_out={"frames_agree": "x"}))
+    frame, summary = build_samples(market, SPEC, cfg.context.render.spec)
+    assert (frame["n_questions"] > 0).all() and "both" not in set(frame["frame"])
+    assert summary["dropped_windows"]["both: no question survives"] == frame[["code", "cutoff"]].drop_duplicates().shape[0]
