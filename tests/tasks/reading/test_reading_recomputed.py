@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from candlebench.market.market import load_market
-from helpers import SLICE, setup_of
+from helpers import SLICE
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
 
 pytestmark = pytest.mark.unit
@@ -23,16 +22,6 @@ pytestmark = pytest.mark.unit
 SPEC = ReadingSpec(interval=40)  # every stock of the slice
 MAX_BARS = SPEC.max_bars
 WINDOWS = (5, 20, 90)
-
-
-@pytest.fixture(scope="module")
-def market():
-    return load_market([SLICE], name="PSE")
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return setup_of("task=reading")
 
 
 @pytest.fixture(scope="module")

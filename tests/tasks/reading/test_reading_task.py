@@ -37,16 +37,6 @@ SPEC = ReadingSpec(codes=("AC", "SM"), interval=120)
 
 
 @pytest.fixture(scope="module")
-def market():
-    return load_market([SLICE], name="PSE")
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return setup_of("task=reading")
-
-
-@pytest.fixture(scope="module")
 def samples(market, cfg):
     return build_samples(market, SPEC, cfg.context.render.spec)
 
