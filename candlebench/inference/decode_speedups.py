@@ -88,9 +88,14 @@ def rope_index(model: Any, inputs: Any) -> tuple[Any, Any] | None:
     None for a model without one (or a batch without images), and, with one line, where the
     installed transformers' ``get_rope_index`` takes other inputs than the processor gives:
     ``generate`` then computes it itself, as without ``rope_ahead``."""
-    index = getattr(getattr(model, "model", None), "get_rope_index", None)
-    if index is None or inputs.get("image_grid_thw") is None:
+    inner = getattr(model, "model", None)
+    # The class's method, never the instance's attribute: this runs in the encode thread while the
+    # main thread's generate may hold ``rope_index_given``'s stand-in there (for its own batch), whose
+    # signature would pass input_ids alone, so every batch encoded during a generate lost its index.
+    found = inspect.getattr_static(type(inner), "get_rope_index", None)
+    if found is None or inputs.get("image_grid_thw") is None:
         return None
+    index = found.__get__(inner, type(inner))
     takes = inspect.signature(index).parameters
     try:
         return index(**{key: value for key, value in inputs.items() if key in takes})

@@ -175,6 +175,22 @@ def test_the_rope_index_computed_in_the_encode_is_the_one_generate_would_compute
     assert len(calls) == 2 and got == want  # computed by generate itself: the same answers
 
 
+def test_a_batch_encoded_while_another_generates_gets_its_own_rope_index(monkeypatch, capsys, tiny_root):
+    """The runner encodes the next batch in a thread while the current one generates, i.e. inside
+    ``rope_index_given`` for another batch's shape: the index is still computed, as alone, with no
+    "does not fit" line (found by a user run: every batch encoded during a generate lost it)."""
+    import candlebench.inference.decode_speedups as ds
+
+    monkeypatch.setattr(ds, "ROPE_FAILED", [])
+    ahead = backend(tiny_root, "qwen2_5_vl", ("rope_ahead",))
+    alone = ahead.encode(BATCH)
+    other = ahead.encode(BATCH[:1])
+    with ds.rope_index_given(ahead.model, other.rope_index):  # the current batch, generating
+        during = ahead.encode(BATCH)
+    assert during.rope_index is not None and "does not fit" not in capsys.readouterr().err
+    assert all(torch.equal(a, b) for a, b in zip(during.rope_index, alone.rope_index))
+
+
 def test_the_static_decode_step_with_the_grouped_attention_compiles_as_one_graph(tiny_root):
     """What transformers compiles on CUDA (fullgraph), traced here by dynamo on CPU with its eager
     backend: one graph, no break, the tokens of the uncompiled dynamic cache."""
