@@ -47,7 +47,7 @@ from candlebench.core.layout import task_paths  # noqa: E402
 from candlebench.core.results import RunAnswers  # noqa: E402
 from candlebench.stages.graph import compose_config  # noqa: E402
 from candlebench.stages.parsed import GENERIC  # noqa: E402
-from candlebench.report_server import serve  # noqa: E402
+from candlebench.commands.view import serve  # noqa: E402
 from candlebench.stages.task_setup import task_setup  # noqa: E402
 from candlebench.rendering.inputs import read_samples  # noqa: E402
 from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block  # noqa: E402

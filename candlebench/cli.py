@@ -22,8 +22,8 @@ from hydra.errors import ConfigCompositionException, MissingConfigException, Ove
 from omegaconf import DictConfig
 from omegaconf.errors import MissingMandatoryValue
 
-from candlebench import pipeline
-from candlebench import sweep as sweep_module
+from candlebench.commands import run as run_command
+from candlebench.commands import sweep as sweep_command
 from candlebench.core.errors import UserError
 from candlebench.core.extras import require
 from candlebench.core.interrupts import second_interrupt_exits
@@ -37,9 +37,9 @@ from candlebench.stages.graph import BY_NAME, STAGES, check_added_keys, composit
 from candlebench.stages.task_overrides import apply_task_overrides
 from candlebench.stages.provenance import record_config
 from candlebench.stages.validate import validate
-from candlebench.status import status_command
-from candlebench.report_server import view_command
-from candlebench.sweep import SweepError
+from candlebench.commands.status import status_command
+from candlebench.commands.view import view_command
+from candlebench.commands.sweep import SweepError
 from candlebench.inference.backends import BACKEND_REQUIRES
 from candlebench.inference.runner import RunAborted
 from candlebench.task_api.registry import get_task, store_configs
@@ -72,13 +72,13 @@ COMMANDS: Mapping[str, Command] = {
     "data check": Command(data_jobs.data_check, "load and validate market data, report defects", ("data",)),
     **{stage.name: Command(stage.job, stage.help, stage.positional, DEMO, UNLESS) for stage in STAGES},
     "run": Command(
-        pipeline.run,
+        run_command.run,
         "the main job: every stage for every task (tasks=[...]); the demo unless you name data=",
         defaults=DEMO,
         unless=UNLESS,
         every_task=True,
     ),
-    "sweep": Command(sweep_module.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report",
+    "sweep": Command(sweep_command.sweep, "every stage on SLURM (arrays, dependencies) for sweep.models, one report",
                      defaults=DEMO, unless=UNLESS, every_task=True),
 }
 
@@ -342,7 +342,7 @@ MODEL_COMMANDS = frozenset({"infer", "run", "sweep"})
 
 def check_extras(name: str, command: Command, cfg: DictConfig) -> None:
     """Every optional package the command will need, before it does any work."""
-    tasks = pipeline.chosen_tasks(cfg) if command.every_task else [str(cfg.task.name)]
+    tasks = run_command.chosen_tasks(cfg) if command.every_task else [str(cfg.task.name)]
     for task in tasks:
         require(f"task {task}", get_task(task).requires)
     if name in MODEL_COMMANDS:

@@ -14,7 +14,7 @@ EXPERIMENTS = sorted(p.stem for p in (ROOT / "candlebench" / "conf" / "experimen
 def test_experiment_composes_validates_and_plans(name):
     from candlebench.stages.graph import compose_config
     from candlebench.stages.validate import validate
-    from candlebench.sweep import sweep_plan
+    from candlebench.commands.sweep import sweep_plan
 
     # Forecast only: a task another test registered in this process would join a plain plan.
     base = [f"experiment={name}", f"data.path={SLICE}", "tasks=[forecast]"]
@@ -46,9 +46,9 @@ def test_paper_experiments_train_xgboost_on_history_from_2015():
 
 
 def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
-    from candlebench.pipeline import chosen_tasks
+    from candlebench.commands.run import chosen_tasks
     from candlebench.stages.graph import compose_config
-    from candlebench.sweep import sweep_plan
+    from candlebench.commands.sweep import sweep_plan
 
     assert {"forecast", "e2a"} <= set(chosen_tasks(compose_config([])))
     models = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
@@ -82,7 +82,7 @@ def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
     """task_overrides.<task> settings ride on every job's overrides and are taken by that task's jobs
     only: no job composes another task's config to route them."""
     from candlebench.stages.graph import compose_config
-    from candlebench.sweep import sweep_plan
+    from candlebench.commands.sweep import sweep_plan
 
     base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]",
             "task_overrides.e2a.language=zh", "task_overrides.forecast.horizon=5", "task_overrides.e2a.samples.interval=60"]

@@ -10,7 +10,7 @@ from helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
-# The packages the layers are made of; every other module of candlebench/ (cli, sweep, ...) is one of its own.
+# The packages the layers are made of; every other module of candlebench/ (cli, commands.sweep, ...) is one of its own.
 UNITS = tuple(f"candlebench.{name}" for name in
               ("core", "market", "stages", "tasks", "task_api", "report", "inference", "scoring", "rendering"))
 # The names the card's folders had as top-level packages before they joined candlebench.*.

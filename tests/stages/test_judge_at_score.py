@@ -20,7 +20,7 @@ from candlebench.core.layout import Layout
 from candlebench.core.schema import CURRENT
 from candlebench.stages.graph import run_stage
 from candlebench.stages.provenance import run_provenance
-from candlebench.status import report_lines
+from candlebench.commands.status import report_lines
 from helpers import SCORING_BOOKKEEPING, run_dir
 from candlebench.tasks.forecast.parse import parse_score
 from candlebench.tasks.forecast.task import TASK

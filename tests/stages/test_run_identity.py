@@ -20,7 +20,7 @@ from candlebench.core.lock import Held, run_lock
 from candlebench.stages.graph import run_stage
 from candlebench.stages.score import ScoringFailed
 from candlebench.stages.study import OtherDataSet, OtherKind, of_kind
-from candlebench.status import report_lines
+from candlebench.commands.status import report_lines
 from candlebench.task_api.registry import get_task
 from helpers import SLICE, run_dir
 

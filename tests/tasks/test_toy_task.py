@@ -11,7 +11,7 @@ import pytest
 
 from candlebench.task_api import registry as tasks
 from candlebench.stages.graph import run_stage
-from candlebench.status import report_lines
+from candlebench.commands.status import report_lines
 from helpers import ROOT, TESTS, records
 
 

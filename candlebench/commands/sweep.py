@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from candlebench.core.io import write_json
 from candlebench.core.layout import Layout
 from candlebench.core.overrides import with_overrides
-from candlebench.pipeline import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
+from candlebench.commands.run import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
 from candlebench.stages.graph import (BY_NAME, Job, check_jobs, compose_config, model_variants, plan, run_stage,
                                      second_pass_run)
 from candlebench.inference.backends import check_weights

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from candlebench.report_server import NoReport, serve
+from candlebench.commands.view import NoReport, serve
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +43,7 @@ def test_a_folder_without_a_report_says_where_it_looked(tmp_path):
 
 @pytest.mark.parametrize("port", ["99999", "-1"])
 def test_a_port_out_of_range_is_one_line(tmp_path, port):
-    from candlebench.report_server import view_command
+    from candlebench.commands.view import view_command
 
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "report.html").write_text("<p>page</p>")
