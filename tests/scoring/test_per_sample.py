@@ -1,7 +1,7 @@
 """The per-sample seam (scoring/per_sample.py, Task's defaults): a task that declares its
 per-sample scores gets its metrics with intervals, paired comparisons, report tables and browser
 verdicts without writing any of them (the tables and verdicts themselves:
-tests/report/test_report_per_sample.py)."""
+tests/report/test_per_sample.py)."""
 
 from __future__ import annotations
 

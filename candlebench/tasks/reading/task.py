@@ -87,7 +87,7 @@ class ReadingTask(Task):
     columns = (Column("n_answered", "Int64"),)
     baselines = MappingProxyType(BASELINES)
     # Raise with every change of a verdict or metric (tests/tasks/test_judge_versions.py and
-    # test_reading_gold.py pin them). 2: the parser reads every value by the questions' choices and
+    # tests/tasks/reading/test_gold.py pin them). 2: the parser reads every value by the questions' choices and
     # numeric kinds (cannot_tell, the new questions) and gives no credit the text does not give
     # (negation, hedges, the final answer, exact pattern names); prices are judged for every price
     # question; chance-corrected metrics and chart-clustered intervals.

@@ -50,7 +50,7 @@ _references: dict[tuple[str, ...], str] = {}
 
 
 def in_process(workspace: Path, env: dict, extra: tuple[str, ...]) -> str:
-    """The in-process vLLM run of the same samples (once per mode), under test_infer_vllm's name for
+    """The in-process vLLM run of the same samples (once per mode), under test_vllm's name for
     the same run: the session's workspace answers it once, for whichever module comes first."""
     if extra not in _references:
         name = f"vllm-tiny_qwen2_5_vl-{'free' if extra else 'constrained'}"

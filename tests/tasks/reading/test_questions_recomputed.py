@@ -18,7 +18,7 @@ from helpers import SLICE
 from candlebench.tasks.reading.samples import ReadingSpec, build_samples
 
 pytestmark = pytest.mark.unit
-# More stocks and cutoffs than test_reading_task.py's SPEC (AC, SM, interval 120), for coverage.
+# More stocks and cutoffs than test_task.py's SPEC (AC, SM, interval 120), for coverage.
 SPEC = ReadingSpec(interval=40)  # every stock of the slice
 MAX_BARS = SPEC.max_bars
 WINDOWS = (5, 20, 90)

@@ -1,6 +1,6 @@
 """The reading judge's value rules (tasks/reading/parse.py's tables), each on the words the issue found
 credited wrongly, and its genericity: a question is read by its kind (its choices, or numeric
-price / count), so a new question parses with no new code. The gold set (test_reading_gold.py)
+price / count), so a new question parses with no new code. The gold set (test_gold.py)
 measures the same rules on whole realistic answers."""
 
 from __future__ import annotations
