@@ -18,7 +18,7 @@ PRICES = ("open", "high", "low", "close")
 
 
 @dataclass(frozen=True)
-class Layout:
+class ExportLayout:
     name: str
     # source column -> canonical column
     rename: Mapping[str, str]
@@ -47,13 +47,13 @@ def _identity(*names: str) -> Mapping[str, str]:
     return {n: n for n in names}
 
 
-LAYOUTS: Mapping[str, Layout] = MappingProxyType(
+LAYOUTS: Mapping[str, ExportLayout] = MappingProxyType(
     {
-        "canonical": Layout("canonical", _identity(*CANONICAL)),
+        "canonical": ExportLayout("canonical", _identity(*CANONICAL)),
         # TuShare pro `daily`: newest first, trade_date as YYYYMMDD, vol in lots (100 shares) and
         # amount in thousands of CNY. Units are kept as exported: charts and features only use
         # volume relative to the same stock's own history, so a constant factor changes nothing.
-        "tushare": Layout(
+        "tushare": ExportLayout(
             "tushare",
             {
                 "ts_code": "code",
@@ -72,7 +72,7 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
         ),
         # Yahoo Finance: the CSV download (one stock per file, no code column) and yfinance's
         # export, whose tickers candlebench.market.exports stacks into a Ticker column.
-        "yahoo": Layout(
+        "yahoo": ExportLayout(
             "yahoo",
             {
                 "Date": "date",
@@ -91,7 +91,7 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
 )
 
 
-def detect_layout(columns: list[str]) -> Layout | None:
+def detect_layout(columns: list[str]) -> ExportLayout | None:
     """The first layout whose required columns are all present and which knows every column."""
     present = set(columns)
     for layout in LAYOUTS.values():
@@ -100,13 +100,13 @@ def detect_layout(columns: list[str]) -> Layout | None:
     return None
 
 
-def nearest_layout(columns: list[str]) -> tuple[Layout, list[str]]:
+def nearest_layout(columns: list[str]) -> tuple[ExportLayout, list[str]]:
     """The layout the columns come closest to, and its required columns they lack: the fewest
     missing, then the most columns in common (a file without ``close`` is the canonical layout
     short of ``close``, not "no layout")."""
     present = set(columns)
 
-    def distance(layout: Layout) -> tuple[int, int]:
+    def distance(layout: ExportLayout) -> tuple[int, int]:
         return len(layout.required_sources() - present), -len(layout.source_columns() & present)
 
     layout = min(LAYOUTS.values(), key=distance)

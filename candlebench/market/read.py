@@ -10,7 +10,7 @@ import pandas as pd
 from candlebench.market.dates import date_notes, parse_dates
 from candlebench.market.defects import MarketDataError
 from candlebench.market.exports import read_flat
-from candlebench.market.layouts import CANONICAL, LAYOUTS, Layout, detect_layout, nearest_layout
+from candlebench.market.layouts import CANONICAL, LAYOUTS, ExportLayout, detect_layout, nearest_layout
 
 
 def read_table(path: Path, layout: str = "auto", code: str | None = None, date_format: str | None = None) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def read_table(path: Path, layout: str = "auto", code: str | None = None, date_f
     return frame
 
 
-def _choose_layout(path: Path, columns: list[str], layout: str) -> Layout:
+def _choose_layout(path: Path, columns: list[str], layout: str) -> ExportLayout:
     if layout == "auto":
         found = detect_layout(columns)
         fits = [(n, sorted(set(columns) - lay.source_columns())) for n, lay in LAYOUTS.items()
