@@ -325,7 +325,8 @@ MPL_PROBE = """
 import sys, matplotlib, pandas as pd
 from candlebench.rendering.chart import ChartSpec
 from candlebench.rendering.chart_mpl import render_chart_mpl
-open(sys.argv[2], "wb").write(render_chart_mpl(pd.read_pickle(sys.argv[1]), ChartSpec(up_color="red", down_color="green"), sys.argv[3]))
+png = render_chart_mpl(pd.read_pickle(sys.argv[1]), ChartSpec(up_color="red", down_color="green"), sys.argv[3])
+open(sys.argv[2], "wb").write(png)
 print(matplotlib.rcParams["backend"])
 """
 

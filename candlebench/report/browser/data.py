@@ -43,8 +43,9 @@ class Browsable(Protocol):
 class BrowserRun:
     """One run as the browser lists it: its task, the task folder its samples and charts live in,
     the name shown (prefixed with the market in a pooled report), its run.json, how many records
-    it has (one a sample, answered or not: core.results.has_answer), and how to read them: the writer reads each run when it comes to it and lets it go
-    before the next, so no more than one run's rows are ever in memory."""
+    it has (one a sample, answered or not: core.results.has_answer), and how to read them: the
+    writer reads each run when it comes to it and lets it go before the next, so no more than one
+    run's rows are ever in memory."""
 
     task: Browsable
     paths: TaskPaths
