@@ -16,12 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from PIL import Image, ImageColor, ImageDraw, ImageFont
+from PIL import Image, ImageColor, ImageDraw, ImageFilter, ImageFont
 
 from candlebench.rendering.marks import MARK_COLUMN
 
 OHLCV = ("open", "high", "low", "close", "volume")
 RGB = tuple[int, int, int]
+BACKGROUND: RGB = (255, 255, 255)
 
 # PNG encoding: every row uses the "Up" filter, then zlib at PNG_COMPRESS_LEVEL. Measured per
 # 800x600 chart of bench/render.py on one core: Pillow's own writer spends ~5 ms choosing a filter
@@ -182,7 +183,7 @@ def render_image(bars: pd.DataFrame, spec: ChartSpec, title: str) -> Image.Image
 
 def blank_png(spec: ChartSpec) -> bytes:
     """A white PNG of the chart's size: what a model is shown in place of a chart, as a control."""
-    return encode_png(Image.new("RGB", (spec.width, spec.height), "white"))
+    return encode_png(Image.new("RGB", (spec.width, spec.height), BACKGROUND))
 
 
 def encode_png(img: Image.Image) -> bytes:
@@ -339,10 +340,21 @@ def _baseline_below(size: int, vertical_anchor: str) -> int:
     return font.getbbox("0", anchor="l" + vertical_anchor)[1] - font.getbbox("0", anchor="ls")[1]
 
 
+@lru_cache(maxsize=256)
+def _halo(char: str, size: int) -> Image.Image:
+    """The glyph's mask grown by HALO_PX on every side (its own offset less HALO_PX)."""
+    mask = _glyph(char, size).mask
+    grown = Image.new("L", (mask.width + 2 * HALO_PX, mask.height + 2 * HALO_PX), 0)
+    grown.paste(mask, (HALO_PX, HALO_PX))
+    return grown.filter(ImageFilter.MaxFilter(2 * HALO_PX + 1))
+
+
 def _draw_text(
-    draw: ImageDraw.ImageDraw, x: int, y: int, text: str, size: int, anchor: str, fill: RGB
+    draw: ImageDraw.ImageDraw, x: int, y: int, text: str, size: int, anchor: str, fill: RGB,
+    halo: RGB | None = None,
 ) -> None:
-    """``text`` drawn as draw.text would with anchor "la", "lm" or "ma", from cached glyphs.
+    """``text`` drawn as draw.text would with anchor "la", "lm" or "ma", from cached glyphs; with a
+    ``halo``, over its glyphs grown by HALO_PX in that colour first.
 
     FreeType renders every glyph afresh on each draw.text call (~10 us a glyph, ~1 ms a chart);
     a label set from a handful of cached glyph masks costs a fraction of that.
@@ -351,9 +363,12 @@ def _draw_text(
     if anchor[0] == "m":
         x -= (sum(g.advance for g in glyphs) + 1) // 2  # Pillow rounds a half pixel leftwards
     baseline = y + _baseline_below(size, anchor[1])
-    for g in glyphs:
-        draw.bitmap((x + g.left, baseline + g.top), g.mask, fill=fill)
-        x += g.advance
+    pens = np.cumsum([x] + [g.advance for g in glyphs[:-1]]).tolist()
+    if halo is not None:
+        for char, g, pen in zip(text, glyphs, pens):
+            draw.bitmap((pen + g.left - HALO_PX, baseline + g.top - HALO_PX), _halo(char, size), fill=halo)
+    for g, pen in zip(glyphs, pens):
+        draw.bitmap((pen + g.left, baseline + g.top), g.mask, fill=fill)
 
 
 @dataclass(frozen=True)
@@ -398,7 +413,7 @@ def _panels(spec: ChartSpec) -> tuple[Box, Box | None]:
 @lru_cache(maxsize=None)
 def _static_layer(spec: ChartSpec) -> Image.Image:
     """Background, panel frames and the MA legend: the same for every chart of a spec."""
-    img = Image.new("RGB", (spec.width, spec.height), "white")
+    img = Image.new("RGB", (spec.width, spec.height), BACKGROUND)
     draw = ImageDraw.Draw(img)
     colors = _palette(spec)
     for box in _panels(spec):
@@ -556,9 +571,18 @@ def _finite_runs(finite: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in zip(starts.tolist(), stops.tolist())]
 
 
+# The lettered bars' drawing, part of a marked chart's render key (rendering/render.py), which
+# covers settings, not code: raise it whenever _draw_marks draws otherwise, so lettered charts are
+# drawn again. 1: the letters alone; 2: each on a halo of the background, as an MA line under a
+# letter ran through it.
+MARKS_DRAWING = 2
+HALO_PX = 2  # under the gap (3 px) between a letter and its candle: the halo never covers the candle
+
+
 def _draw_marks(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, spec: ChartSpec, fill: RGB) -> None:
     """Each marked bar's letter centred over its candle, a gap above its high; below its low where
-    the panel has no room above (the highest candles)."""
+    the panel has no room above (the highest candles). A halo of the background keeps a line that
+    passes the letter (an MA) from running through it."""
     size, gap = spec.font_size, 3
     for i, letter in enumerate(b.marks):
         if not letter:
@@ -566,7 +590,7 @@ def _draw_marks(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars,
         top = round(lay.y_of(b.high[i])) - gap - size
         if top <= lay.price_box.top:
             top = round(lay.y_of(b.low[i])) + gap
-        _draw_text(draw, xs[i], top, letter, size, "ma", fill)
+        _draw_text(draw, xs[i], top, letter, size, "ma", fill, halo=BACKGROUND)
 
 
 def _draw_axes(

@@ -19,9 +19,10 @@ def render_chart_mpl(bars: pd.DataFrame, spec: ChartSpec, title: str) -> bytes:
     """PNG bytes (RGBA, as matplotlib writes them) of ``spec.width`` x ``spec.height`` pixels."""
     if spec.marks:
         raise ValueError("the mplfinance renderer draws no marked bars (task.render.marks): use render.renderer=pil")
-    import matplotlib
-
-    matplotlib.use("Agg")
+    # mplfinance makes its figure with pyplot (plt.figure) outside its external-axes mode, whose
+    # layout (panels, title) is another chart, so pyplot it is. No backend is selected for the
+    # process (matplotlib.use would switch a notebook's or a user's MPLBACKEND): the one explicit
+    # choice is savefig's backend="agg" below, for this file alone, so the bytes are Agg's on any.
     import matplotlib.pyplot as plt
     import mplfinance as mpf
 
@@ -61,6 +62,6 @@ def render_chart_mpl(bars: pd.DataFrame, spec: ChartSpec, title: str) -> bytes:
     )
     buf = io.BytesIO()
     # Matplotlib stamps its version into "Software"; without it the bytes depend on pixels only.
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, backend="agg")
     plt.close(fig)
     return buf.getvalue()

@@ -38,7 +38,7 @@ from candlebench.core.progress import progress
 from candlebench.core.schema import KEY, stamped, version_of
 from candlebench.core.hash_partition import in_part
 from candlebench.market.bars import chart_bars, history_before
-from candlebench.rendering.chart import ChartSpec, blank_png, render_chart
+from candlebench.rendering.chart import MARKS_DRAWING, ChartSpec, blank_png, render_chart
 from candlebench.rendering.chart_mpl import render_chart_mpl
 from candlebench.rendering.inputs import BLANK_INPUT, TEXT_INPUT, text_column
 from candlebench.rendering.marks import with_marks
@@ -86,6 +86,8 @@ class RenderSettings:
             # An unmarked chart is byte for byte what it was before marks existed: its key stays
             # the same, so studies drawn then keep their charts (and their runs' freshness).
             del spec["marks"]
+        else:  # the key covers settings, not code: a lettered chart's names how its letters are drawn
+            spec["marks_drawing"] = MARKS_DRAWING
         return fingerprint({**asdict(self), "spec": spec, "environment": environment})
 
 

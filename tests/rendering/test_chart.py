@@ -1,4 +1,8 @@
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -313,3 +317,30 @@ def test_mplfinance_reference_renders_the_same_spec():
     assert img.size == (RED_UP.width, RED_UP.height)
     assert "Software" not in img.info
     assert render_chart_mpl(bars, RED_UP, TITLE) == png
+
+
+# In a fresh process whose backend is SVG (a user's MPLBACKEND, a notebook's own): the mplfinance
+# chart of the bars pickled at argv[1], written to argv[2]; what the process's backend is after.
+MPL_PROBE = """
+import sys, matplotlib, pandas as pd
+from candlebench.rendering.chart import ChartSpec
+from candlebench.rendering.chart_mpl import render_chart_mpl
+png = render_chart_mpl(pd.read_pickle(sys.argv[1]), ChartSpec(up_color="red", down_color="green"), sys.argv[3])
+open(sys.argv[2], "wb").write(png)
+print(matplotlib.rcParams["backend"])
+"""
+
+
+def test_the_mplfinance_chart_leaves_the_processs_backend_alone_and_is_the_same_bytes_on_it(tmp_path):
+    """render_chart_mpl once ran matplotlib.use("Agg"), switching a process on another backend; it
+    selects none now, and its PNG is Agg's (savefig's own backend) whatever the process's is."""
+    from candlebench.rendering.chart_mpl import render_chart_mpl
+
+    bars = random_walk(30)
+    bars.to_pickle(tmp_path / "bars.pkl")
+    env = {**os.environ, "MPLBACKEND": "svg", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", MPL_PROBE, str(tmp_path / "bars.pkl"), str(tmp_path / "chart.png"), TITLE],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["svg"]
+    assert (tmp_path / "chart.png").read_bytes() == render_chart_mpl(bars, RED_UP, TITLE)

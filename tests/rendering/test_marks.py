@@ -57,11 +57,37 @@ def test_each_marked_candle_gets_its_letter_over_it_and_the_same_bytes_each_time
     assert render_chart(marked, spec, "t") == render_chart(marked, spec, "t")
 
 
-def test_the_reading_charts_are_marked_and_the_forecast_charts_are_not():
+def test_a_line_through_a_letter_stops_at_its_halo():
+    """An MA line across a letter (the demo's "D" sat on MA5 and MA20) is cut by a halo of the
+    background around the letter's strokes: no pixel of the line shows inside the letter."""
+    b = bars().assign(ma5=np.nan, ma90=np.nan)
+    k = int(b["high"].iloc[10:-10].idxmin())  # a low candle: a line over it leaves the price range as it is
+    marked = b.assign(**{MARK_COLUMN: ["D" if i == k else "" for i in range(len(b))]})
+    spec = ChartSpec(marks=1)
+    lay = layout(b, spec)
+    high = b["high"].iloc[k]
+    middle = round(lay.y_of(high)) - 3 - spec.font_size // 2  # the letter's middle row (chart._draw_marks)
+    level = high + (lay.y_of(high) - middle) / (lay.y_of(0.0) - lay.y_of(1.0))  # the price on that row
+    through = marked.assign(ma20=level)
+    assert layout(through, spec).y_of(level) == layout(b, spec).y_of(level)
+    x = lay.x_of(k)
+    inside = np.asarray(render_image(through, spec, "t"), dtype=int)[middle - 1:middle + 2, x - 2:x + 3]
+    line = np.asarray(render_image(through.assign(**{MARK_COLUMN: ""}), spec, "t"), dtype=int)[middle - 1:middle + 2, x - 2:x + 3]
+    blue = lambda px: (px[..., 2] > px[..., 0] + 60) & (px[..., 2] > px[..., 1] + 60)  # noqa: E731 (MA20's colour)
+    assert blue(line).any() and not blue(inside).any()
+
+
+def test_the_reading_charts_are_marked_and_the_forecast_charts_are_not(monkeypatch):
+    from candlebench.rendering import render
+
     reading, forecast = setup_of("task=reading").context.render, setup_of("task=forecast").context.render
     assert reading.spec.marks == 4 and forecast.spec.marks == 0
     unmarked = replace(reading, spec=replace(reading.spec, marks=0))
     assert reading.key() != unmarked.key()  # a chart drawn without its letters is drawn again
+    keys = reading.key(), unmarked.key(), forecast.key()
+    monkeypatch.setattr(render, "MARKS_DRAWING", render.MARKS_DRAWING + 1)
+    # Letters drawn otherwise (their halo): the lettered charts are drawn again, no other chart.
+    assert reading.key() != keys[0] and (unmarked.key(), forecast.key()) == keys[1:]
     with pytest.raises(ConfigError, match="task.render.marks=0: the reading charts letter 4 bars"):
         setup_of("task=reading", "task.render.marks=0")
     with_blank = setup_of("task=reading", "task.modalities=[chart,blank]").context.render

@@ -45,7 +45,7 @@
   }
   const SPLIT = D.split || null; // a large study: the rows are per-run files
   // The rows of every run loaded so far, as one store (the whole study at once when it is small).
-  const R = { run: [], sample: [], tier: [], reason: [], failed: [], outcome: [], answer: [] };
+  const R = { run: [], sample: [], tier: [], reason: [], failed: [], answered: [], outcome: [], answer: [] };
   const S = { task: [], id: [], date: [], code: [], market: [], group: [], label: [] };
   const X = { text: [], answer: [], error: [], prompt: [], images: [], scores: [], extra: [] };
   const IMAGES = [], PROMPTS = SPLIT ? new Map() : D.prompts; // prompt index -> text
@@ -189,7 +189,10 @@
     shown.sort((a, b) => { const x = keys[a], y = keys[b]; return (x < y ? -1 : x > y ? 1 : a - b) * state.dir; });
     const size = D.page_size, pages = Math.max(1, Math.ceil(shown.length / size));
     state.page = Math.min(Math.max(0, state.page), pages - 1);
-    count.textContent = shown.length + " of " + N + " answers" + (SPLIT ? " (" + loaded.size + " of " + D.runs.length + " runs loaded)" : "");
+    // A row is a run's record of a sample; "answered" is core.results.has_answer's, computed by the writer.
+    const answered = shown.reduce((n, i) => n + R.answered[i], 0);
+    count.textContent = shown.length + " of " + N + " records, " + answered + " answered" +
+      (SPLIT ? " (" + loaded.size + " of " + D.runs.length + " runs loaded)" : "");
     pageText.textContent = "page " + (state.page + 1) + " of " + pages;
     prev.disabled = state.page === 0;
     next.disabled = state.page >= pages - 1;

@@ -18,7 +18,7 @@ import pandas as pd
 
 from candlebench.core.io import atomic_write, json_bytes
 from candlebench.core.layout import TaskPaths
-from candlebench.core.results import RunAnswers
+from candlebench.core.results import RunAnswers, has_answer
 from candlebench.rendering.model_input import ImagePolicy
 from candlebench.report.browser.images import Images
 from candlebench.report.browser.settings import BrowserSettings
@@ -42,9 +42,10 @@ class Browsable(Protocol):
 @dataclass(frozen=True)
 class BrowserRun:
     """One run as the browser lists it: its task, the task folder its samples and charts live in,
-    the name shown (prefixed with the market in a pooled report), its run.json, how many answers
-    it has, and how to read them: the writer reads each run when it comes to it and lets it go
-    before the next, so no more than one run's rows are ever in memory."""
+    the name shown (prefixed with the market in a pooled report), its run.json, how many records
+    it has (one a sample, answered or not: core.results.has_answer), and how to read them: the
+    writer reads each run when it comes to it and lets it go before the next, so no more than one
+    run's rows are ever in memory."""
 
     task: Browsable
     paths: TaskPaths
@@ -142,7 +143,7 @@ class _Tables:
     sample_cols: dict[str, list] = field(default_factory=lambda: {
         k: [] for k in ("task", "id", "date", "code", "market", "group", "label")})
     rows: dict[str, list] = field(default_factory=lambda: {
-        k: [] for k in ("run", "sample", "tier", "reason", "failed", "outcome", "answer")})
+        k: [] for k in ("run", "sample", "tier", "reason", "failed", "answered", "outcome", "answer")})
     detail: dict[str, list] = field(default_factory=lambda: {
         k: [] for k in ("text", "answer", "error", "prompt", "images", "scores", "extra")})
 
@@ -156,16 +157,19 @@ class _Tables:
         view = view.set_index(view["sample_id"].astype(str)).reindex(ids)
         col = lambda name: parsed[name].tolist() if name in parsed else [None] * n  # noqa: E731
         answers = [_text(v) for v in col("answer")]
+        texts, errors = [_text(v) for v in col("text")], [_text(v) for v in col("error")]
         self.rows["run"] += [index] * n
         self.rows["sample"] += self._samples(b.task.name, ids, parsed, view)
         self.rows["tier"] += [str(v) for v in col("tier")]
         self.rows["reason"] += [_text(v) for v in col("reason")]
         self.rows["failed"] += [a is None for a in answers]
+        # The page counts answers by the project's one meaning of "answered", not its rows.
+        self.rows["answered"] += [has_answer(t, e) for t, e in zip(texts, errors)]
         self.rows["outcome"] += [_text(v) for v in view["outcome"].tolist()]
         self.rows["answer"] += [None if a is None else a[:ANSWER_CHARS] for a in answers]
-        self.detail["text"] += [_text(v) for v in col("text")]
+        self.detail["text"] += texts
         self.detail["answer"] += answers
-        self.detail["error"] += [_text(v) for v in col("error")]
+        self.detail["error"] += errors
         self.detail["prompt"] += [None if p is None else self.prompts.get(p) for p in map(_text, col("prompt"))]
         self.detail["images"] += self._images(b, ids, col("charts"), parsed)
         self.detail["scores"] += _scores(parsed)
@@ -246,7 +250,7 @@ def _file_name(index: int, b: BrowserRun) -> str:
 def write_run_files(runs: list[BrowserRun], out: Path, settings: BrowserSettings) -> dict[str, Any]:
     """A large study: each run's tables as its own file under ``out/browser/runs`` and the shared
     prompts under ``out/browser/prompts``, one run read at a time; returns the page's index of
-    them (the runs with their files, answer and failure counts, and the filters' choices)."""
+    them (the runs with their files, record and failure counts, and the filters' choices)."""
     folder = out / FILES
     shutil.rmtree(folder, ignore_errors=True)  # a rebuilt report's runs, not an older one's
     prompts = _PromptFiles(folder / "prompts")
@@ -257,7 +261,7 @@ def write_run_files(runs: list[BrowserRun], out: Path, settings: BrowserSettings
         tables.add(index, b, b.load())
         name = _file_name(index, b)
         _write_gzip_json(tables.document(), folder / "runs" / name)
-        entries.append({**_run_entry(b), "file": f"{FILES}/runs/{name}", "answers": len(tables.rows["run"]),
+        entries.append({**_run_entry(b), "file": f"{FILES}/runs/{name}", "records": len(tables.rows["run"]),
                         "failures": tables.failures()})
         groups.update(tables.sample_cols["group"])
         tiers.update(tables.rows["tier"])

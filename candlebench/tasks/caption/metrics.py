@@ -150,6 +150,29 @@ def _macro_f1(weights: np.ndarray, ref: list[str], cand: list[str]) -> np.ndarra
     return np.where(used.any(axis=0), (f1s * used).sum(axis=0) / np.maximum(used.sum(axis=0), 1), np.nan)
 
 
+def ptb_tokens(lines: Sequence[str]) -> list[str]:
+    """pycocoevalcap's ``PTBTokenizer().tokenize`` of one-line texts (the same jar, flags and
+    punctuation removal, so the same tokens), run here for the one option its wrapper cannot pass:
+    untokenizable=noneDelete. A character the tokenizer has no rule for (U+FFFD of a cut UTF-8
+    sequence, U+0482, an emoji, ...) is deleted either way, ending the token before it; the
+    wrapper's default also printed Java's alarming "WARNING: Untokenizable: ҂ (U+482)". Java's
+    stderr (else a tokens-per-second line) is shown only if it fails. The lines go in on stdin, not
+    through a temporary file in the installed package's folder as the wrapper writes them."""
+    import subprocess
+
+    from pycocoevalcap.tokenizer import ptbtokenizer as ptb
+
+    jar = Path(ptb.__file__).with_name(ptb.STANFORD_CORENLP_3_4_1_JAR)
+    done = subprocess.run([java(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines",
+                           "-lowerCase", "-options", "untokenizable=noneDelete"],
+                          input="\n".join(lines).encode(), capture_output=True)
+    if done.returncode:
+        raise RuntimeError(f"the PTB tokenizer (Java) failed with exit status {done.returncode}: "
+                           f"{done.stderr.decode(errors='replace').strip()}")
+    out = done.stdout.decode().split("\n")[:len(lines)]
+    return [" ".join(w for w in line.rstrip().split(" ") if w not in ptb.PUNCTUATIONS) for line in out]
+
+
 @lru_cache(maxsize=1)
 def _meteor():
     """One METEOR process per Python process, shared by every scorer under its lock: its start
@@ -199,15 +222,9 @@ class CaptionScorer:
 
     def tokenize(self, texts: Sequence[str]) -> list[str]:
         """PTB tokens of each (clean) text: one Java run for the texts not seen before by this scorer."""
-        from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
-
         new = [t for t in dict.fromkeys(texts) if t not in self._tokens]
         if new:
-            # U+FFFD (a model's byte-level decoding of a cut UTF-8 sequence) is a character the PTB
-            # tokenizer deletes, ending the token before it, with an alarming "Untokenizable: �" on
-            # stderr; a space ends the token alike, so the tokens are the same and nothing is said.
-            done = PTBTokenizer().tokenize({i: [{"caption": t.replace("\ufffd", " ")}] for i, t in enumerate(new)})
-            self._tokens.update({t: done[i][0] for i, t in enumerate(new)})
+            self._tokens.update(zip(new, ptb_tokens(new)))
         return [self._tokens[t] for t in texts]
 
     def _meteor_stats(self, res: Sequence[str], gts: Sequence[str]) -> list[str]:

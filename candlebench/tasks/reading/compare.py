@@ -2,10 +2,11 @@
 frames and modalities), per modality and overall, the accuracy change b - a with a 95% interval and
 a test.
 
-The unit of analysis is the **chart** (a sample: one stock, date, time frame and modality): its
-~12 questions are read off one picture, so a model that misreads it misreads several at once. Each
-chart is one cluster (:mod:`candlebench.scoring.clustered`: the paired sign-flip test over charts,
-none below 10; the percentile bootstrap of whole charts for both runs). The questions of a pair are
+The unit of analysis is the **sample**, a chart as asked (one stock, date, time frame and
+modality): its ~12 questions are read off one input, so a model that misreads it misreads several
+at once. Each sample is one cluster (:mod:`candlebench.scoring.clustered`: the paired sign-flip test
+over samples, none below 10; the percentile bootstrap of whole samples for both runs); a chart's
+modalities are apart here, as both runs answer each of them. The questions of a pair are
 one family and its modalities another, each Holm-adjusted (``p_holm``); the overall test is the
 pair's headline, unadjusted."""
 
@@ -21,13 +22,13 @@ from candlebench.scoring.clustered import Clusters, adjust, clusters, paired_rat
 from candlebench.tasks.reading.metrics import verdicts
 from candlebench.tasks.reading.questions import QUESTIONS
 
-UNIT = "chart"
+UNIT = "sample"
 
 
-def _paired(charts: Clusters, right: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
-    """``right``: (verdicts, 2) a's and b's, of the verdicts whose charts are ``charts``."""
+def _paired(samples: Clusters, right: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+    """``right``: (verdicts, 2) a's and b's, of the verdicts whose samples are ``samples``."""
     ones = np.ones(len(right))
-    found = paired_ratio(*(charts.sums(np.column_stack([right[:, k], ones])) for k in (0, 1)), UNIT, n_boot, seed)
+    found = paired_ratio(*(samples.sums(np.column_stack([right[:, k], ones])) for k in (0, 1)), UNIT, n_boot, seed)
     return {"n": len(right), "accuracy_a": found.pop("a"), "accuracy_b": found.pop("b"), **found}
 
 
@@ -38,13 +39,13 @@ def compare_verdicts(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed:
     both = a.merge(b[[*keys, "right"]], on=keys, suffixes=("_a", "_b"))
     if both.empty:
         return {"n": 0, "unit": UNIT}
-    charts = clusters(both, ["sample_id"], UNIT)
+    samples = clusters(both, ["sample_id"], UNIT)
     right = both[["right_a", "right_b"]].to_numpy(float)
 
     def part(mask: np.ndarray) -> dict[str, Any]:
-        return _paired(charts.subset(mask), right[mask], n_boot, seed)
+        return _paired(samples.subset(mask), right[mask], n_boot, seed)
 
-    out = _paired(charts, right, n_boot, seed)
+    out = _paired(samples, right, n_boot, seed)
     modality, question = both["modality"].to_numpy(), both["question"].to_numpy()
     out["modalities"] = {m: part(modality == m) for m in sorted(set(modality))}
     out["questions"] = {q: part(question == q) for q in QUESTIONS if (question == q).any()}

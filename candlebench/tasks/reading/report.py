@@ -106,13 +106,14 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
             if not d.get("n"):
                 continue
             ci = d.get("ci")
-            rows.append({"a → b": pair, "Questions": part, "n": d["n"], "charts": d.get("n_clusters"),
+            rows.append({"a → b": pair, "Questions": part, "n": d["n"], "samples": d.get("n_clusters"),
                          "Accuracy a": fmt(d["accuracy_a"], 3), "Accuracy b": fmt(d["accuracy_b"], 3),
                          "Δ accuracy": fmt(d["diff"], 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else ""),
                          "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
-                 "Unit of analysis: the chart as asked, one sample (a chart, its text or its blank image: its questions "
-                 "are read off one input). Δ = b - a on the questions both runs were asked, with a 95% interval from a "
+                 "Unit of analysis: the sample, a chart as asked (a chart, its text or its blank image: its questions "
+                 "are read off one input); samples: how many hold the row's questions. Δ = b - a on the questions both "
+                 "runs were asked, with a 95% interval from a "
                  f"percentile bootstrap of whole samples for both runs. p: the paired sign-flip test over samples (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with "
                  f"fewer than {MIN_CLUSTERS} samples). p (Holm): Holm's adjustment over the pair's questions, and apart "
                  "over its modalities; 'all' is the pair's headline, not adjusted (docs/statistics.md).")

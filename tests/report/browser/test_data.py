@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from candlebench.core.layout import TaskPaths
-from candlebench.core.results import RunAnswers
+from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.report.browser import data as browser_data
 from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block, write_run_files
 from candlebench.report.browser.images import Images
@@ -72,7 +72,7 @@ def test_each_run_is_its_own_file_read_and_let_go_one_at_a_time(tmp_path):
         assert set(data["rows"]["run"]) == {number}  # its own rows only, by the page's run number
         assert data["detail"]["text"] == [f"run {number} says {k}" for k in range(5)]
         assert data["detail"]["scores"][1] == {"hit": 1.0}
-        assert entry["answers"] == 5 and entry["failures"] == [["no score found", sum(data["rows"]["failed"])]]
+        assert entry["records"] == 5 and entry["failures"] == [["no score found", sum(data["rows"]["failed"])]]
         assert data["samples"]["id"] == [f"s{k}" for k in range(5)]
     assert index["groups"] == ["bull"] and index["tiers"] == ["none", "tag"] and index["reasons"] == ["no score found"]
 
@@ -99,6 +99,20 @@ def test_a_small_study_keeps_its_rows_in_the_page_and_a_large_one_beside_it(tmp_
     assert len(list((out / FILES / "runs").iterdir())) == 3
     browser_block(_runs(tmp_path, 1), out, BrowserSettings(split_above=10))
     assert not (out / FILES).exists()  # no stale files of the larger study beside the small page
+
+
+def test_a_row_is_answered_as_every_stage_counts_answers(tmp_path):
+    """The page's "N of M records, A answered" reads the writer's flag of each row: a failed
+    generation and a record with no text are rows but no answers; an answer its parser could not
+    read is one (a parse failure). A stored table's row is answered as core.results.answered_rows says."""
+    frame = _parsed(0, 4)  # rows 0 (a parse failure) to 3, each with a text
+    frame.loc[1, ["text", "error", "answer"]] = [None, "HTTP 500: server error", None]
+    frame.loc[2, ["text", "answer"]] = [None, None]
+    run = RunAnswers("m0", frame, pd.DataFrame(), {"kind": "model"}, {"horizon": 30})
+    runs = [BrowserRun(_Task(), TaskPaths(tmp_path / "forecast"), "m0", {"kind": "model"}, 4, lambda: run)]
+    data = browser_data.browser_data(runs, tmp_path / "report", BrowserSettings())
+    assert data["rows"]["answered"] == answered_rows(frame).tolist()
+    assert data["rows"]["answered"] == [True, False, False, True] and data["rows"]["failed"] == [True, True, True, False]
 
 
 @pytest.mark.parametrize("charts", ["inline", "bundle", "files"])

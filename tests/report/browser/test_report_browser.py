@@ -4,7 +4,7 @@ browser is an error, never a skip.
 
 One forecast study on the committed slice: the baselines and the tiny model from `run`, the tiny
 model again under a pixel budget (so its images are preprocessed ones), and an imported run whose
-unparseable answers are known."""
+unparseable answers and unanswered samples are known."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from candlebench.core.results import answered_rows
 from candlebench.rendering.model_input import fit_size
 
 from helpers import cli
@@ -52,7 +53,9 @@ def study(tmp_path_factory, env) -> Path:
     cli("infer", *args, f"infer.run_name={SMALL}", f"infer.image.max_pixels={BUDGET}", env=env)
     cli("score", *args, f"score.run={SMALL}", env=env)
     samples = pd.read_parquet(out / "forecast" / "samples.parquet")
-    lines = [{"sample_id": s, "text": "Score: 0.25" if k % 3 else GARBAGE} for k, s in enumerate(samples["sample_id"])]
+    # Every third answer unparseable, every seventh sample unanswered (an empty answer is no answer).
+    lines = [{"sample_id": s, "text": None if k % 7 == 1 else "Score: 0.25" if k % 3 else GARBAGE}
+             for k, s in enumerate(samples["sample_id"])]
     answers = out / "other.jsonl"
     answers.write_text("".join(json.dumps(x) + "\n" for x in lines))
     cli("import", str(answers), *args, "infer.run_name=other", env=env)
@@ -66,6 +69,11 @@ def study(tmp_path_factory, env) -> Path:
 
 def parsed(out: Path, run: str) -> pd.DataFrame:
     return pd.read_parquet(out / "forecast" / "runs" / run / "parsed.parquet")
+
+
+def counted(shown: pd.DataFrame, total: int) -> str:
+    """The browser's count line of ``shown`` rows of ``total``: answered as every stage counts it."""
+    return f"{len(shown)} of {total} records, {answered_rows(shown).sum()} answered"
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +149,13 @@ def opened(browser, study):
     return browser
 
 
-def test_the_report_opens_with_every_answer_and_no_console_error(opened, study):
+def test_the_report_opens_with_every_record_counting_its_answers_and_no_console_error(opened, study):
     assert errors(opened) == []
     names = sorted(p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
     assert sorted(opened.runs) == [f"forecast/{n}" for n in names]
-    total = sum(len(parsed(study, n)) for n in names)
-    assert opened.find_element("id", "cb-count").text == f"{total} of {total} answers"
+    rows = pd.concat([parsed(study, n) for n in names])
+    assert 0 < answered_rows(rows).sum() < len(rows)  # the imported run's empty answers
+    assert opened.find_element("id", "cb-count").text == counted(rows, len(rows))
 
 
 def test_filtering_to_failed_parses_shows_exactly_those(opened, study):
@@ -158,7 +167,7 @@ def test_filtering_to_failed_parses_shows_exactly_those(opened, study):
         for r in parsed(study, run).to_dict("records") if pd.isna(r["answer"])
     )
     other = parsed(study, "other")
-    assert other["answer"].isna().sum() == sum(other["text"] == GARBAGE) > 0
+    assert other["answer"].isna().sum() == sum(other["text"] == GARBAGE) + other["text"].isna().sum() > 0
     assert sorted(shown_rows(opened)) == expected
     pick(opened, "cb-parse", "")
 
@@ -167,7 +176,7 @@ def test_the_failure_view_links_each_reason_to_its_raw_texts(opened, study):
     from selenium.webdriver.common.by import By
 
     other = parsed(study, "other")
-    reason = other.loc[other["answer"].isna(), "reason"].iloc[0]
+    reason = other.loc[other["text"] == GARBAGE, "reason"].iloc[0]
     for tr in opened.find_elements(By.CSS_SELECTOR, "#cb-failures tr")[1:]:
         cells = tr.find_elements(By.TAG_NAME, "td")
         if cells[0].text == "forecast/other" and cells[1].text == reason:
@@ -332,13 +341,13 @@ def test_through_candlebench_view_a_chosen_runs_rows_are_fetched_and_shown(viewe
     runs = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#cb-run option")][1:]
     names = sorted(p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
     assert runs == [f"forecast/{n}" for n in names]
-    first = len(parsed(study, names[0]))
-    assert browser.find_element(By.ID, "cb-count").text == f"{first} of {first} answers (1 of {len(names)} runs loaded)"
+    first = parsed(study, names[0])
+    assert browser.find_element(By.ID, "cb-count").text == f"{counted(first, len(first))} (1 of {len(names)} runs loaded)"
 
     tiny = parsed(study, MODEL)
     pick(browser, "cb-run", str(runs.index(f"forecast/{MODEL}")))
     wait_for(browser, "return document.getElementById('cb-count').textContent",
-             f"{len(tiny)} of {first + len(tiny)} answers (2 of {len(names)} runs loaded)")
+             f"{counted(tiny, len(first) + len(tiny))} (2 of {len(names)} runs loaded)")
     expected = sorted((f"forecast/{MODEL}", str(r["cutoff"])[:10], r["code"]) for r in tiny.to_dict("records"))
     assert sorted(shown_rows(browser)) == expected
 

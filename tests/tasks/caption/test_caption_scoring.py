@@ -200,18 +200,35 @@ def test_bertscore_reads_its_own_model_and_layer_and_cos_its_encoder(scorer, tmp
     assert np.array_equal(per["cos"], base["cos"])
 
 
-def test_a_replacement_character_is_tokenized_as_the_ptb_tokenizer_would_and_nothing_is_said(scorer, capfd):
-    """Java's "Untokenizable: � (U+FFFD)" on caption scoring alarmed users: the tokenizer deletes the
-    character and ends the token before it; a space does the same without the warning."""
+# Characters the PTB tokenizer has no rule for (each checked with its untokenizable=allDelete):
+# U+FFFD (a cut UTF-8 sequence), U+0482 (the demo's), a Tamil sign, the bitcoin sign, an emoji
+# (two UTF-16 units in Java).
+UNTOKENIZABLE = ["\ufffd", "\u0482", "\u0bf5", "\u20bf", "\U0001f600"]
+
+
+def test_a_character_the_tokenizer_cannot_read_is_deleted_as_the_library_deletes_it_and_nothing_is_said(scorer, capfd):
+    """Java's "Untokenizable: ҂ (U+482)" on caption scoring alarmed users (last round silenced it
+    for U+FFFD alone). Every such character is deleted, ending the token before it, as
+    pycocoevalcap's own tokenizer call deletes it, and the word-overlap scores are those of the
+    text with a space in its place; nothing is printed."""
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-    texts = ["Prices rose\ufffd sharply.", "a\ufffdb and \ufffd\ufffd c", "\ufffd"]
+    def texts(c: str) -> list[str]:
+        return [f"Prices rose{c} sharply.", f"a{c}b and {c}{c} c", c]
+
+    odd = [t for c in UNTOKENIZABLE for t in texts(c)]
     capfd.readouterr()
-    ours = scorer.tokenize(texts)
+    ours = scorer.tokenize(odd)
+    cands = [CANDS[0].replace(" rose", f"{c} rose") for c in UNTOKENIZABLE]  # "The stock҂ rose from ..."
+    per = scorer.score(cands, REFS[:1] * len(cands), [META] * len(cands)).per
     assert "Untokenizable" not in capfd.readouterr().err
-    direct = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(texts)})
-    assert "Untokenizable" in capfd.readouterr().err  # what it says without the space
-    assert ours == [direct[i][0] for i in range(len(texts))]
+    direct = PTBTokenizer().tokenize({i: [{"caption": t}] for i, t in enumerate(odd)})
+    assert "Untokenizable" in capfd.readouterr().err  # what the library's call says of them
+    assert ours == [direct[i][0] for i in range(len(odd))]
+    assert ours == scorer.tokenize([t for _ in UNTOKENIZABLE for t in texts(" ")])
+    plain = scorer.score(CANDS[:1], REFS[:1], [META]).per
+    for metric in ("bleu4", "meteor", "rouge_l"):
+        assert np.allclose(per[metric], plain[metric][0]), metric
 
 
 def test_bertscore_and_cos_are_the_libraries_whichever_setting_scores_first(tmp_path):

@@ -205,14 +205,14 @@ def test_the_blank_image_control_is_asked_as_the_chart_is(market, cfg):
     assert TASK.request(blank.settings, blank.context, pair, {}).charts == ("blank", "blank")
 
 
-def test_paired_comparison_per_question_tested_over_charts(market, samples, cfg):
+def test_paired_comparison_per_question_tested_over_samples(market, samples, cfg):
     frame, _ = samples
     oracle = answered(frame, dict(BASELINES["oracle"](frame, market, cfg.settings)))
     chance = answered(frame, dict(BASELINES["uniform_random"](frame, market, cfg.settings)))
     c = compare_runs(chance, oracle, n_boot=200)
     v = verdicts(chance)
     assert c["n"] == len(v) and c["accuracy_b"] == 1.0 and c["diff"] == pytest.approx(1 - v["right"].mean())
-    assert (c["unit"], c["n_clusters"]) == ("chart", len(frame)) and c["ci"][0] > 0 and c["p"] < 0.001
+    assert (c["unit"], c["n_clusters"]) == ("sample", len(frame)) and c["ci"][0] > 0 and c["p"] < 0.001
     ma5 = v[v["question"] == "ma5"]
     assert c["questions"]["ma5"]["diff"] == pytest.approx(1 - ma5["right"].mean()) and "p_holm" in c["questions"]["ma5"]
     assert compare_runs(oracle, oracle, n_boot=0)["p"] == 1.0
