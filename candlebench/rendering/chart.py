@@ -99,7 +99,7 @@ class Box:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ChartGeometry:
     """Where every bar, price and volume lands in the image for one set of bars."""
 
     n: int
@@ -150,9 +150,9 @@ class _Bars:
         return self.close >= self.open
 
 
-def layout(bars: pd.DataFrame, spec: ChartSpec) -> Layout:
+def geometry(bars: pd.DataFrame, spec: ChartSpec) -> ChartGeometry:
     """Pure geometry of the chart of ``bars``; :func:`render_chart` draws exactly this."""
-    return _layout(_read_bars(bars, spec), spec)
+    return _geometry(_read_bars(bars, spec), spec)
 
 
 def render_chart(bars: pd.DataFrame, spec: ChartSpec, title: str) -> bytes:
@@ -163,7 +163,7 @@ def render_chart(bars: pd.DataFrame, spec: ChartSpec, title: str) -> bytes:
 def render_image(bars: pd.DataFrame, spec: ChartSpec, title: str) -> Image.Image:
     """The chart as an RGB image, before PNG encoding."""
     b = _read_bars(bars, spec)
-    lay = _layout(b, spec)
+    lay = _geometry(b, spec)
     colors = _palette(spec)
     img = _static_layer(spec).copy()
     draw = ImageDraw.Draw(img)
@@ -270,7 +270,7 @@ def _read_bars(bars: pd.DataFrame, spec: ChartSpec) -> _Bars:
     )
 
 
-def _layout(b: _Bars, spec: ChartSpec) -> Layout:
+def _geometry(b: _Bars, spec: ChartSpec) -> ChartGeometry:
     n = len(b.close)
     price_box, volume_box = _panels(spec)
     slot = (price_box.right - price_box.left - 1) / n
@@ -290,7 +290,7 @@ def _layout(b: _Bars, spec: ChartSpec) -> Layout:
     volume_ticks = _nice_ticks(volume_top * 0.05, volume_top, spec.volume_ticks)[1] if vmax > 0 else ()
 
     body = min(slot * spec.body_fraction, spec.max_body_width)
-    return Layout(
+    return ChartGeometry(
         n=n,
         price_box=price_box,
         volume_box=volume_box,
@@ -461,7 +461,7 @@ def _date_ticks(n: int, slot: float, left: int, spec: ChartSpec) -> tuple[int, .
     return tuple(reversed(keep))
 
 
-def _draw_grid(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], grid: RGB) -> None:
+def _draw_grid(draw: ImageDraw.ImageDraw, lay: ChartGeometry, xs: list[int], grid: RGB) -> None:
     pb = lay.price_box
     for tick in lay.price_ticks:
         y = round(lay.y_of(tick))
@@ -472,7 +472,7 @@ def _draw_grid(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], grid: RGB)
                 draw.line((xs[i], box.top + 1, xs[i], box.bottom - 1), fill=grid)
 
 
-def _draw_volume(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, colors: _Palette) -> None:
+def _draw_volume(draw: ImageDraw.ImageDraw, lay: ChartGeometry, xs: list[int], b: _Bars, colors: _Palette) -> None:
     base = lay.volume_box.bottom - 1
     tops = np.minimum(np.rint(lay.y_vol_of(b.volume)), base).astype(int)  # any volume shows
     hw = lay.body_half_width
@@ -481,7 +481,7 @@ def _draw_volume(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars
             draw.rectangle((x - hw, top, x + hw, base), fill=colors.candle(up))
 
 
-def _draw_candles(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, colors: _Palette) -> None:
+def _draw_candles(draw: ImageDraw.ImageDraw, lay: ChartGeometry, xs: list[int], b: _Bars, colors: _Palette) -> None:
     def rows(prices: np.ndarray) -> list[int]:
         return np.rint(lay.y_of(prices)).astype(int).tolist()
 
@@ -494,7 +494,7 @@ def _draw_candles(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bar
 
 
 def _draw_ma_line(
-    img: Image.Image, lay: Layout, xs: list[int], ma: np.ndarray, color: RGB, spec: ChartSpec
+    img: Image.Image, lay: ChartGeometry, xs: list[int], ma: np.ndarray, color: RGB, spec: ChartSpec
 ) -> None:
     """Anti-aliased polyline through the finite MA points.
 
@@ -579,7 +579,7 @@ MARKS_DRAWING = 2
 HALO_PX = 2  # under the gap (3 px) between a letter and its candle: the halo never covers the candle
 
 
-def _draw_marks(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, spec: ChartSpec, fill: RGB) -> None:
+def _draw_marks(draw: ImageDraw.ImageDraw, lay: ChartGeometry, xs: list[int], b: _Bars, spec: ChartSpec, fill: RGB) -> None:
     """Each marked bar's letter centred over its candle, a gap above its high; below its low where
     the panel has no room above (the highest candles). A halo of the background keeps a line that
     passes the letter (an MA) from running through it."""
@@ -594,7 +594,7 @@ def _draw_marks(draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars,
 
 
 def _draw_axes(
-    draw: ImageDraw.ImageDraw, lay: Layout, xs: list[int], b: _Bars, spec: ChartSpec, colors: _Palette
+    draw: ImageDraw.ImageDraw, lay: ChartGeometry, xs: list[int], b: _Bars, spec: ChartSpec, colors: _Palette
 ) -> None:
     pb, vb = lay.price_box, lay.volume_box
     size = spec.font_size

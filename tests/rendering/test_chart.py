@@ -10,7 +10,7 @@ import pytest
 from PIL import Image, ImageColor, ImageDraw
 
 from candlebench.rendering import chart
-from candlebench.rendering.chart import ChartSpec, encode_png, layout, price_label, render_chart, render_image
+from candlebench.rendering.chart import ChartSpec, encode_png, geometry, price_label, render_chart, render_image
 
 pytestmark = pytest.mark.unit
 
@@ -118,7 +118,7 @@ def test_encode_png_refuses_non_rgb():
 @pytest.mark.parametrize("spec", [SPEC, RED_UP])
 def test_body_centres_have_the_up_or_down_colour(spec):
     bars = alternating()
-    lay = layout(bars, spec)
+    lay = geometry(bars, spec)
     img = pixels(render_chart(bars, spec, TITLE))
     for i in (0, 1, 2, 7, 18, 19):
         x, y = body_centre(bars, lay, i)
@@ -128,7 +128,7 @@ def test_body_centres_have_the_up_or_down_colour(spec):
 
 def test_last_candle_ends_where_the_layout_says():
     bars = alternating()
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     img = pixels(render_chart(bars, SPEC, TITLE))
     x, y = body_centre(bars, lay, lay.n - 1)
     colour = np.array(rgb(SPEC.down_color))  # bar 19 is a down bar
@@ -142,7 +142,7 @@ def test_last_candle_ends_where_the_layout_says():
 
 @pytest.mark.parametrize("n", [1, 3, 20, 50])
 def test_candles_are_centred_in_the_panel(n):
-    lay = layout(random_walk(n), SPEC)
+    lay = geometry(random_walk(n), SPEC)
     pb = lay.price_box
     left_gap, right_gap = lay.x_of(0) - pb.left, pb.right - lay.x_of(n - 1)
     assert abs(left_gap - right_gap) <= 1
@@ -151,7 +151,7 @@ def test_candles_are_centred_in_the_panel(n):
 
 def test_bodies_have_the_layout_width_and_gaps_between_them():
     bars = alternating()
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     img = pixels(render_chart(bars, SPEC, TITLE))
     x, y = body_centre(bars, lay, 5)
     hw = lay.body_half_width
@@ -167,7 +167,7 @@ def near_ma_colour(block: np.ndarray) -> np.ndarray:
 
 def test_ma_line_passes_through_its_values():
     bars = alternating()
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     img = pixels(render_chart(bars, SPEC, TITLE))
     for i in (1, 3, 10, 18):  # inner points: at the ends the line stops at the centre column
         x, y = lay.x_of(i), round(lay.y_of(bars["ma5"].iloc[i]))
@@ -195,7 +195,7 @@ def test_ma_tiles_join_into_the_same_line_as_one_mask(monkeypatch):
 def test_nan_ma_points_are_skipped_and_a_line_may_start_mid_chart():
     bars = alternating()
     bars.loc[:9, "ma5"] = np.nan
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     img = pixels(render_chart(bars, SPEC, TITLE))
     pb = lay.price_box
     assert not near_ma_colour(img[pb.top + 1 : pb.bottom, pb.left + 1 : lay.x_of(10) - 2]).any()
@@ -206,7 +206,7 @@ def test_nan_ma_points_are_skipped_and_a_line_may_start_mid_chart():
 
 def test_volume_bars_stand_on_the_panel_bottom_at_their_height():
     bars = alternating()
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     img = pixels(render_chart(bars, SPEC, TITLE))
     base = lay.volume_box.bottom - 1
     for i in range(lay.n):
@@ -220,7 +220,7 @@ def test_volume_bars_stand_on_the_panel_bottom_at_their_height():
 
 def test_date_labels_never_overlap_and_the_last_bar_is_labelled():
     for n in (3, 17, 50):
-        lay = layout(random_walk(n), SPEC)
+        lay = geometry(random_walk(n), SPEC)
         assert lay.date_ticks[-1] == n - 1
         xs = [lay.x_of(i) for i in lay.date_ticks]
         label_width = chart._font(SPEC.font_size).getlength("2024-01-01")
@@ -259,7 +259,7 @@ def test_awkward_inputs_render(bars):
 def test_flat_series_draws_its_candles_mid_panel():
     n = 10
     bars = make_bars([42.0] * n, [42.0] * n, [42.0] * n, [42.0] * n)
-    lay = layout(bars, SPEC)
+    lay = geometry(bars, SPEC)
     assert lay.price_lo < 42.0 < lay.price_hi
     img = pixels(render_chart(bars, SPEC, TITLE))
     for i in range(n):  # a doji of zero range is still a visible one-pixel bar
@@ -268,7 +268,7 @@ def test_flat_series_draws_its_candles_mid_panel():
 
 @pytest.mark.parametrize("scale", [1.3e-7, 0.0044, 1.0, 5000.0, 2e6, 4.2e13])
 def test_price_labels_are_distinct_short_and_inside_the_panel(scale):
-    lay = layout(random_walk(50, seed=2, scale=scale), SPEC)
+    lay = geometry(random_walk(50, seed=2, scale=scale), SPEC)
     labels = [price_label(t, lay.price_step) for t in lay.price_ticks]
     assert 3 <= len(labels) <= 8
     assert len(set(labels)) == len(labels)
@@ -300,7 +300,7 @@ def test_spec_checks_ma_colours():
 
 def test_without_volume_panel():
     spec = ChartSpec(volume_panel=False)
-    lay = layout(random_walk(), spec)
+    lay = geometry(random_walk(), spec)
     assert lay.volume_box is None
     with pytest.raises(ValueError):
         lay.y_vol_of(1.0)

@@ -14,7 +14,7 @@ from PIL import Image
 
 from candlebench.core.rules import ConfigError
 from candlebench.market.bars import chart_bars
-from candlebench.rendering.chart import ChartSpec, blank_png, layout, render_chart, render_image
+from candlebench.rendering.chart import ChartSpec, blank_png, geometry, render_chart, render_image
 from candlebench.rendering.marks import MARK_COLUMN, marked_bars, partial_last_week, with_marks
 from helpers import setup_of
 
@@ -46,7 +46,7 @@ def test_each_marked_candle_gets_its_letter_over_it_and_the_same_bytes_each_time
     plain = np.asarray(render_image(b, ChartSpec(), "t"), dtype=int)
     marked = with_marks(b, "AC", CUTOFF, "daily", 4)
     drawn = np.asarray(render_image(marked, ChartSpec(marks=4), "t"), dtype=int)
-    lay = layout(b, ChartSpec())
+    lay = geometry(b, ChartSpec())
     changed = np.flatnonzero((plain != drawn).any(axis=(0, 2)))
     assert list(marked[MARK_COLUMN][marked[MARK_COLUMN] != ""]) == ["A", "B", "C", "D"]
     centres = [lay.x_of(i) for i in np.flatnonzero(marked[MARK_COLUMN] != "")]
@@ -64,12 +64,12 @@ def test_a_line_through_a_letter_stops_at_its_halo():
     k = int(b["high"].iloc[10:-10].idxmin())  # a low candle: a line over it leaves the price range as it is
     marked = b.assign(**{MARK_COLUMN: ["D" if i == k else "" for i in range(len(b))]})
     spec = ChartSpec(marks=1)
-    lay = layout(b, spec)
+    lay = geometry(b, spec)
     high = b["high"].iloc[k]
     middle = round(lay.y_of(high)) - 3 - spec.font_size // 2  # the letter's middle row (chart._draw_marks)
     level = high + (lay.y_of(high) - middle) / (lay.y_of(0.0) - lay.y_of(1.0))  # the price on that row
     through = marked.assign(ma20=level)
-    assert layout(through, spec).y_of(level) == layout(b, spec).y_of(level)
+    assert geometry(through, spec).y_of(level) == geometry(b, spec).y_of(level)
     x = lay.x_of(k)
     inside = np.asarray(render_image(through, spec, "t"), dtype=int)[middle - 1:middle + 2, x - 2:x + 3]
     line = np.asarray(render_image(through.assign(**{MARK_COLUMN: ""}), spec, "t"), dtype=int)[middle - 1:middle + 2, x - 2:x + 3]
@@ -131,7 +131,7 @@ def test_a_letter_over_the_highest_candle_goes_under_it_and_mplfinance_refuses_m
     drawn = np.asarray(render_image(marked, replace(small, marks=1), "t"), dtype=int)
     plain = np.asarray(render_image(b, small, "t"), dtype=int)
     rows = np.flatnonzero((drawn != plain).any(axis=(1, 2)))
-    lay = layout(b, small)
+    lay = geometry(b, small)
     assert rows.min() > lay.y_of(b["low"].iloc[top]) and rows.max() < lay.price_box.bottom  # under the candle, in the panel
     with pytest.raises(ValueError, match="mplfinance renderer draws no marked bars"):
         render_chart_mpl(marked, ChartSpec(marks=1), "t")

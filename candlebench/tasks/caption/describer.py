@@ -2,7 +2,7 @@
 
 StockGenChaR's references are ElliottWave-Forecast articles, which are not public. For the demo,
 the tests and any market without references, this writes one from the bars the chart shows (the
-same bars and axis labels as :func:`candlebench.rendering.chart.layout`): the period, the trend, its size and
+same bars and axis labels as :func:`candlebench.rendering.chart.geometry`): the period, the trend, its size and
 scale, the recent moves and the largest day, support and resistance at the drawn price labels, the
 close against each moving average, volume, the path through the labelled dates, and a closing
 opinion.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from candlebench.rendering.chart import ChartSpec, layout, price_label
+from candlebench.rendering.chart import ChartSpec, geometry, price_label
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def seed_of(sample_id: str, seed: int) -> int:
 def describe(bars: pd.DataFrame, spec: ChartSpec, code: str, freq: str, seed: int) -> Described:
     """``bars``: the chart's bars with its moving-average columns (``candlebench.market.bars.chart_bars``)."""
     rng = np.random.default_rng(seed)
-    lay = layout(bars, spec)
+    lay = geometry(bars, spec)
     dates = [f"{d:%Y-%m-%d}" for d in pd.to_datetime(bars["date"])]
     c, h, lo, v = (bars[k].to_numpy(dtype=float) for k in ("close", "high", "low", "volume"))
     labels = [price_label(p, lay.price_step) for p in lay.price_ticks]

@@ -5,7 +5,7 @@ chart's own pixels.
 (the renderer's own choice of the last <= 50 bars, MAs over the whole history before the cutoff),
 so nothing at or after the cutoff enters an answer. Every price and volume a rule compares is first
 mapped to its pixel height on the chart by the renderer's own axis transform
-(:func:`candlebench.rendering.chart.layout`), and a question is asked only when its answer survives
+(:func:`candlebench.rendering.chart.geometry`), and a question is asked only when its answer survives
 every value it compares moved by up to :data:`MARGIN_PX` pixels: two values are told apart when
 their heights differ by more than ``2 * MARGIN_PX``. A rule that counts bars from the right (the
 last 10 bars, 5 bars back) is asked only when counting one bar too many or too few gives the same
@@ -51,7 +51,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from candlebench.rendering.chart import ChartSpec, layout
+from candlebench.rendering.chart import ChartSpec, geometry
 from candlebench.rendering.marks import LETTERS, marked_bars, partial_last_week
 from candlebench.tasks.reading.patterns import PATTERNS, Ambiguous, last_pattern
 
@@ -363,7 +363,7 @@ def question_set(bars: pd.DataFrame, spec: ChartSpec, code: str, cutoff: pd.Time
     """Every question's answer for the drawn ``bars`` (date, OHLCV, ma5, ma20, ma90) of the chart of
     ``code`` at ``cutoff`` in time frame ``freq``, drawn by ``spec``, or why it is left out.
     ``before``: bars of the same time frame just before the drawn ones (mark_color's outside bar)."""
-    lay = layout(bars, spec)
+    lay = geometry(bars, spec)
     bottom = lay.price_box.bottom
 
     def px(price):

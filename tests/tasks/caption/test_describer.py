@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from candlebench.market.bars import chart_bars, history_before
-from candlebench.rendering.chart import ChartSpec, layout, price_label
+from candlebench.rendering.chart import ChartSpec, geometry, price_label
 from candlebench.tasks.caption import describer
 from candlebench.tasks.caption.iou import mentions
 from candlebench.tasks.caption.samples import CaptionSpec, build_samples
@@ -226,5 +226,5 @@ def test_the_same_sample_reads_the_same_byte_for_byte(slice_market):
     a, b = describer.describe(bars, CHART, "PHN", "daily", 7), describer.describe(bars, CHART, "PHN", "daily", 7)
     assert a.text.encode() == b.text.encode() and a == b
     assert describer.describe(bars, CHART, "PHN", "daily", 8).text != a.text  # the seed picks the phrasings
-    lay = layout(bars, CHART)
+    lay = geometry(bars, CHART)
     assert json.loads(json.dumps(a.metadata))["price"] == [price_label(p, lay.price_step) for p in lay.price_ticks]

@@ -29,7 +29,7 @@ def run(tmp_path_factory, env):
 
 def test_references_describe_the_chart_they_come_with(run, slice_market):
     from candlebench.market.bars import chart_bars, history_before
-    from candlebench.rendering.chart import ChartSpec, layout, price_label
+    from candlebench.rendering.chart import ChartSpec, geometry, price_label
 
     samples = pd.read_parquet(run / "caption" / "samples.parquet")
     assert len(samples) >= 12 and samples["sample_id"].is_unique
@@ -37,7 +37,7 @@ def test_references_describe_the_chart_they_come_with(run, slice_market):
     spec = ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
     for _, row in samples.iterrows():
         bars = chart_bars(history_before(slice_market.stock(row["code"]), row["cutoff"]), "daily", (5, 10, 20), 60)
-        lay = layout(bars, spec)
+        lay = geometry(bars, spec)
         meta = json.loads(row["metadata"])
         assert meta["time"] == [f"{bars['date'][i]:%Y-%m-%d}" for i in lay.date_ticks]
         assert meta["price"] == [price_label(p, lay.price_step) for p in lay.price_ticks]

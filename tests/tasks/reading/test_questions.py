@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from candlebench.market.bars import chart_bars
-from candlebench.rendering.chart import ChartSpec, layout
+from candlebench.rendering.chart import ChartSpec, geometry
 from candlebench.tasks.reading.patterns import last_pattern
 from candlebench.tasks.reading.questions import (CANNOT_TELL, CHOICES, MIN_LINE_BARS, NUMERIC, QUESTIONS, RULES, Chart,
                                                  LeftOut, is_right, question_set)
@@ -84,7 +84,7 @@ def test_ambiguity_is_judged_in_the_charts_pixels_by_the_renderers_own_axis():
     # The same 0.3% gap between the last close and MA5: apart on a chart spanning 10-11, a pixel
     # or so on a chart spanning 5-20 (the layout's scale decides, not a share of the price).
     narrow = drawn(history(np.r_[np.full(119, 10.0), 10.8]))
-    lay = layout(narrow, SPEC)
+    lay = geometry(narrow, SPEC)
     gap = abs(lay.y_of(narrow["close"].iloc[-1]) - lay.y_of(narrow["ma5"].iloc[-1]))
     assert gap > 4 and asked(narrow).answers["ma5"] == "above"
     wide = history(np.r_[np.linspace(5, 20, 100), np.full(19, 10.0), 10.03])
