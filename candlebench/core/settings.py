@@ -15,7 +15,7 @@ from dataclasses import MISSING, field, fields, is_dataclass
 from typing import Any, Callable, Mapping
 
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from candlebench.core.rules import ConfigError, date_or_null
 
@@ -23,10 +23,12 @@ Check = tuple[Callable[[Any], bool], str]  # (test of the plain value, what is a
 DATE: Check = (date_or_null, "a date (YYYY-MM-DD) or null")
 
 
-def setting(check: Check | None = None, key_of: str | None = None) -> Any:
+def setting(check: Check | None = None, key_of: str | None = None, default: Any = MISSING) -> Any:
     """A field whose value, as the config gives it (lists still lists), must pass ``check``, or be
-    a key of the mapping field ``key_of`` declared before it (``language`` of ``prompts``)."""
-    return field(metadata={k: v for k, v in (("check", check), ("key_of", key_of)) if v is not None})
+    a key of the mapping field ``key_of`` declared before it (``language`` of ``prompts``);
+    ``default``: for the runtime types that code also makes without a config (a ``Shard()``)."""
+    return field(default=default,
+                 metadata={k: v for k, v in (("check", check), ("key_of", key_of)) if v is not None})
 
 
 def _frozen(value: Any) -> Any:
@@ -44,6 +46,8 @@ def _value(values: Any, name: str, key: str) -> Any:
     try:
         value = values[name]
         return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except MissingMandatoryValue:  # a ??? left unset: the command says which key to set
+        raise
     except OmegaConfBaseException as err:
         raise ConfigError(f"{key}: does not resolve: {str(err).splitlines()[0]}") from None
 
@@ -64,6 +68,8 @@ def build(cls: type, values: Mapping[str, Any], prefix: str = "task") -> Any:
         if not f.init:
             continue
         key = f"{prefix}.{f.name}"
+        if OmegaConf.is_config(values) and OmegaConf.is_missing(values, f.name):
+            values[f.name]  # a ??? left unset: MissingMandatoryValue, which the command says in one line
         if f.name not in values:
             if f.default is MISSING and f.default_factory is MISSING:
                 where = "the task's config.yaml" if prefix.split(".")[0] == "task" else f"conf/{prefix.split('.')[0]}/"

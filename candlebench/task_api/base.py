@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Seq
 
 from candlebench.core.errors import UserError
 from candlebench.core.results import Parsed, RunAnswers, bounded
-from candlebench.core.rules import ConfigError
-from candlebench.core.settings import build
+from candlebench.core.rules import ConfigError, integer
+from candlebench.core.settings import build, setting
 from candlebench.report import per_sample as per_sample_views
 from candlebench.scoring.per_sample import PerSample
 from candlebench.task_api.settings import TaskSettings
@@ -107,7 +107,7 @@ class RequestSpec:
 @dataclass(frozen=True)
 class TaskContext:
     """What a task reads of the job beyond its own settings; the stages build it
-    (candlebench.stages.task_setup)."""
+    (candlebench.stages.job)."""
 
     render: RenderSettings  # its charts as drawn: size, colours, chart design, time frames
     out_dir: Path  # the study folder: another task's runs (reading next to forecast)
@@ -136,8 +136,12 @@ class BuiltSamples:
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    n_boot: int = 1000
+    """``score:``: the bootstrap every interval and paired test draws, and the runs a score job scores."""
+
+    n_boot: int = setting(integer(0), default=1000)
     seed: int = 0
+    # One run name, several, or None: every run of the task's folder whose scores are not current.
+    run: str | tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
