@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from candlebench.market.market import load_market  # noqa: E402
 from candlebench.inference.backends.base import Batched, GenerationSpec, Media, PreparedRequest  # noqa: E402
+from candlebench.inference.backends.settings import VLLMSettings  # noqa: E402
 from candlebench.inference.models import ModelSpec, ensure_built  # noqa: E402
 from candlebench.inference.records import RecordStore  # noqa: E402
 from candlebench.inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
@@ -50,9 +50,8 @@ def backend_for(name: str, spec: ModelSpec, generation: GenerationSpec):
     if name == "vllm":
         from candlebench.inference.backends.vllm import VLLMBackend
 
-        cfg = OmegaConf.create({"enforce_eager": True,
-                                "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": 1, "merged_dir": "/tmp"})
-        return VLLMBackend(spec, generation, cfg, Media(2, (800, 600)))
+        settings = VLLMSettings(enforce_eager=True, gpu_memory_utilization=0.9, cpu_kvcache_space_gb=1, merged_dir="/tmp")
+        return VLLMBackend(spec, generation, settings, Media(2, (800, 600)))
     from candlebench.inference.backends.hf import TransformersBackend
 
     return TransformersBackend(spec, generation)

@@ -132,8 +132,7 @@ def calibrate(device: str) -> float:
 def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     """n forecast requests over two real rendered charts, and the chart files for the runner."""
     from candlebench.market.market import load_market
-    from candlebench.stages.graph import compose_config
-    from candlebench.stages.task_setup import task_setup
+    from candlebench.stages.graph import compose_job
     from candlebench.rendering.chart import ChartSpec
     from candlebench.rendering.model_input import prepare_image
     from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples
@@ -146,8 +145,8 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     render_samples(samples, market.bars, settings, work, workers=1)
     manifest = collect_manifest(samples, settings, work)
     files = [work / p for p in manifest.sort_values("freq")["path"]]
-    setup = task_setup(compose_config([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]))
-    prompt = TASK.request(setup.settings, setup.context, samples.iloc[0].to_dict(), {}).prompt
+    job = compose_job([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]).job
+    prompt = TASK.request(job.settings, job.context, samples.iloc[0].to_dict(), {}).prompt
     images = tuple(prepare_image(f.read_bytes(), None) for f in files)  # as the runner decodes them
     return [PreparedRequest(f"s{i:05d}", prompt, images) for i in range(n)], files, prompt
 
@@ -155,23 +154,20 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
 def task_requests(tasks: list[str], work: Path) -> dict[str, tuple[list, int]]:
     """Each task's runner requests over the committed slice (two stocks), built by its own samples,
     render and request stages as a run builds them, with its answer budget (``answer_tokens``)."""
-    from candlebench.core.layout import task_paths
     from candlebench.rendering.inputs import read_samples
-    from candlebench.stages.graph import compose_config
+    from candlebench.stages.graph import compose_job
     from candlebench.stages.infer import build_requests
     from candlebench.stages.render import render
     from candlebench.stages.samples import samples
-    from candlebench.task_api.registry import get_task
 
     out = {}
     for name in tasks:
-        cfg = compose_config([f"task={name}", f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}",
-                              f"out_dir={work / 'tasks'}", "render.workers=1", "data.codes=[AC,ALI]"])
-        samples(cfg)
-        render(cfg)
-        paths = task_paths(cfg)
-        built, _ = build_requests(cfg, get_task(name), read_samples(paths), paths)
-        out[name] = (built, int(cfg.task.get("answer_tokens") or cfg.model.max_new_tokens))
+        job = compose_job([f"task={name}", f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}",
+                           f"out_dir={work / 'tasks'}", "render.workers=1", "data.codes=[AC,ALI]"]).job
+        samples(job)
+        render(job)
+        built, _ = build_requests(job, read_samples(job.task_paths))
+        out[name] = (built, int(job.task_block.get("answer_tokens") or job.model.max_new_tokens))
     return out
 
 

@@ -31,12 +31,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 def main() -> None:
     import torch
-    from omegaconf import OmegaConf
     from transformers import Qwen2_5_VLForConditionalGeneration
 
     import gpu_models as gm
     import infer_gpu as g
     from candlebench.inference.backends.base import GenerationSpec, Media
+    from candlebench.inference.backends.settings import VLLMSettings
     from candlebench.inference.backends.vllm import VLLMBackend
     from candlebench.inference.chat import chat_text
     from candlebench.inference.models import ModelSpec
@@ -81,10 +81,10 @@ def main() -> None:
             processor.save_pretrained(folder)
             shape.generation_config.eos_token_id = processor.tokenizer.eos_token_id
             shape.generation_config.save_pretrained(folder)
-            cfg = OmegaConf.create({"feed": "continuous", "in_flight": max(args.batch_sizes), "enforce_eager": device != "cuda",
-                                    "gpu_memory_utilization": 0.9, "cpu_kvcache_space_gb": args.cpu_kvcache_gb,
-                                    "merged_dir": str(work / "merged"), "load_format": "dummy"})
-            backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, cfg,
+            settings = VLLMSettings(feed="continuous", in_flight=max(args.batch_sizes), enforce_eager=device != "cuda",
+                                    gpu_memory_utilization=0.9, cpu_kvcache_space_gb=args.cpu_kvcache_gb,
+                                    merged_dir=str(work / "merged"), load_format="dummy")
+            backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, settings,
                                   Media(2, (800, 600)))
             print(f"\n{name}: {flops.total / 1e12:.2f} TFLOP per sample")
             print(f"{'model':<6}{'row':<30}{'batch':>6}{'samples/s':>11}{'ratio':>14}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}")
@@ -132,13 +132,12 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
     would not fit one GPU."""
     import os
 
-    from omegaconf import OmegaConf
-
     sys.path.insert(0, str(ROOT / "tests"))
     import infer_gpu as g
     from fixtures.vllm_server import VLLMServer
     from candlebench.inference.backends.base import Media
     from candlebench.inference.backends.server import ServerBackend
+    from candlebench.inference.backends.settings import ServerSettings
     from candlebench.inference.backends.vllm import gib_bytes
     from candlebench.inference.models import ModelSpec
 
@@ -154,7 +153,7 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
         rates = {}
         for concurrency in concurrencies:
             backend = ServerBackend(ModelSpec(name="bench", path=str(folder)), generation,
-                                    OmegaConf.create({"base_url": server.base_url, "concurrency": concurrency}),
+                                    ServerSettings(base_url=server.base_url, concurrency=concurrency),
                                     Media(2, (800, 600)))
             [a for step in backend.stream(iter(reqs[:1])) for a in step]  # warm-up
             answers, t = g.timed(lambda: [a for step in backend.stream(iter(reqs)) for a in step], device)

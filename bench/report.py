@@ -43,17 +43,14 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from candlebench.core.layout import task_paths  # noqa: E402
 from candlebench.core.results import RunAnswers  # noqa: E402
-from candlebench.stages.graph import compose_config  # noqa: E402
+from candlebench.stages.graph import compose_job  # noqa: E402
 from candlebench.stages.parsed import GENERIC  # noqa: E402
 from candlebench.commands.view import serve  # noqa: E402
-from candlebench.stages.task_setup import task_setup  # noqa: E402
 from candlebench.rendering.inputs import read_samples  # noqa: E402
 from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block  # noqa: E402
 from candlebench.report.model import Section  # noqa: E402
 from candlebench.report.writer import write_report  # noqa: E402
-from candlebench.task_api.registry import get_task  # noqa: E402
 
 WORDS = ("the close sits above its 20-day average while volume fades; the weekly chart shows a higher low and "
          "the last candle is a doji, so momentum is mixed but leaning up").split()
@@ -71,15 +68,14 @@ def study(out: Path) -> list[str]:
 def write_runs(common: list[str], n: int, n_runs: int, folder: Path, seed: int = 0) -> tuple[float, float]:
     """Each run's parsed rows as ``folder/model<r>.parquet``; returns the reference: seconds and MB
     of ``DataFrame.to_json`` of every run's rows (one run at a time)."""
-    cfg = compose_config([*common, "task=forecast"])
-    task = get_task("forecast")
-    base = read_samples(task_paths(cfg))
+    job = compose_job([*common, "task=forecast"]).job
+    task = job.task
+    base = read_samples(job.task_paths)
     rng = np.random.default_rng(seed)
     copies = [base.assign(sample_id=base["sample_id"] + f"-{k}", code=base["code"] + f"{k}")
               for k in range(-(-n // len(base)))]
     samples = pd.concat(copies, ignore_index=True).iloc[:n].reset_index(drop=True)
-    setup = task_setup(cfg)
-    prompts = [task.request(setup.settings, setup.context, row, {}).prompt for row in samples.to_dict("records")]
+    prompts = [task.request(job.settings, job.context, row, {}).prompt for row in samples.to_dict("records")]
     folder.mkdir(parents=True, exist_ok=True)
     floor_s = floor_mb = 0.0
     for r in range(n_runs):
@@ -105,7 +101,8 @@ def runs(common: list[str], n: int, n_runs: int, folder: Path) -> tuple[list[Bro
     child process so that their making counts in none of this process's figures."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         floor_s, floor_mb = pool.submit(write_runs, common, n, n_runs, folder).result()
-    task, paths = get_task("forecast"), task_paths(compose_config([*common, "task=forecast"]))
+    job = compose_job([*common, "task=forecast"]).job
+    task, paths = job.task, job.task_paths
     listed = [BrowserRun(task, paths, f"model{r}", INFO, n, lambda r=r: load(folder / f"model{r}.parquet"))
               for r in range(n_runs)]
     return listed, floor_s, floor_mb

@@ -33,10 +33,9 @@ from candlebench.core.paths import CONF_DIR, register_resolvers
 from candlebench.core.rules import ConfigError, check_early
 from candlebench.market.market import MarketDataError
 from candlebench.stages import samples as data_jobs
-from candlebench.stages.graph import BY_NAME, STAGES, check_added_keys, composition_error
+from candlebench.stages.graph import STAGES, check_added_keys, composition_error, prepare
+from candlebench.stages.job import JobConfig
 from candlebench.stages.task_overrides import apply_task_overrides
-from candlebench.stages.provenance import record_config
-from candlebench.stages.validate import validate
 from candlebench.commands.status import status_command
 from candlebench.commands.view import view_command
 from candlebench.commands.sweep import SweepError
@@ -48,7 +47,7 @@ from candlebench.task_api.registry import names as task_names
 
 @dataclass(frozen=True)
 class Command:
-    job: Callable[[DictConfig], None]
+    job: Callable[[JobConfig], None]
     help: str
     # Leading positional words, each turned into an override (`data prepare demo` -> data=demo).
     positional: tuple[str, ...] = ()
@@ -264,11 +263,9 @@ def main(argv: list[str] | None = None) -> None:
         started.append(True)
         try:
             apply_task_overrides(cfg, overrides)
-            check_extras(name, command, cfg)
-            validate(cfg)
-            if name in BY_NAME:  # a stage on its own; `run` and `sweep` record each of theirs
-                record_config(name, cfg)
-            command.job(cfg)
+            job = prepare(name, cfg)
+            check_extras(name, command, job)
+            command.job(job)
         except (UserError, MarketDataError, FileNotFoundError, RunAborted, SweepError) as err:
             # Bad data, a missing input or checkpoint, too many failed samples: the user's to fix.
             # The message names the file; a traceback would only bury it.
@@ -340,13 +337,13 @@ def mode_from_flags(flags: list[str], overrides: list[str]) -> Iterator[None]:
 MODEL_COMMANDS = frozenset({"infer", "run", "sweep"})
 
 
-def check_extras(name: str, command: Command, cfg: DictConfig) -> None:
+def check_extras(name: str, command: Command, job: JobConfig) -> None:
     """Every optional package the command will need, before it does any work."""
-    tasks = run_command.chosen_tasks(cfg) if command.every_task else [str(cfg.task.name)]
+    tasks = run_command.chosen_tasks(job) if command.every_task else [job.task.name]
     for task in tasks:
         require(f"task {task}", get_task(task).requires)
     if name in MODEL_COMMANDS:
-        require(f"backend={cfg.backend.name}", BACKEND_REQUIRES.get(str(cfg.backend.name)))
+        require(f"backend={job.backend.name}", BACKEND_REQUIRES.get(job.backend.name))
 
 
 if __name__ == "__main__":

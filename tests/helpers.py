@@ -131,6 +131,7 @@ def score_as_made(out: Path, run: str, task: str = "forecast") -> None:
     alone, and `score` alone judges them into parsed.parquet and metrics.json."""
     from omegaconf import OmegaConf
 
+    from candlebench.stages.job import job_config
     from candlebench.stages.score import score
 
     kind = json.loads((run_dir(out, run, task) / "run.json").read_text())["kind"]
@@ -138,7 +139,7 @@ def score_as_made(out: Path, run: str, task: str = "forecast") -> None:
     cfg = OmegaConf.load(made)
     cfg.score.run = run
     with redirect_stdout(io.StringIO()):
-        score(cfg)
+        score(job_config(cfg))
 
 
 def records(out: Path, run: str, task: str = "forecast") -> pd.DataFrame:
@@ -204,12 +205,11 @@ def forecast_snapshot(out: Path) -> dict:
 
 
 def setup_of(*overrides: str):
-    """The task, settings and context a job under these config overrides runs with, as the stages
-    build them (candlebench.stages.task_setup)."""
-    from candlebench.stages.graph import compose_config
-    from candlebench.stages.task_setup import task_setup
+    """The job under these config overrides (its task, settings and context among the rest), as
+    its entrance builds it (candlebench.stages.job)."""
+    from candlebench.stages.graph import compose_job
 
-    return task_setup(compose_config(list(overrides)))
+    return compose_job(list(overrides)).job
 
 
 def slice_charts(workspace: Path, n: int) -> list:

@@ -13,14 +13,13 @@ EXPERIMENTS = sorted(p.stem for p in (ROOT / "candlebench" / "conf" / "experimen
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes_validates_and_plans(name):
     from candlebench.stages.graph import compose_config
-    from candlebench.stages.validate import validate
+    from candlebench.stages.job import job_config
     from candlebench.commands.sweep import sweep_plan
 
     # Forecast only: a task another test registered in this process would join a plain plan.
     base = [f"experiment={name}", f"data.path={SLICE}", "tasks=[forecast]"]
     cfg = compose_config(base)
-    validate(cfg)
-    jobs = sweep_plan(cfg, base)
+    jobs = sweep_plan(job_config(cfg), base)
     infer = [j for j in jobs if j.stage == "infer"]
     assert len(infer) == len(cfg.sweep.models) * max(1, len(cfg.sweep.get("variants") or {}))
     report = next(j for j in jobs if j.stage == "report").overrides[0]
@@ -47,14 +46,14 @@ def test_paper_experiments_train_xgboost_on_history_from_2015():
 
 def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
     from candlebench.commands.run import chosen_tasks
-    from candlebench.stages.graph import compose_config
+    from candlebench.stages.graph import compose_config, compose_job
     from candlebench.commands.sweep import sweep_plan
 
-    assert {"forecast", "e2a"} <= set(chosen_tasks(compose_config([])))
+    assert {"forecast", "e2a"} <= set(chosen_tasks(compose_job([]).job))
     models = ["tiny_qwen2_5_vl", "tiny_qwen2_5_vl_lora"]
     base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", f"sweep.models=[{','.join(models)}]",
             f"sweep.compare=[[{models[0]},{models[1]}]]"]
-    jobs = {j.key: j for j in sweep_plan(compose_config(base), base)}
+    jobs = {j.key: j for j in sweep_plan(compose_job(base).job, base)}
     for model in models:
         direct, verify = f"infer:e2a:{model}", f"infer:e2a:{model}:verify"
         assert jobs[verify].after == (direct,) and f"infer:forecast:{model}:verify" not in jobs
@@ -74,19 +73,19 @@ def test_every_task_by_default_and_a_verify_pass_after_each_e2a_model_run():
     assert "tiny_qwen2_5_vl_lora-transformers-verify" in runs
     assert "anchor_oracle" in runs and "xgboost" in runs  # each task's own baselines join the report
     # Without passes (task.passes=[]), no second run.
-    plain = sweep_plan(compose_config([*base, "task.passes=[]"]), [*base, "task.passes=[]"])
+    plain = sweep_plan(compose_job([*base, "task.passes=[]"]).job, [*base, "task.passes=[]"])
     assert not [j for j in plain if j.key.endswith(":verify")]
 
 
 def test_a_key_of_one_task_goes_to_that_task_s_jobs_only():
     """task_overrides.<task> settings ride on every job's overrides and are taken by that task's jobs
     only: no job composes another task's config to route them."""
-    from candlebench.stages.graph import compose_config
+    from candlebench.stages.graph import compose_config, compose_job
     from candlebench.commands.sweep import sweep_plan
 
     base = [f"data.path={SLICE}", "tasks=[forecast,e2a]", "sweep.models=[tiny_qwen2_5_vl]",
             "task_overrides.e2a.language=zh", "task_overrides.forecast.horizon=5", "task_overrides.e2a.samples.interval=60"]
-    jobs = {j.key: j for j in sweep_plan(compose_config(base), base)}
+    jobs = {j.key: j for j in sweep_plan(compose_job(base).job, base)}
     e2a = compose_config(list(jobs["infer:e2a:tiny_qwen2_5_vl"].overrides[0]))
     forecast = compose_config(list(jobs["infer:forecast:tiny_qwen2_5_vl"].overrides[0]))
     assert e2a.task.language == "zh" and "你是一名专业的技术分析师" in e2a.task.prompt
@@ -162,12 +161,11 @@ def test_the_key_renamed_task_overrides_is_refused_under_its_old_name(tmp_path, 
     """``per_task`` is now ``task_overrides``: given in a config file or on the command line, it is a
     one-line error naming the new key, not a key ignored or Hydra's "not in struct"."""
     from candlebench.core.rules import ConfigError
-    from candlebench.stages.graph import compose_config
-    from candlebench.stages.validate import validate
+    from candlebench.stages.graph import compose_job
     from helpers import cli
 
     with pytest.raises(ConfigError, match="per_task is now named task_overrides"):  # as a config file adds it
-        validate(compose_config([f"data.path={SLICE}", "+per_task.e2a.language=zh"]))
+        compose_job([f"data.path={SLICE}", "+per_task.e2a.language=zh"])
     done = cli("run", "data=slice", "per_task.e2a.language=zh", f"out_dir={tmp_path / 'x'}", env=env, check=False)
     assert done.returncode != 0 and "per_task is now named task_overrides" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()

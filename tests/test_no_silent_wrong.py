@@ -242,9 +242,8 @@ def test_an_empty_out_dir_and_a_pasted_key_are_refused_before_anything_is_writte
     leaked = [p for p in ws.rglob("*") if p.is_file() and pasted.encode() in p.read_bytes()]
     assert leaked == [] and not (ws / "logs" / "infer").exists()
     with pytest.raises(Exception, match="backend.api_key_env: must be the NAME"):  # from a config file too
-        from candlebench.stages.graph import compose_config
-        from candlebench.stages.validate import validate
-        validate(compose_config(["backend=server", "backend.api_key_env=hf_abcdefghijklmnop"]))
+        from candlebench.stages.graph import compose_job
+        compose_job(["backend=server", "backend.api_key_env=hf_abcdefghijklmnop"])
 
 
 def test_a_window_after_the_data_says_so(tmp_path, env):

@@ -5,13 +5,12 @@ after an interruption finishes the rest."""
 from __future__ import annotations
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
 
 from candlebench.task_api import registry
 from candlebench.core.overrides import without_keys
-from candlebench.stages.graph import Job, ModelVariant, check_jobs, compose_config, plan, run_stage
+from candlebench.stages.graph import Composed, ModelVariant, PlannedJob, check_jobs, compose_config, plan, run_stage
+from candlebench.stages.job import JobConfig
 from candlebench.inference.backends import check_weights
-from candlebench.inference.models import ModelSpec
 from candlebench.task_api.base import PassError
 
 
@@ -21,8 +20,8 @@ def user_overrides(skip_prefix: str | None = None) -> list[str]:
     return without_keys(HydraConfig.get().overrides.task, "task", "tasks", prefix=skip_prefix)
 
 
-def chosen_tasks(cfg: DictConfig) -> list[str]:
-    chosen = [str(t) for t in cfg.tasks] if cfg.get("tasks") else registry.names()
+def chosen_tasks(job: JobConfig) -> list[str]:
+    chosen = list(job.tasks) if job.tasks else registry.names()
     for name in chosen:
         registry.get_task(name)  # an unknown name fails now, not after the first task ran
     return chosen
@@ -52,9 +51,9 @@ def passes_of(base: list[str], tasks: list[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def run_jobs(jobs: list[Job], skip: set[str] = frozenset(),
-             composed: dict[tuple[str, ...], DictConfig] | None = None) -> None:
-    """Run the stages in order (each with its config in ``composed``, as :func:`check_jobs` returns
+def run_jobs(jobs: list[PlannedJob], skip: set[str] = frozenset(),
+             composed: dict[tuple[str, ...], Composed] | None = None) -> None:
+    """Run the stages in order (each with its job in ``composed``, as :func:`check_jobs` returns
     them, where it is there). A run that fails to score stops nothing: the report that follows
     lists it with why, and the command fails at the end."""
     from candlebench.stages.score import ScoringFailed
@@ -73,11 +72,11 @@ def run_jobs(jobs: list[Job], skip: set[str] = frozenset(),
         raise ScoringFailed("; ".join(unscored))
 
 
-def run(cfg: DictConfig) -> None:
+def run(job: JobConfig) -> None:
     base = user_overrides()
-    tasks = chosen_tasks(cfg)
+    tasks = chosen_tasks(job)
     model = [ModelVariant(HydraConfig.get().runtime.choices["model"])]
-    check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))  # as sweep does: before samples, charts and baselines
+    check_weights(job.backend.name, job.model)  # as sweep does: before samples, charts and baselines
     names = run_names(base, tasks, model)
-    jobs = plan(base, tasks, model, names, baselines=bool(cfg.task.baseline.names), passes=passes_of(base, tasks))
+    jobs = plan(base, tasks, model, names, baselines=bool(job.settings.baseline.names), passes=passes_of(base, tasks))
     run_jobs(jobs, composed=check_jobs(jobs))

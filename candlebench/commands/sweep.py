@@ -17,37 +17,37 @@ import subprocess
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from candlebench.core.io import write_json
-from candlebench.core.layout import Layout
 from candlebench.core.overrides import with_overrides
 from candlebench.commands.run import chosen_tasks, passes_of, run_jobs, run_names, user_overrides
-from candlebench.stages.graph import (BY_NAME, Job, check_jobs, compose_config, model_variants, plan, run_stage,
+from candlebench.stages.graph import (BY_NAME, Composed, PlannedJob, check_jobs, compose_config, compose_job,
+                                     model_variants, plan, run_stage,
                                      second_pass_run)
 from candlebench.inference.backends import check_weights
-from candlebench.inference.models import ModelSpec
+from candlebench.stages.job import JobConfig
+from candlebench.stages.sweep_settings import SweepSettings
 
 
 class SweepError(RuntimeError):
     pass
 
 
-def finished_jobs(jobs: list[Job]) -> set[str]:
+def finished_jobs(jobs: list[PlannedJob], composed: dict[tuple[str, ...], Composed]) -> set[str]:
+    """The jobs whose work is complete on disk under their config (``composed``: check_jobs')."""
     return {
         job.key for job in jobs
-        if BY_NAME[job.stage].done is not None and BY_NAME[job.stage].done(compose_config(list(job.overrides[0]))).fresh
+        if BY_NAME[job.stage].done is not None and BY_NAME[job.stage].done(composed[tuple(job.overrides[0])].job).fresh
     }
 
 
-def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
-    s = cfg.sweep
-    tasks = chosen_tasks(cfg)
-    variants = {str(k): tuple(str(o) for o in v) for k, v in (s.get("variants") or {}).items()}
+def sweep_plan(job: JobConfig, base: list[str]) -> list[PlannedJob]:
+    s = job.sweep
+    tasks = chosen_tasks(job)
+    variants = {str(k): tuple(str(o) for o in v) for k, v in (s.variants or {}).items()}
     models = model_variants([str(m) for m in s.models], variants)
     names = run_names(base, tasks, models)
     passes = passes_of(base, tasks)
-    with_baselines = bool(s.baselines) and bool(cfg.task.baseline.names)
+    with_baselines = bool(s.baselines) and bool(job.settings.baseline.names)
     second_runs = {second_pass_run(name, kind) for (t, _), name in names.items() for kind in passes[t]}
     # Each task's own baselines (forecast: xgboost, ...; e2a: anchor_oracle, ...).
     own = {str(b) for t in tasks for b in compose_config([*base, f"task={t}"]).task.baseline.names}
@@ -66,43 +66,43 @@ def sweep_plan(cfg: DictConfig, base: list[str]) -> list[Job]:
                 (f"report.compare={json.dumps(compare)}",), passes)
     study = jobs[-1]
     view = with_overrides(list(study.overrides[0]), f"report.runs=[{','.join(runs)}]", f"report.dir={SWEEP_REPORT}")
-    return [*jobs, Job("report:sweep", "report", (view,), study.after)]
+    return [*jobs, PlannedJob("report:sweep", "report", (view,), study.after)]
 
 
 # Where a sweep's view of its own runs goes: beside the study's report (out_dir/report), not over it.
 SWEEP_REPORT = "${out_dir}/sweep/report"
 
 
-def check_before_submitting(cfg: DictConfig, base: list[str]) -> None:
+def check_before_submitting(s: SweepSettings, base: list[str]) -> None:
     """Fail in seconds, naming the cause, rather than after CPU stages ran and GPU jobs queued."""
-    for model in cfg.sweep.models:
-        composed = compose_config([*base, f"model={model}"])
-        check_weights(str(composed.backend.name), ModelSpec.from_config(composed.model))
-    if cfg.sweep.executor != "slurm":
+    for model in s.models:
+        job = compose_job([*base, f"model={model}"]).job
+        check_weights(job.backend.name, job.model)
+    if s.executor != "slurm":
         return
-    partitions = {p for p in (cfg.sweep.cpu.partition, cfg.sweep.gpu.partition) if p}
+    partitions = {p for p in (s.cpu.partition, s.gpu.partition) if p}
     for partition in sorted(partitions):
         found = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%P"], capture_output=True, text=True)
         if found.returncode != 0 or not found.stdout.strip():
             known = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
             raise SweepError(f"SLURM partition {partition!r} does not exist on this cluster (partitions: {known})")
-    if int(cfg.sweep.gpu.gpus_per_task) > 0 and cfg.sweep.models:
-        partition = cfg.sweep.gpu.partition
+    if int(s.gpu.gpus_per_task) > 0 and s.models:
+        partition = s.gpu.partition
         args = ["sinfo", "-h", "-o", "%G", *(["-p", partition] if partition else [])]
         gres = subprocess.run(args, capture_output=True, text=True).stdout.split()
         if not any("gpu" in g for g in gres):
             where = f"partition {partition!r}" if partition else "this cluster's default partition"
             raise SweepError(
                 f"{where} has no GPUs (SLURM gres: {sorted(set(gres)) or 'none'}), but inference asks for "
-                f"sweep.gpu.gpus_per_task={cfg.sweep.gpu.gpus_per_task}; on a CPU-only cluster set "
+                f"sweep.gpu.gpus_per_task={s.gpu.gpus_per_task}; on a CPU-only cluster set "
                 "sweep.gpu.gpus_per_task=0, or name a GPU partition with sweep.gpu.partition=..."
             )
 
 
-def _executor(cfg: DictConfig, folder: Path, gpus: int, name: str, after: list[str]):
+def _executor(s: SweepSettings, folder: Path, gpus: int, name: str, after: list[str]):
     import submitit
 
-    side = cfg.sweep.gpu if gpus else cfg.sweep.cpu
+    side = s.gpu if gpus else s.cpu
     executor = submitit.SlurmExecutor(folder=folder / "%j")
     params = dict(
         job_name=f"cb-{name}",
@@ -110,35 +110,35 @@ def _executor(cfg: DictConfig, folder: Path, gpus: int, name: str, after: list[s
         cpus_per_task=int(side.cpus_per_task),
         mem=f"{int(side.mem_gb)}GB",
         time=int(side.timeout_min),
-        array_parallelism=int(cfg.sweep.array_parallelism),
-        setup=list(cfg.sweep.setup or []),
-        additional_parameters=dict(cfg.sweep.additional_parameters or {}),
+        array_parallelism=int(s.array_parallelism),
+        setup=list(s.setup or []),
+        additional_parameters=dict(s.additional_parameters or {}),
     )
     if gpus:
         params["gres"] = f"gpu:{gpus}"
-    if cfg.sweep.account:
-        params["account"] = cfg.sweep.account
+    if s.account:
+        params["account"] = s.account
     if after:
         params["dependency"] = "afterok:" + ":".join(after)
     executor.update_parameters(**{k: v for k, v in params.items() if v is not None})
     return executor
 
 
-def _gpus(cfg: DictConfig, job: Job) -> int:
+def _gpus(s: SweepSettings, job: PlannedJob, composed: dict[tuple[str, ...], Composed]) -> int:
     if not job.gpu:
         return 0
-    model = ModelSpec.from_config(compose_config(list(job.overrides[0])).model)
-    return int(cfg.sweep.gpu.gpus_per_task) * model.tensor_parallel_size
+    return int(s.gpu.gpus_per_task) * composed[tuple(job.overrides[0])].job.model.tensor_parallel_size
 
 
-def submit(cfg: DictConfig, jobs: list[Job], skip: set[str], folder: Path) -> dict[str, list]:
+def submit(s: SweepSettings, jobs: list[PlannedJob], skip: set[str], folder: Path,
+           composed: dict[tuple[str, ...], Composed]) -> dict[str, list]:
     """sbatch every job not done, each after the SLURM jobs of the jobs it needs."""
     submitted: dict[str, list] = {}
     for job in jobs:
         if job.key in skip:
             continue
         after = sorted({j.job_id.split("_")[0] for dep in job.after for j in submitted.get(dep, [])})
-        executor = _executor(cfg, folder, _gpus(cfg, job), job.key.replace(":", "-"), after)
+        executor = _executor(s, folder, _gpus(s, job, composed), job.key.replace(":", "-"), after)
         names = [job.stage] * len(job.overrides)
         submitted[job.key] = executor.map_array(run_stage, names, [list(o) for o in job.overrides])
     return submitted
@@ -184,26 +184,26 @@ def wait(jobs: dict[str, list], poll_s: float) -> None:
         time.sleep(poll_s)
 
 
-def sweep(cfg: DictConfig) -> None:
+def sweep(job: JobConfig) -> None:
     base = user_overrides(skip_prefix="sweep.")
-    check_before_submitting(cfg, base)
-    jobs = sweep_plan(cfg, base)
-    check_jobs(jobs)
-    skip = finished_jobs(jobs)
-    out_dir = Layout.of(cfg).out_dir
+    check_before_submitting(job.sweep, base)
+    jobs = sweep_plan(job, base)
+    composed = check_jobs(jobs)
+    skip = finished_jobs(jobs, composed)
+    out_dir = job.layout.out_dir
     summary = {"stages": {j.key: {"tasks": len(j.overrides), "done_before": j.key in skip} for j in jobs}}
-    if cfg.sweep.executor == "local":
-        run_jobs(jobs, skip)
-        write_json(summary, Layout.of(cfg).sweep)
+    if job.sweep.executor == "local":
+        run_jobs(jobs, skip, composed)
+        write_json(summary, job.layout.sweep)
         print(f"sweep ran locally: {len(jobs)} jobs -> {out_dir / 'report'} (the study's), "
               f"{out_dir / 'sweep' / 'report'} (this sweep's runs)")
         return
-    submitted = submit(cfg, jobs, skip, out_dir / "sweep" / "submitit")
+    submitted = submit(job.sweep, jobs, skip, out_dir / "sweep" / "submitit", composed)
     for key, batch in submitted.items():
-        summary["stages"][key]["jobs"] = [job.job_id for job in batch]
-    write_json(summary, Layout.of(cfg).sweep)
+        summary["stages"][key]["jobs"] = [task.job_id for task in batch]
+    write_json(summary, job.layout.sweep)
     for key, batch in submitted.items():
         print(f"{key:<36} {len(batch)} task(s): {batch[0].job_id.split('_')[0]}")
-    if cfg.sweep.wait:
-        wait(submitted, float(cfg.sweep.poll_s))
+    if job.sweep.wait:
+        wait(submitted, float(job.sweep.poll_s))
         print(f"sweep finished -> {out_dir / 'report'}")

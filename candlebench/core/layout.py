@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 
 @dataclass(frozen=True)
 class RunPaths:
@@ -137,10 +135,6 @@ _RUN_LOCK = "run."  # every lock file of a run begins so, then the run's name
 class Layout:
     out_dir: Path
 
-    @classmethod
-    def of(cls, cfg: DictConfig) -> "Layout":
-        return cls(Path(cfg.out_dir))
-
     def task(self, name: str) -> TaskPaths:
         return TaskPaths(self.out_dir / name)
 
@@ -152,12 +146,3 @@ class Layout:
     @property
     def sweep(self) -> Path:
         return self.out_dir / "sweep.json"
-
-
-def task_paths(cfg: DictConfig) -> TaskPaths:
-    """The folder of the task a stage runs (``task=<name>``)."""
-    return Layout.of(cfg).task(cfg.task.name)
-
-
-def run_paths(cfg: DictConfig, name: str | None = None) -> RunPaths:
-    return task_paths(cfg).run(name or cfg.infer.run_name)

@@ -24,9 +24,8 @@ import re
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
-from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.layout import TaskPaths
@@ -176,17 +175,20 @@ def _live(path: Path) -> bool:
     return False
 
 
-def one_writer(lock: Callable[[DictConfig], WriterLock]) -> Callable:
+J = TypeVar("J")  # a stage's job config
+
+
+def one_writer(lock: Callable[[J], WriterLock]) -> Callable[[Callable[[J], None]], Callable[[J], None]]:
     """A stage job that holds the lock of what it writes while it runs. Where that folder does not
     exist yet (no samples) there is nothing to guard: the job fails at once, leaving no lock
     folder behind."""
-    def decorate(job: Callable[[DictConfig], None]) -> Callable[[DictConfig], None]:
+    def decorate(job: Callable[[J], None]) -> Callable[[J], None]:
         @functools.wraps(job)
-        def locked(cfg: DictConfig) -> None:
-            writer = lock(cfg)
+        def locked(config: J) -> None:
+            writer = lock(config)
             if not writer.lock.parent.parent.exists():
-                return job(cfg)
+                return job(config)
             with writer.hold():
-                return job(cfg)
+                return job(config)
         return locked
     return decorate

@@ -3,6 +3,7 @@ installed package's copy) and, in a checkout, the repository."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -12,6 +13,15 @@ CONF_DIR = PACKAGE_DIR / "conf"
 # The checkout's root (tests/data, .git); for an installed wheel, the folder above site-packages'
 # candlebench, which holds neither: only the slice data config and provenance's git commit read it.
 ROOT_DIR = PACKAGE_DIR.parent
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathSettings:
+    """``paths:``: the checkout, the cache of models and downloads, and where studies go by default."""
+
+    root_dir: str
+    cache_dir: str
+    output_root: str
 
 
 def study_name(path: str | None, fallback: str) -> str:

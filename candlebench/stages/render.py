@@ -16,27 +16,26 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow.parquet as pq
-from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_parquet
-from candlebench.core.layout import TaskPaths, task_paths
+from candlebench.core.layout import TaskPaths
 from candlebench.core.lock import WriterLock, one_writer
 from candlebench.market.data_source import open_market
 from candlebench.stages.freshness import same_market
-from candlebench.stages.task_setup import task_setup
+from candlebench.stages.job import JobConfig
 from candlebench.rendering.inputs import read_samples
 from candlebench.rendering.render import (collect_manifest, copy_images, input_column, input_paths, read_manifest,
                               render_samples)
 
 
-def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
+def finalize_render(job: JobConfig) -> pd.DataFrame | None:
     """Write images/manifest.parquet and merge the input paths into samples.parquet, once every
     input is drawn; returns None while some chunk is still missing files."""
-    paths = task_paths(cfg)
+    paths = job.task_paths
     samples = read_samples(paths)
     try:
-        manifest = collect_manifest(samples, task_setup(cfg).context.render, paths.root)
+        manifest = collect_manifest(samples, job.context.render, paths.root)
     except FileNotFoundError:
         return None
     write_parquet(manifest, paths.manifest)
@@ -48,39 +47,38 @@ def finalize_render(cfg: DictConfig) -> pd.DataFrame | None:
     return manifest
 
 
-def writing(cfg: DictConfig) -> WriterLock:
+def writing(job: JobConfig) -> WriterLock:
     """One render per task and chunk at a time: two would both draw every chart."""
-    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    paths = task_paths(cfg)
+    chunk = (job.drawing.chunk.index, job.drawing.chunk.count)
+    paths = job.task_paths
     return WriterLock(paths.render_lock(*chunk), f"the charts of {paths.images} (chunk {chunk[0]}/{chunk[1]})",
                       "let it draw: a render run after it finds its charts drawn")
 
 
 @one_writer(writing)
-def render(cfg: DictConfig) -> None:
+def render(job: JobConfig) -> None:
     """Draw this chunk's inputs; the chunk that completes the set merges the paths into the samples."""
-    paths = task_paths(cfg)
-    setup = task_setup(cfg)
+    paths = job.task_paths
     samples = read_samples(paths)
-    if setup.draws_nothing:
+    if job.draws_nothing:
         # A manifest of no rows: render ran and found nothing to draw (status says so, not "none yet").
-        write_parquet(collect_manifest(samples, setup.context.render, paths.root), paths.manifest)
-        print(f"{cfg.task.name}: no charts or text files to draw (its inputs are in its prompts)")
+        write_parquet(collect_manifest(samples, job.context.render, paths.root), paths.manifest)
+        print(f"{job.task.name}: no charts or text files to draw (its inputs are in its prompts)")
         return
-    settings = setup.context.render
-    workers = int(cfg.render.workers or os.cpu_count() or 1)
-    chunk = (int(cfg.render.chunk.index), int(cfg.render.chunk.count))
-    provided = setup.task.provided_images(setup.settings, samples)
+    settings = job.context.render
+    workers = int(job.drawing.workers or os.cpu_count() or 1)
+    chunk = (job.drawing.chunk.index, job.drawing.chunk.count)
+    provided = job.task.provided_images(job.settings, samples)
     if provided is not None:
         copy_images(samples, provided, settings, paths.root, chunk)
     else:
         lacking = [k for k in ("code", "cutoff") if k not in samples]
         if lacking:
-            raise UserError(f"task {cfg.task.name}: its samples have no {' or '.join(lacking)} to draw charts of; a task "
+            raise UserError(f"task {job.task.name}: its samples have no {' or '.join(lacking)} to draw charts of; a task "
                             "whose samples have none gives their images (Task.provided_images)")
-        market = same_market(cfg.data, paths.summary, samples["code"].unique(), open_market(cfg.data))
+        market = same_market(job.data, paths.summary, samples["code"].unique(), open_market(job.data))
         render_samples(samples, market.bars, settings, paths.root, workers, chunk)
-    manifest = finalize_render(cfg)
+    manifest = finalize_render(job)
     if manifest is None:
         print(f"render chunk {chunk[0]}/{chunk[1]} done under {paths.images} (other chunks still missing)")
         return

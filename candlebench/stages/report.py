@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-from omegaconf import DictConfig
 
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json
@@ -20,13 +19,14 @@ from candlebench.stages.provenance import provenance
 from candlebench.stages.provenance import section as provenance_section
 from candlebench.stages import freshness
 from candlebench.stages.freshness import parsed_is_under_key, read_metrics, scored_on_these_samples
+from candlebench.stages.job import JobConfig
 from candlebench.stages.run_identity import samples_fingerprint
-from candlebench.stages.score import score_settings
 from candlebench.stages.study import data_of, other_data, report_tasks
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
 from candlebench.report.browser import FILES, BrowserRun, BrowserSettings, browser_block
 from candlebench.report.failures import FAILURE_COLUMNS, failure_rows, failure_table
+from candlebench.report.settings import ReportSettings
 from candlebench.report.model import RANDOM_WEIGHTS, Dataset, RunMetrics, Section, Table, scored_run
 from candlebench.report.tables import with_answered
 from candlebench.report.writer import write_report
@@ -132,13 +132,13 @@ def _market(samples: pd.DataFrame) -> str:
     return "+".join(sorted(map(str, samples["market"].unique()))) if "market" in samples else ""
 
 
-def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
+def task_section(task: Task, paths: list[TaskPaths], job: JobConfig
                  ) -> tuple[list[Section], list[RunMetrics], dict, list[BrowserRun]]:
     """One section per task over the task folders of this out_dir and of ``report.pool`` (other
     markets' out_dirs): their runs side by side, each labelled with its market; and the runs as
     the sample browser lists them."""
     runs, datasets, comparisons, failures, browsed, elsewhere, dated = [], [], {}, [], [], [], []
-    wanted = {str(n) for n in cfg.report.runs} if cfg.report.runs else None
+    wanted = {str(n) for n in job.report.runs} if job.report.runs else None
     for where in paths:
         samples = read_samples(where)
         names = [n for n in _run_names(where) if wanted is None or n in wanted]
@@ -169,8 +169,8 @@ def task_section(task: Task, paths: list[TaskPaths], cfg: DictConfig
         second_passes = [(d.info["identity"]["revises"], n) for n, d in data.items()
                          if d.info["identity"].get("revises")]
         comparisons.update({
-            f"{prefix}{a} → {b}": task.compare(data[a].load(), data[b].load(), score_settings(cfg))
-            for a, b in [*second_passes, *((str(a), str(b)) for a, b in cfg.report.compare)]
+            f"{prefix}{a} → {b}": task.compare(data[a].load(), data[b].load(), job.score)
+            for a, b in [*second_passes, *((str(a), str(b)) for a, b in job.report.compare)]
             if a in data and b in data
         })
     sections = [with_answered(s, runs) for s in task.report(runs, comparisons, datasets)] if runs else []
@@ -289,31 +289,31 @@ def charts_within(browsed: list[BrowserRun], limit: float) -> bool:
     return True
 
 
-def browser_settings(cfg: DictConfig, browsed: list[BrowserRun]) -> BrowserSettings:
+def browser_settings(settings: ReportSettings, browsed: list[BrowserRun]) -> BrowserSettings:
     """Where the browser's charts go (candlebench.report.browser.settings.CHARTS), from report.embed / bundle and the study's size."""
-    embed, answers = cfg.report.embed, sum(b.answers for b in browsed)
+    embed, answers = settings.embed, sum(b.answers for b in browsed)
     if embed is True:
         charts = "thumbnails"
-    elif embed == "auto" and answers <= int(cfg.report.split_above) and charts_within(browsed, cfg.report.embed_max_mb * 1e6):
+    elif embed == "auto" and answers <= settings.split_above and charts_within(browsed, settings.embed_max_mb * 1e6):
         charts = "inline"
     else:
-        charts = "bundle" if cfg.report.bundle else "files"
-    return BrowserSettings(charts=charts, thumb_px=int(cfg.report.thumb_px),
-                           page_size=int(cfg.report.page_size), split_above=int(cfg.report.split_above))
+        charts = "bundle" if settings.bundle else "files"
+    return BrowserSettings(charts=charts, thumb_px=settings.thumb_px, page_size=settings.page_size,
+                           split_above=settings.split_above)
 
 
-def report(cfg: DictConfig) -> None:
-    layout = Layout.of(cfg)
-    pooled = [layout] + [Layout(Path(p)) for p in (cfg.report.get("pool") or [])]
+def report(job: JobConfig) -> None:
+    layout = job.layout
+    pooled = [layout] + [Layout(Path(p)) for p in (job.report.pool or [])]
     missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
-    tasks = report_tasks(list(cfg.tasks) if cfg.get("tasks") else [], {t for p in pooled for t in p.tasks_present()})
+    tasks = report_tasks(list(job.tasks or []), {t for p in pooled for t in p.tasks_present()})
     tasks, other_data = one_data_set_of(layout, tasks)
     sections, runs, comparisons, browsed = [], [], {}, []
     for name in tasks:
         present = [p.task(name) for p in pooled if name in p.tasks_present()]
-        found, scored, compared, listed = task_section(get_task(name), present, cfg)
+        found, scored, compared, listed = task_section(get_task(name), present, job)
         sections += found
         runs += scored
         browsed += listed
@@ -322,11 +322,11 @@ def report(cfg: DictConfig) -> None:
     if not runs:
         raise FileNotFoundError(f"{layout.out_dir}: no runs of {tasks} scored on its samples now (runs scored on other "
                                 "data/settings are not shown); run `candlebench score` first")
-    if cfg.report.runs:
-        missing = sorted(set(map(str, cfg.report.runs)) - {r.name for r in runs})
+    if job.report.runs:
+        missing = sorted(set(map(str, job.report.runs)) - {r.name for r in runs})
         if missing:
             raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.out_dir}")
-    out = Path(cfg.report.dir)
+    out = Path(job.report.dir)
     write_json(comparisons, out / "comparisons.json")
     shown: dict[str, list[str]] = {}
     for r in runs:  # this out_dir's runs (pooled ones have their own provenance)
@@ -336,9 +336,9 @@ def report(cfg: DictConfig) -> None:
     write_json(found, out / "provenance.json")
     sections = [*sections, *([other_data] if other_data else []), provenance_section(found)]  # provenance last, folded
     random = any(r.label.endswith(RANDOM_WEIGHTS) for r in runs)
-    settings = browser_settings(cfg, browsed)
+    settings = browser_settings(job.report, browsed)
     samples = browser_block(browsed, out, settings)
-    md, page = write_report(sections, out, cfg.report.title, random, samples, study_line(here))
+    md, page = write_report(sections, out, job.report.title, random, samples, study_line(here))
     answers = sum(b.answers for b in browsed)  # the browser's rows: a sample's record, an answer or not (has_answer)
     print(f"report of {len(runs)} runs over {len(sections)} sections: {md} and {page} "
           f"({page.stat().st_size / 1e6:.2f} MB, {answers} records in its sample browser; {TRAVELS[settings.charts]})")

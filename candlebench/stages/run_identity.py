@@ -15,18 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import fingerprint
 from candlebench.core.layout import RunPaths, TaskPaths
+from candlebench.stages.job import JobConfig
 from candlebench.stages.parsed import current_records, judged
-from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import text_column
 from candlebench.rendering.render import MANIFEST_COLUMNS, RenderSettings
-from candlebench.task_api.base import FirstPassAnswer, Task
+from candlebench.task_api.base import FirstPassAnswer
 
 
 def samples_fingerprint(samples: pd.DataFrame, paths: TaskPaths) -> str:
@@ -52,12 +51,12 @@ def other_render_settings(manifest: pd.DataFrame, settings: RenderSettings) -> s
     return f"drawn under other render settings ({sorted(drawn)}) than this config's ({expected}: {settings.describe()})"
 
 
-def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths) -> pd.DataFrame:
+def rendered_inputs(job: JobConfig, samples: pd.DataFrame) -> pd.DataFrame:
     """The render manifest (sample_id, freq -> sha256), checked against this config's settings."""
-    setup = task_setup(cfg)
-    if setup.draws_nothing:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
+    if job.draws_nothing:  # a task whose prompts carry all it asks about: nothing was drawn, nothing to check
         return pd.DataFrame(columns=MANIFEST_COLUMNS)
-    inputs = task.inputs(setup.settings)
+    task, paths = job.task, job.task_paths
+    inputs = task.inputs(job.settings)
     needed = [f"image_{freq}" for freq in inputs.charts] + ([text_column()] if inputs.text else [])
     missing = [c for c in needed if c not in samples]
     if missing or not paths.manifest.exists():
@@ -71,7 +70,7 @@ def rendered_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: T
     lacking = sorted({"sample_id", "freq", "sha256"} - set(manifest.columns))
     if lacking:
         raise CorruptFile(f"{paths.manifest}: no column {lacking}, not a render manifest of this candlebench; {rerender}")
-    other = other_render_settings(manifest, setup.context.render)
+    other = other_render_settings(manifest, job.context.render)
     if other is not None:
         raise StaleInputs(f"{paths.images}: the inputs there were {other}; run `candlebench render` with the "
                           "same settings first, so the prompt and the charts agree")
@@ -96,7 +95,7 @@ def input_shas(manifest: pd.DataFrame) -> dict[tuple[str, str], str]:
     return dict(zip(zip(manifest["sample_id"], manifest["freq"]), manifest["sha256"]))
 
 
-def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: TaskPaths, run: RunPaths) -> dict[str, str] | None:
+def current_inputs(job: JobConfig, samples: pd.DataFrame, run: RunPaths) -> dict[str, str] | None:
     """Each sample's input fingerprint as its request would send it now: the inputs infer sent, by
     name (run/inputs.parquet), under the render manifest's sha256s and the first-pass run's answers of
     now, so answers about charts redrawn since (or a redone first pass) are not current. No prompt is
@@ -108,8 +107,8 @@ def current_inputs(cfg: DictConfig, task: Task, samples: pd.DataFrame, paths: Ta
     except Exception as err:  # pyarrow raises several types for a damaged file
         raise CorruptFile(f"{run.inputs}: unreadable ({type(err).__name__}); run `candlebench infer "
                           f"infer.run_name={run.name}` again, which writes it (and answers only what is missing)") from None
-    sha = input_shas(rendered_inputs(cfg, task, samples, paths))
-    first_pass = first_pass_answers(cfg, task, samples, paths) if sent[FIRST_PASS].any() else {}
+    sha = input_shas(rendered_inputs(job, samples))
+    first_pass = first_pass_answers(job, samples) if sent[FIRST_PASS].any() else {}
     wanted = set(samples["sample_id"])
     return {
         row["sample_id"]: input_fingerprint({name: sha[(row["sample_id"], name)] for name in filter(None, row["names"].split(","))},
@@ -131,13 +130,12 @@ def answered_under(settings: Any, info: RunInfo) -> Any:
     return replace(settings, **(which_pass or {"method": "direct", "revises": None}))
 
 
-def first_pass_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame,
-                       paths: TaskPaths) -> dict[str, FirstPassAnswer]:
+def first_pass_answers(job: JobConfig, samples: pd.DataFrame) -> dict[str, FirstPassAnswer]:
     """Every sample's answer in the first-pass run a second pass shows it (none for a first pass),
     judged here by the task's judge from that run's records under its run.json's key, for the
     inputs its samples have now. Read, never written: that run's parsed.parquet is `score`'s, and
     may be of older records."""
-    settings = task.settings(cfg.task)
+    task, settings, paths = job.task, job.settings, job.task_paths
     name = task.first_pass_run(settings)
     if name is None:
         return {}
@@ -150,7 +148,7 @@ def first_pass_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame,
     if info.identity.get("revises"):  # its inputs hold its own first pass's answers: no chains of passes
         raise FirstPassMissing(f"{run.root} is itself a second pass (over {info.identity['revises']}); "
                                "task.revises names a first pass")
-    inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
+    inputs = current_inputs(job, samples, run) if info.kind == "model" else None
     ids = set(samples["sample_id"])
     records = [r for r in current_records(RecordStore(run.root).merged(), info.run_key, inputs) if r.sample_id in ids]
     missing = sorted(ids - {r.sample_id for r in records})
@@ -171,6 +169,6 @@ def first_pass_answers(cfg: DictConfig, task: Task, samples: pd.DataFrame,
 NOT_ITS_SETTINGS = ("method", "revises", "passes", "render", "baseline")
 
 
-def task_settings(cfg: DictConfig) -> dict:
+def task_settings(job: JobConfig) -> dict:
     """The task settings a baseline's answers depend on: part of its run key, checked by score."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.task, resolve=True).items() if k not in NOT_ITS_SETTINGS}
+    return {k: v for k, v in job.task_block.items() if k not in NOT_ITS_SETTINGS}

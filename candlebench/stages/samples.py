@@ -5,29 +5,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from candlebench.core.errors import UserError
 from candlebench.core.io import write_json, write_parquet
-from candlebench.core.layout import Layout, task_paths
 from candlebench.core.schema import stamped
 from candlebench.market.data_source import built_from, open_market, prepare
+from candlebench.stages.job import JobConfig
 from candlebench.stages.study import one_data_set
-from candlebench.stages.task_setup import task_setup
 from candlebench.task_api.base import SAMPLE_KEYS, extent
 
 
-def data_prepare(cfg: DictConfig) -> None:
-    path = prepare(cfg.data)
-    print(f"data={cfg.data.name}: market file ready at {path}")
+def data_prepare(job: JobConfig) -> None:
+    path = prepare(job.data)
+    print(f"data={job.data.name}: market file ready at {path}")
 
 
-def data_check(cfg: DictConfig) -> None:
-    market = open_market(cfg.data)
+def data_check(job: JobConfig) -> None:
+    market = open_market(job.data)
     report = market.report.as_dict()
     print(json.dumps(report, indent=2))
     print(
-        f"data={cfg.data.name}: {report['stocks']} stocks, {report['rows']} bars, "
+        f"data={job.data.name}: {report['stocks']} stocks, {report['rows']} bars, "
         f"{len(market.calendar)} trading days {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}; "
         f"{len(report['dropped_stocks'])} stocks dropped"
         + (f"; prices as exported (no adjustment column) in {len(report['unadjusted_files'])} of "
@@ -36,24 +33,23 @@ def data_check(cfg: DictConfig) -> None:
     )
 
 
-def named_by_file(cfg: DictConfig) -> bool:
+def named_by_file(job: JobConfig) -> bool:
     """Whether out_dir is the folder the data's name gives (outputs/<study>, or an experiment's
     outputs/<experiment>-<study>), not one named on the command line."""
-    out = Path(str(cfg.out_dir))
-    return out.parent == Path(str(cfg.paths.output_root)) and (out.name == cfg.study or out.name.endswith(f"-{cfg.study}"))
+    out = job.layout.out_dir
+    return out.parent == Path(job.paths.output_root) and (out.name == job.study or out.name.endswith(f"-{job.study}"))
 
 
-def samples(cfg: DictConfig) -> None:
-    setup = task_setup(cfg)
-    task, settings = setup.task, setup.settings
-    market = open_market(cfg.data) if task.uses_market(settings) else None
-    built = task.build_samples(market, settings, setup.context)
-    paths = task_paths(cfg)
+def samples(job: JobConfig) -> None:
+    task, settings = job.task, job.settings
+    market = open_market(job.data) if task.uses_market(settings) else None
+    built = task.build_samples(market, settings, job.context)
+    paths = job.task_paths
     # Before anything is written: the folder a file's name gives by default holds one data set. An
     # out_dir named on the command line is the user's choice of folder (restated data rebuilt in place).
-    if market is not None and named_by_file(cfg):
+    if market is not None and named_by_file(job):
         content = market.fingerprint()
-        one_data_set(Layout.of(cfg), list(market.report.files), content, content[:8])
+        one_data_set(job.layout, list(market.report.files), content, content[:8])
     if built.frame.empty:
         window = f"[{getattr(settings.samples, 'start', None)}, {getattr(settings.samples, 'end', None)})"
         runs = "" if market is None else f"; the data runs {market.calendar[0]:%Y-%m-%d} .. {market.calendar[-1]:%Y-%m-%d}"
@@ -70,7 +66,7 @@ def samples(cfg: DictConfig) -> None:
     table = write_parquet(built.frame, paths.samples)
     summary = built.summary if market is None else {**built.summary, "data": {
         **built.summary.get("data", {}), "fingerprint": market.fingerprint(),
-        **built_from(market, cfg.data, built.frame["code"].unique() if "code" in built.frame else ())}}
+        **built_from(market, job.data, built.frame["code"].unique() if "code" in built.frame else ())}}
     write_json(stamped("samples summary", summary), paths.summary)
     # One line on the console; the whole summary (drops by reason, regimes, groups) is in its file.
     dropped = sum((built.summary.get("dropped_samples") or {}).values())

@@ -10,42 +10,36 @@ from dataclasses import asdict
 from typing import Any, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig
 
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json, write_parquet
-from candlebench.core.layout import RunPaths, TaskPaths, task_paths
+from candlebench.core.layout import RunPaths, TaskPaths
 from candlebench.core.schema import stamped
 from candlebench.core.lock import Held, run_lock
 from candlebench.core.results import RunAnswers, answered_rows
 from candlebench.stages import freshness
 from candlebench.stages.freshness import same_market
+from candlebench.stages.job import JobConfig
 from candlebench.stages.run_identity import answered_under, current_inputs, samples_fingerprint, task_settings
 from candlebench.stages.parsed import judged_run
 from candlebench.stages.study import OtherSamples, check_answers_these
-from candlebench.stages.task_setup import task_setup
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
 from candlebench.rendering.inputs import read_samples
-from candlebench.task_api.registry import get_task
-from candlebench.task_api.base import ScoreSettings, Task
+from candlebench.task_api.base import Task
 
 
-def score_settings(cfg: DictConfig) -> ScoreSettings:
-    return ScoreSettings(n_boot=int(cfg.score.n_boot), seed=int(cfg.score.seed))
-
-
-def score_names(cfg: DictConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
+def score_names(job: JobConfig, paths: TaskPaths, task: Task, samples: pd.DataFrame, now: str) -> list[str]:
     """``score.run``: one run name, a list of them, or null = every run of the task's folder whose
     scores are not of its records now on the current samples (freshness's :func:`scores_are_current`):
     new, redone, written to since it was scored (an unfinished run), judged by another version of the
     task's judge, scored before the samples were rebuilt (``now``: the current samples' fingerprint),
     or whose scoring failed."""
-    chosen = cfg.score.run
+    chosen = job.score.run
     if chosen is None:
         return [n for n in paths.run_names()
                 if not freshness.scores_are_current(task, paths.run(n), now, len(samples)).fresh]
-    return [str(n) for n in chosen] if isinstance(chosen, (list, ListConfig)) else [str(chosen)]
+    return [str(n) for n in chosen] if isinstance(chosen, tuple) else [str(chosen)]
 
 
 def answered_line(metrics: Mapping[str, Any]) -> str:
@@ -70,18 +64,18 @@ def _first_difference(a: str, b: str) -> str:
     return "same text"
 
 
-def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) -> None:
+def check_settings(job: JobConfig, info: RunInfo, run: RunPaths) -> None:
     """The task settings this config scores with are the ones the run was answered under: a model
     run's prompt and inputs, a baseline's task config (its pass bookkeeping aside)."""
+    task = job.task
     if info.task != task.name:
         raise SettingsChanged(f"{run.info}: run {run.name} answered task {info.task}, not {task.name}; "
                               f"score it with task={info.task}")
     redo = (f"score it with the settings it ran under, or answer it again under these "
             f"(`candlebench {'infer' if info.kind == 'model' else 'baseline'}`)")
     if info.kind == "model":
-        setup = task_setup(cfg)
-        asked = answered_under(setup.settings, info)
-        prompt, inputs = task.prompt_identity(asked, setup.context), asdict(task.inputs(asked))
+        asked = answered_under(job.settings, info)
+        prompt, inputs = task.prompt_identity(asked, job.context), asdict(task.inputs(asked))
         if prompt != info.identity.get("prompt", prompt):
             raise SettingsChanged(f"{run.info}: run {run.name} was asked another prompt than this config gives "
                                   f"({_first_difference(info.identity['prompt'], prompt)}); {redo}")
@@ -89,7 +83,7 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
             raise SettingsChanged(f"{run.info}: run {run.name} was given other inputs ({info.identity['inputs']}) than "
                                   f"this config gives ({inputs}); {redo}")
     elif info.kind == "baseline" and "task_config" in info.identity:
-        now, then = task_settings(cfg), info.identity["task_config"]
+        now, then = task_settings(job), info.identity["task_config"]
         changed = sorted(k for k in {*now, *then} if now.get(k) != then.get(k))
         if changed:
             raise SettingsChanged(f"{run.info}: baseline {run.name} ran under other task settings than this config's: "
@@ -97,14 +91,15 @@ def check_settings(task: Task, cfg: DictConfig, info: RunInfo, run: RunPaths) ->
                                   + f"; {redo}")
 
 
-def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame, cfg: DictConfig, now: str) -> dict:
+def score_run(job: JobConfig, run: RunPaths, samples: pd.DataFrame, now: str) -> dict:
     """Judge the run's records with the task's judge of now (its parser, then its metrics) under the
     key in its run.json (never a stale parsed.parquet), for the input files the samples have now (a
     model's answers about other charts do not count), and score under the task settings the run was
     answered under (else refused: :class:`SettingsChanged`)."""
+    task, paths = job.task, job.task_paths
     info = RunInfo.read(run.info)
-    check_settings(task, cfg, info, run)
-    inputs = current_inputs(cfg, task, samples, paths, run) if info.kind == "model" else None
+    check_settings(job, info, run)
+    inputs = current_inputs(job, samples, run) if info.kind == "model" else None
     if info.kind == "model" and inputs is None:
         raise FileNotFoundError(f"{run.inputs}: missing; this run's answers cannot be matched to the inputs of now: "
                                 f"run `candlebench infer task={task.name} infer.run_name={run.name}` again (it answers only what is missing)")
@@ -114,10 +109,8 @@ def score_run(task: Task, paths: TaskPaths, run: RunPaths, samples: pd.DataFrame
         raise OtherSamples(f"{run.root}: {made.reason}: its predictions are of other samples than these labels; "
                            f"run `{made.redo}` first")
     stamp = RecordStore(run.root).stamp()  # before reading them: answers written after it make the run stale
-    setup = task_setup(cfg)
-    parsed = judged_run(run, samples, task, task.judge(setup.settings), inputs)
-    metrics = task.score(RunAnswers(run.name, parsed, samples, asdict(info)), setup.settings, setup.context,
-                         score_settings(cfg))
+    parsed = judged_run(run, samples, task, task.judge(job.settings), inputs)
+    metrics = task.score(RunAnswers(run.name, parsed, samples, asdict(info)), job.settings, job.context, job.score)
     per_sample = metrics.pop("per_sample", None)
     if per_sample is not None:  # a task's per-sample scores join parsed.parquet as score_<name> columns
         scores = per_sample.set_index("sample_id").add_prefix("score_")
@@ -150,18 +143,17 @@ class ScoringFailed(UserError, RuntimeError):
     """Runs that could not be scored; each one's reason is in its score_error.json and the report."""
 
 
-def score(cfg: DictConfig) -> None:
+def score(job: JobConfig) -> None:
     """Score each run; one that fails is recorded (score_error.json: the one-line reason and the
     traceback) and listed in the report, the others are still scored, and the command fails at the
     end naming every run that did not score."""
-    task = get_task(cfg.task.name)
-    paths = task_paths(cfg)
+    task, paths = job.task, job.task_paths
     samples = read_samples(paths, task.sample_columns)
-    if task.uses_market(task.settings(cfg.task)):
-        same_market(cfg.data, paths.summary, samples["code"].unique())
+    if task.uses_market(job.settings):
+        same_market(job.data, paths.summary, samples["code"].unique())
     failed = []
     now = samples_fingerprint(samples, paths)  # once: every run is checked against and scored on it
-    names = score_names(cfg, paths, task, samples, now)
+    names = score_names(job, paths, task, samples, now)
     if not names:
         print(f"{task.name}: every run under {paths.root} is scored under its current key, from all its answers, "
               f"by the {task.name} judge v{task.judge_version}")
@@ -170,7 +162,7 @@ def score(cfg: DictConfig) -> None:
         was = freshness.scores_are_current(task, run, now, len(samples))
         try:
             with run_lock(paths, name, instead="score it once that command ends").hold():
-                metrics = score_run(task, paths, run, samples, cfg, now)
+                metrics = score_run(job, run, samples, now)
         except Held as err:  # being written: not a failure of its scoring, nothing to record in its folder
             failed.append(f"{task.name}/{name}: {err}")
             print(f"{task.name}/{name}: not scored: {err}", file=sys.stderr)

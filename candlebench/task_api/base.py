@@ -44,21 +44,17 @@ Contracts:
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
-
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Sequence, TypeVar
 
 from candlebench.core.errors import UserError
 from candlebench.core.results import Parsed, RunAnswers, bounded
-from candlebench.core.rules import ConfigError
+from candlebench.core.rules import ConfigError, integer
+from candlebench.core.settings import build, setting
 from candlebench.report import per_sample as per_sample_views
 from candlebench.scoring.per_sample import PerSample
-from candlebench.task_api.settings import TaskSettings, build
+from candlebench.task_api.settings import TaskSettings
 
 if TYPE_CHECKING:  # kept light
     from pathlib import Path
@@ -111,7 +107,7 @@ class RequestSpec:
 @dataclass(frozen=True)
 class TaskContext:
     """What a task reads of the job beyond its own settings; the stages build it
-    (candlebench.stages.task_setup)."""
+    (candlebench.stages.job)."""
 
     render: RenderSettings  # its charts as drawn: size, colours, chart design, time frames
     out_dir: Path  # the study folder: another task's runs (reading next to forecast)
@@ -140,8 +136,12 @@ class BuiltSamples:
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    n_boot: int = 1000
+    """``score:``: the bootstrap every interval and paired test draws, and the runs a score job scores."""
+
+    n_boot: int = setting(integer(0), default=1000)
     seed: int = 0
+    # One run name, several, or None: every run of the task's folder whose scores are not current.
+    run: str | tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -158,23 +158,14 @@ class NoAnswer:
 Baseline = Callable[..., Mapping[str, "str | NoAnswer | None"]]
 
 
-@lru_cache(maxsize=64)
-def _built(task: "Task", values: str) -> TaskSettings:
-    return _checked(task, build(task.settings_type, json.loads(values)))
+# A task's settings type: every method of a task gets its settings as this.
+S = TypeVar("S", bound=TaskSettings)
 
 
-def _checked(task: "Task", settings: TaskSettings) -> TaskSettings:
-    unknown = [n for n in settings.baseline.names if n not in task.baselines]
-    if unknown:
-        raise ConfigError(f"task.baseline.names={list(settings.baseline.names)}: {unknown} are not baselines of task "
-                          f"{task.name}; known: {sorted(task.baselines)}")
-    return settings
-
-
-class Task(ABC):
+class Task(ABC, Generic[S]):
     name: ClassVar[str]
     # The task's settings (candlebench.task_api.settings): its config.yaml as a frozen dataclass.
-    settings_type: ClassVar[type[TaskSettings]]
+    settings_type: type[S]
     columns: ClassVar[tuple[Column, ...]] = ()
     baselines: ClassVar[Mapping[str, Baseline]] = {}
     second_passes: ClassVar[tuple[str, ...]] = ()  # the kinds of second pass it offers (task.method values)
@@ -199,33 +190,34 @@ class Task(ABC):
     # and browse (report/per_sample.py) read. None: the task brings its own compare and report.
     per_sample: ClassVar[PerSample | None] = None
 
-    def settings(self, block: Any) -> TaskSettings:
-        """The task's settings from its ``task:`` block (a DictConfig or a plain mapping), checked:
-        ``candlebench.core.rules.ConfigError`` names the first key it cannot run with. Built once
-        per distinct block (the stages ask for it in every step of a job)."""
-        try:
-            values = OmegaConf.to_container(block, resolve=True) if OmegaConf.is_config(block) else dict(block)
-        except OmegaConfBaseException:  # built key by key, the first key that cannot be had says why
-            return _checked(self, build(self.settings_type, block))
-        return _built(self, json.dumps(values, sort_keys=True, default=str))
+    def settings(self, block: Mapping[str, Any]) -> S:
+        """The task's settings from its ``task:`` block (a composed config block or a plain mapping),
+        checked: ``candlebench.core.rules.ConfigError`` names the first key it cannot run with. A
+        job builds them once, at its entrance (candlebench.stages.job)."""
+        settings = build(self.settings_type, block)
+        unknown = [n for n in settings.baseline.names if n not in self.baselines]
+        if unknown:
+            raise ConfigError(f"task.baseline.names={list(settings.baseline.names)}: {unknown} are not baselines of "
+                              f"task {self.name}; known: {sorted(self.baselines)}")
+        return settings
 
     @abstractmethod
-    def build_samples(self, market: Market, s: Any, ctx: TaskContext) -> BuiltSamples: ...
+    def build_samples(self, market: Market, s: S, ctx: TaskContext) -> BuiltSamples: ...
 
     @abstractmethod
-    def inputs(self, s: Any) -> Inputs: ...
+    def inputs(self, s: S) -> Inputs: ...
 
     @abstractmethod
-    def prompt_identity(self, s: Any, ctx: TaskContext) -> str:
+    def prompt_identity(self, s: S, ctx: TaskContext) -> str:
         """The prompt template as configured (colour convention, horizon, ...): part of the run key."""
 
     @abstractmethod
-    def request(self, s: Any, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
+    def request(self, s: S, ctx: TaskContext, sample: Mapping[str, Any], texts: Mapping[str, str],
                 first_pass: FirstPassAnswer | None = None) -> RequestSpec:
         """The prompt and inputs of one sample; ``texts`` holds the sample's text inputs by name;
         ``first_pass`` its answer in the first-pass run (second passes only)."""
 
-    def first_pass_run(self, s: TaskSettings) -> str | None:
+    def first_pass_run(self, s: S) -> str | None:
         """The first-pass run whose answers this second pass builds on; None for a first pass."""
         method = s.method or "direct"
         if method == "direct":
@@ -237,34 +229,34 @@ class Task(ABC):
             raise PassError(f"task.method={method} needs task.revises: the first-pass run whose answers it shows")
         return str(s.revises)
 
-    def uses_market(self, s: Any) -> bool:
+    def uses_market(self, s: S) -> bool:
         """Whether the samples (and charts) come from the market data; False for a task whose
         samples bring their own images (captioning on your own charts)."""
         return True
 
-    def provided_images(self, s: Any, samples: pd.DataFrame) -> Mapping[str, Path] | None:
+    def provided_images(self, s: S, samples: pd.DataFrame) -> Mapping[str, Path] | None:
         """sample_id -> an image file the render stage copies instead of drawing the chart (the
         task's one time frame); None: every chart is drawn from the market data."""
         return None
 
-    def images_per_prompt(self, s: Any) -> int:
+    def images_per_prompt(self, s: S) -> int:
         return len(self.inputs(s).charts)
 
-    def answer_constraint(self, s: TaskSettings, constrain: bool = False) -> str | None:
+    def answer_constraint(self, s: S, constrain: bool = False) -> str | None:
         """A regex that constrained decoding holds answers to (both backends), None = free text:
         ``task.answer_regex``, else the task's answer format when the model is to be held to it."""
         return s.answer_regex or (s.answer_format if constrain else None)
 
     @abstractmethod
-    def parser(self, s: Any) -> Callable[[str | None], Parsed]: ...
+    def parser(self, s: S) -> Callable[[str | None], Parsed]: ...
 
-    def judge(self, s: Any) -> Callable[[str | None], Parsed]:
+    def judge(self, s: S) -> Callable[[str | None], Parsed]:
         """The parser every stage uses: :meth:`parser` behind the input bounds of
         ``candlebench.core.results.bounded``, so no one answer can stall a run's scoring."""
         return bounded(self.parser(s))
 
     @abstractmethod
-    def score(self, run: RunAnswers, s: Any, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
+    def score(self, run: RunAnswers, s: S, ctx: TaskContext, settings: ScoreSettings) -> dict: ...
 
     def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
         """Paired differences b - a of two runs over the same samples (JSON-safe); the default:

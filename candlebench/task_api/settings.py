@@ -1,90 +1,20 @@
-"""A task's settings as a frozen dataclass, built and checked once per job from its ``task:`` block.
+"""A task's settings as a frozen dataclass, built and checked once per job from its ``task:`` block
+by the machinery every config block uses (candlebench.core.settings).
 
-tasks/<name>/config.yaml stays the source of the defaults (Hydra composes and overrides it); each
-task mirrors it in a dataclass (``Task.settings_type``) whose fields declare their checks
-(:func:`setting`) and whose ``__post_init__`` checks what spans fields. :func:`build` turns the
-block into that dataclass, so a bad or unknown key is one line naming the key, the value and what
-is allowed, and a task's methods read typed fields instead of string lookups in a DictConfig.
+tasks/<name>/config.yaml stays the source of the defaults; each task mirrors it in a dataclass
+(``Task.settings_type``): the keys every task has are here, a task adds its own.
 tests/tasks/test_task_settings.py keeps every task's dataclass and its config.yaml to the same keys.
 """
 
 from __future__ import annotations
 
-import difflib
-import typing
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
-from candlebench.core.rules import ConfigError, date_or_null, integer
-
-Check = tuple[Callable[[Any], bool], str]  # (test of the plain value, what is allowed)
-DATE: Check = (date_or_null, "a date (YYYY-MM-DD) or null")
-
-
-def setting(check: Check | None = None, key_of: str | None = None) -> Any:
-    """A field whose value, as the config gives it (lists still lists), must pass ``check``, or be
-    a key of the mapping field ``key_of`` declared before it (``language`` of ``prompts``)."""
-    return field(metadata={k: v for k, v in (("check", check), ("key_of", key_of)) if v is not None})
-
-
-def _frozen(value: Any) -> Any:
-    """Lists as tuples, all the way down: a setting cannot be changed in place."""
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _frozen(v) for k, v in value.items()}
-    return value
-
-
-def _value(values: Any, name: str, key: str) -> Any:
-    """``values[name]`` as plain Python, interpolations resolved now: field by field in their
-    order, so ``language`` is checked before the ``prompt`` that interpolates it fails to resolve."""
-    try:
-        value = values[name]
-        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
-    except OmegaConfBaseException as err:
-        raise ConfigError(f"{key}: does not resolve: {str(err).splitlines()[0]}") from None
-
-
-def build(cls: type, values: Mapping[str, Any], prefix: str = "task") -> Any:
-    """``cls`` from the mapping ``values``, plain or a DictConfig (``prefix``: where it sits in the
-    config, for the errors): nested dataclass fields from nested mappings, each value checked by
-    its field's check."""
-    names = [f.name for f in fields(cls) if f.init]
-    for key in values:
-        if key not in names:
-            nearest = difflib.get_close_matches(str(key), names, n=3, cutoff=0.6)
-            raise ConfigError(f"{prefix}.{key}: not a setting here; "
-                              + (f"nearest: {', '.join(nearest)}" if nearest else f"the settings: {names}"))
-    hints = typing.get_type_hints(cls)
-    given = {}
-    for f in fields(cls):
-        if not f.init:
-            continue
-        key = f"{prefix}.{f.name}"
-        if f.name not in values:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise ConfigError(f"{key}: missing; the task's config.yaml gives every setting a default")
-            continue
-        kind = hints[f.name]
-        if is_dataclass(kind):
-            value = values[f.name]
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{key}={value!r}: must be a mapping of {[g.name for g in fields(kind)]}")
-            given[f.name] = build(kind, value, key)
-            continue
-        value = _value(values, f.name, key)
-        check, key_of = f.metadata.get("check"), f.metadata.get("key_of")
-        if check is not None and not check[0](value):
-            raise ConfigError(f"{key}={value!r}: must be {check[1]}")
-        if key_of is not None and value not in given[key_of]:
-            raise ConfigError(f"{key}={value!r}: must be one of {sorted(given[key_of])} ({prefix}.{key_of})")
-        given[f.name] = _frozen(value)
-    return cls(**given)
+from candlebench.core.rules import ConfigError, integer
+from candlebench.core.settings import DATE, setting
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""The config rules' table checks (candlebench.core.rules) where their edges are not a stage's."""
+"""The checks of the command line itself (candlebench.core.rules.check_early), before Hydra writes anything."""
 
 from __future__ import annotations
 

@@ -9,12 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from omegaconf import OmegaConf
-
-from helpers import ROOT, SLICE
+from helpers import SLICE
 from candlebench.market.adjustment import NO_FACTOR_REASON
 from candlebench.market.data_source import input_files
 from candlebench.market.market import MarketDataError, load_market
+from candlebench.stages.graph import compose_job
 from candlebench.stages.samples import data_check
 
 pytestmark = pytest.mark.unit
@@ -178,7 +177,6 @@ def test_yahoo_adj_close_is_rebased_to_the_first_bar(clean, tmp_path):
 
 
 YAHOO = ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
-CSV_CONFIG = ROOT / "candlebench" / "conf" / "data" / "csv.yaml"
 
 
 def _yahoo_download(clean: pd.DataFrame, code: str, adj: pd.Series | None) -> pd.DataFrame:
@@ -226,8 +224,7 @@ def test_yahoo_folder_with_and_without_adj_close_loads_with_a_note_per_file(clea
     assert market.report.mixed_adjustment
     assert market.report.unadjusted_files == (str(folder / "SM.csv"), str(folder / "TSLA.csv"))
 
-    cfg = OmegaConf.create({"data": OmegaConf.merge(OmegaConf.load(CSV_CONFIG), {"path": str(folder / "*.csv")})})
-    data_check(cfg)
+    data_check(compose_job(["data=csv", f"data.path='{folder / '*.csv'}'"]).job)
     out = capsys.readouterr().out
     assert "3 stocks" in out and "0 stocks dropped" in out
     assert "prices as exported (no adjustment column) in 2 of 3 files; mixed price adjustment" in out
@@ -285,6 +282,6 @@ def test_data_check_summarises_one_line_per_defect_kind(clean, tmp_path, capsys)
     first_line = many[0] + 2
     assert f"{len(many)} rows" in tel and f"line {first_line}" in tel and "TEL" in tel and str(path) in tel
     # The job `candlebench data check` runs, in process: the unit tier starts no command.
-    data_check(OmegaConf.create({"data": OmegaConf.merge(OmegaConf.load(CSV_CONFIG), {"path": str(path), "on_defect": "drop"})}))
+    data_check(compose_job(["data=csv", f"data.path='{path}'", "data.on_defect=drop"]).job)
     out = capsys.readouterr().out
     assert f"close outside [low, high]: {len(many)} rows" in out and "negative volume: 2 rows" in out

@@ -13,15 +13,13 @@ import pandas as pd
 import pytest
 
 from candlebench.core.io import write_json, write_parquet
-from candlebench.core.layout import run_paths, task_paths
 from candlebench.core.schema import NewerSchema
 from candlebench.stages import freshness
 from candlebench.stages.freshness import FRESH, NOT_SCORED, Stale
-from candlebench.stages.graph import compose_config, run_stage
+from candlebench.stages.graph import compose_job, run_stage
 from candlebench.stages.infer import build_requests
 from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.stages.run_identity import other_render_settings, samples_fingerprint
-from candlebench.stages.task_setup import task_setup
 from candlebench.stages.score import score_run
 from candlebench.inference.records import RecordStore, ResponseRecord
 from candlebench.rendering.inputs import read_samples
@@ -33,19 +31,19 @@ COMMON = ["data=slice", "data.codes=[AC,ALI]", "task.samples.interval=180", "ren
 OTHER_CHARTS = ["task.render.max_bars=20"]  # another chart design: the charts on disk are not its
 
 
-def _cfg(out: Path, *extra: str):
-    return compose_config([*COMMON, f"out_dir={out}", *extra])
+def _job(out: Path, *extra: str):
+    return compose_job([*COMMON, f"out_dir={out}", *extra]).job
 
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory) -> Path:
     """The slice's samples (2 stocks x 3 dates) and their charts."""
     out = tmp_path_factory.mktemp("fresh")
-    cfg = _cfg(out)
-    assert freshness.samples_are_built(cfg) == freshness.charts_are_drawn(cfg) == Stale(f"no samples yet under {out / 'forecast'}")
+    job = _job(out)
+    assert freshness.samples_are_built(job) == freshness.charts_are_drawn(job) == Stale(f"no samples yet under {out / 'forecast'}")
     run_stage("samples", [*COMMON, f"out_dir={out}"])
-    assert freshness.samples_are_built(cfg) == FRESH
-    assert freshness.charts_are_drawn(cfg) == Stale(f"{out / 'forecast' / 'images'}: 12 charts not rendered yet (e.g. "
+    assert freshness.samples_are_built(job) == FRESH
+    assert freshness.charts_are_drawn(job) == Stale(f"{out / 'forecast' / 'images'}: 12 charts not rendered yet (e.g. "
                                           "images/2017-09-26/AC/daily.png); run every render chunk first")
     run_stage("render", [*COMMON, f"out_dir={out}"])
     return out
@@ -57,13 +55,13 @@ def ws(tmp_path, drawn) -> Path:
 
 
 def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from(drawn, tmp_path):
-    paths = task_paths(_cfg(drawn))
+    paths = _job(drawn).task_paths
     codes = read_samples(paths)["code"].unique()
-    assert freshness.market_is_unchanged(_cfg(drawn).data, paths.summary, codes) == FRESH
+    assert freshness.market_is_unchanged(_job(drawn).data, paths.summary, codes) == FRESH
 
     def csv(path: Path):
-        return compose_config([*(o for o in COMMON if o != "data=slice"), "data=csv", f"data.path={path}",
-                               "data.market=PSE", f"out_dir={drawn}"]).data
+        return compose_job([*(o for o in COMMON if o != "data=slice"), "data=csv", f"data.path={path}",
+                            "data.market=PSE", f"out_dir={drawn}"]).job.data
 
     frame = pd.read_csv(SLICE)
     later = (frame["code"] == "AC") & (frame["date"] >= "2019-06-01")
@@ -72,7 +70,7 @@ def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from
     restated = csv(tmp_path / "restated.csv")
     assert freshness.market_is_unchanged(restated, paths.summary, codes) == Stale(
         f"{paths.samples} was built from other market data than data.path={tmp_path / 'restated.csv'} "
-        f"(data={restated.get('name')}) gives for its stocks now")
+        f"(data={restated.name}) gives for its stocks now")
     with pytest.raises(freshness.MarketChanged, match="run `candlebench samples` with this data first"):
         freshness.same_market(restated, paths.summary, codes)
     shutil.copy(SLICE, tmp_path / "same.csv")  # the same bars under another name and time
@@ -84,64 +82,64 @@ def test_the_market_is_fresh_while_it_gives_the_bars_the_samples_were_built_from
 
 
 def test_charts_are_fresh_under_the_settings_they_were_drawn_under_and_merged(ws):
-    cfg = _cfg(ws)
-    assert freshness.charts_are_drawn(cfg) == FRESH
-    other = freshness.charts_are_drawn(_cfg(ws, *OTHER_CHARTS))
+    job = _job(ws)
+    assert freshness.charts_are_drawn(job) == FRESH
+    other = freshness.charts_are_drawn(_job(ws, *OTHER_CHARTS))
     assert not other.fresh and "12 charts not rendered yet" in other.reason
-    paths = task_paths(cfg)
+    paths = job.task_paths
     samples = read_samples(paths)
     write_parquet(samples.drop(columns=["image_daily", "image_weekly"]), paths.samples)
-    assert freshness.charts_are_drawn(cfg) == Stale(f"{paths.samples}: no ['image_daily', 'image_weekly'] yet "
+    assert freshness.charts_are_drawn(job) == Stale(f"{paths.samples}: no ['image_daily', 'image_weekly'] yet "
                                           "(the last render chunk merges them)")
 
 
 def test_a_manifest_is_fresh_only_under_the_settings_it_records(drawn):
-    cfg = _cfg(drawn)
-    manifest = pd.read_parquet(task_paths(cfg).manifest)
-    assert other_render_settings(manifest, task_setup(cfg).context.render) is None
-    other = task_setup(_cfg(drawn, *OTHER_CHARTS)).context.render
-    drawn_key = task_setup(cfg).context.render.key()
+    job = _job(drawn)
+    manifest = pd.read_parquet(job.task_paths.manifest)
+    assert other_render_settings(manifest, job.context.render) is None
+    other = _job(drawn, *OTHER_CHARTS).context.render
+    drawn_key = job.context.render.key()
     assert other_render_settings(manifest, other) == (
         f"drawn under other render settings (['{drawn_key}']) than this config's ({other.key()}: {other.describe()})")
     assert other_render_settings(manifest.drop(columns="settings"), other).startswith(
         "drawn under other render settings (['(unknown)'])")
 
 
-def _answer(cfg, sample_ids: set[str], label: str, text: str = "<score>0.100</score>") -> None:
+def _answer(job, sample_ids: set[str], label: str, text: str = "<score>0.100</score>") -> None:
     """The run's answers to ``sample_ids``, for the inputs infer's requests send now."""
-    task, paths = get_task(cfg.task.name), task_paths(cfg)
-    requests, _ = build_requests(cfg, task, read_samples(paths), paths)
-    key = model_run_info(cfg, task, model_spec(cfg)).run_key
-    with RecordStore(run_paths(cfg).root).writer(label) as writer:
+    paths = job.task_paths
+    requests, _ = build_requests(job, read_samples(paths))
+    key = model_run_info(job, model_spec(job)).run_key
+    with RecordStore(job.run_paths.root).writer(label) as writer:
         writer.write(ResponseRecord.answered(key, r.sample_id, "m", "transformers", text, inputs=r.inputs)
                      for r in requests if r.sample_id in sample_ids)
 
 
-def _start_run(cfg) -> list[str]:
+def _start_run(job) -> list[str]:
     """What infer writes before its first answer: run.json and the inputs each request sends."""
-    task, paths, run = get_task(cfg.task.name), task_paths(cfg), run_paths(cfg)
-    _, sent = build_requests(cfg, task, read_samples(paths), paths)
-    model_run_info(cfg, task, model_spec(cfg)).write(run.info)
+    paths, run = job.task_paths, job.run_paths
+    _, sent = build_requests(job, read_samples(paths))
+    model_run_info(job, model_spec(job)).write(run.info)
     write_parquet(sent, run.inputs)
     return sorted(sent["sample_id"])
 
 
 def test_a_run_is_fresh_once_every_sample_is_answered_for_its_inputs_of_now(ws):
-    cfg = _cfg(ws)
-    assert freshness.answers_are_complete(cfg) == Stale("not run yet")
-    undrawn = freshness.answers_are_complete(_cfg(ws, *OTHER_CHARTS))
+    job = _job(ws)
+    assert freshness.answers_are_complete(job) == Stale("not run yet")
+    undrawn = freshness.answers_are_complete(_job(ws, *OTHER_CHARTS))
     assert undrawn.reason.startswith("its inputs are not ready: ") and "12 charts not rendered yet" in undrawn.reason
-    ids = _start_run(cfg)
-    key = model_run_info(cfg, get_task("forecast"), model_spec(cfg)).run_key
+    ids = _start_run(job)
+    key = model_run_info(job, model_spec(job)).run_key
     unanswered = f"samples not answered under run key {key} for the inputs they have now"
-    assert freshness.answers_are_complete(cfg) == Stale(f"6 of 6 {unanswered}")
-    _answer(cfg, set(ids[:5]), "first")
-    assert freshness.answers_are_complete(cfg) == Stale(f"1 of 6 {unanswered}")
-    _answer(cfg, set(ids[5:]), "second")
-    assert freshness.answers_are_complete(cfg) == FRESH
-    run = run_paths(cfg)
+    assert freshness.answers_are_complete(job) == Stale(f"6 of 6 {unanswered}")
+    _answer(job, set(ids[:5]), "first")
+    assert freshness.answers_are_complete(job) == Stale(f"1 of 6 {unanswered}")
+    _answer(job, set(ids[5:]), "second")
+    assert freshness.answers_are_complete(job) == FRESH
+    run = job.run_paths
     write_parquet(pd.read_parquet(run.inputs).iloc[1:], run.inputs)  # as if a sample was added since
-    assert freshness.answers_are_complete(cfg) == Stale("1 of 6 samples never asked (samples added since it ran)")
+    assert freshness.answers_are_complete(job) == Stale("1 of 6 samples never asked (samples added since it ran)")
 
 
 def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_path):
@@ -151,22 +149,21 @@ def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_
     first = [*COMMON, "task=e2a", "data.codes=[AC]", f"out_dir={tmp_path}"]
     run_stage("samples", first)
     run_stage("render", first)
-    cfg = compose_config(first)
-    verify = compose_config([*first, "infer.run_name=r-verify", "task.method=verify", "task.revises=r"])
-    ids = _start_run(cfg)
-    _answer(cfg, set(ids), "first", "up")
-    assert not run_paths(cfg).parsed.exists()  # never scored: its records are what the second pass reads
+    job = compose_job(first).job
+    verify = compose_job([*first, "infer.run_name=r-verify", "task.method=verify", "task.revises=r"]).job
+    ids = _start_run(job)
+    _answer(job, set(ids), "first", "up")
+    assert not job.run_paths.parsed.exists()  # never scored: its records are what the second pass reads
     assert _start_run(verify) == ids
     _answer(verify, set(ids), "verify")
     assert freshness.answers_are_complete(verify) == FRESH
-    shutil.rmtree(run_paths(cfg).root / "parts")  # the first pass answered again, otherwise
-    _answer(cfg, set(ids), "again", "down")
-    key = model_run_info(verify, get_task("e2a"), model_spec(verify)).run_key
+    shutil.rmtree(job.run_paths.root / "parts")  # the first pass answered again, otherwise
+    _answer(job, set(ids), "again", "down")
+    key = model_run_info(verify, model_spec(verify)).run_key
     assert freshness.answers_are_complete(verify) == Stale(
         f"{len(ids)} of {len(ids)} samples not answered under run key {key} for the inputs they have now")
-    first_run = run_paths(cfg)
-    redone = model_run_info(compose_config([*first, "infer.generation.max_new_tokens=20"]), get_task("e2a"),
-                            model_spec(cfg))
+    first_run = job.run_paths
+    redone = model_run_info(compose_job([*first, "infer.generation.max_new_tokens=20"]).job, model_spec(job))
     redone.write(first_run.info)
     assert freshness.answers_are_complete(verify) == Stale(
         f"its first-pass run is not ready: run r has no answer under its run key {redone.run_key} for the inputs of now "
@@ -179,12 +176,12 @@ def test_a_second_pass_is_fresh_only_over_the_answers_of_its_first_pass_now(tmp_
 
 
 def test_parsed_answers_and_scores_are_of_the_run_key_in_run_json(ws):
-    cfg = _cfg(ws)
-    ids = _start_run(cfg)
-    _answer(cfg, set(ids), "all")
-    task, paths, run = get_task("forecast"), task_paths(cfg), run_paths(cfg)
+    job = _job(ws)
+    ids = _start_run(job)
+    _answer(job, set(ids), "all")
+    paths, run = job.task_paths, job.run_paths
     samples = read_samples(paths)
-    score_run(task, paths, run, samples, cfg, samples_fingerprint(samples, paths))
+    score_run(job, run, samples, samples_fingerprint(samples, paths))
     key = json.loads(run.info.read_text())["run_key"]
     assert freshness.parsed_is_under_key(run, key) == freshness.parsed_is_under_key(run, key, {"run_key": key}) == FRESH
     assert freshness.parsed_is_under_key(run, "other") == Stale(
@@ -199,19 +196,19 @@ def _metrics(run, **changed) -> None:
 
 
 def test_scores_are_fresh_for_the_records_judge_run_key_and_samples_they_were_made_of(ws):
-    cfg = _cfg(ws)
-    ids = _start_run(cfg)
-    _answer(cfg, set(ids[:5]), "first")
-    task, paths, run = get_task("forecast"), task_paths(cfg), run_paths(cfg)
+    job = _job(ws)
+    ids = _start_run(job)
+    _answer(job, set(ids[:5]), "first")
+    task, paths, run = get_task("forecast"), job.task_paths, job.run_paths
     samples = read_samples(paths)
     now = samples_fingerprint(samples, paths)
     assert freshness.scores_are_current(task, run, now, len(samples)) == NOT_SCORED == Stale("not scored yet")
-    score_run(task, paths, run, samples, cfg, now)
+    score_run(job, run, samples, now)
     assert freshness.scores_are_current(task, run, now, len(samples)) == FRESH
-    _answer(cfg, set(ids[5:]), "second")  # the run goes on after it was scored
+    _answer(job, set(ids[5:]), "second")  # the run goes on after it was scored
     assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         "its records changed since it was scored (5/6 answered then)")
-    score_run(task, paths, run, samples, cfg, now)
+    score_run(job, run, samples, now)
     assert freshness.scores_are_current(task, run, now, len(samples)) == FRESH
     # An answer edited in place to another of the same length (#51): the stamp is of the content, not the size.
     part = sorted(run.parts.glob("*.jsonl"))[0]
@@ -222,7 +219,7 @@ def test_scores_are_fresh_for_the_records_judge_run_key_and_samples_they_were_ma
     part.write_text(text.replace(answer, edited, 1), encoding="utf-8")
     assert freshness.scores_are_current(task, run, now, len(samples)) == Stale(
         "its records changed since it was scored (6/6 answered then)")
-    score_run(task, paths, run, samples, cfg, now)
+    score_run(job, run, samples, now)
     assert freshness.scores_are_current(task, run, "rebuilt", len(samples)) == Stale("scored on other samples (rebuilt since)")
     _metrics(run, judge_version=task.judge_version + 1)
     with pytest.raises(freshness.NewerJudge, match=rf"^{run.metrics}: scored by the forecast judge v{task.judge_version + 1}, "
@@ -255,14 +252,14 @@ def test_scores_from_before_samples_fingerprints_are_of_these_samples_when_as_ma
 
 
 def test_the_samples_fingerprint_is_of_their_definitions_and_market_in_any_row_order(drawn, tmp_path):
-    paths = task_paths(_cfg(drawn))
+    paths = _job(drawn).task_paths
     samples = read_samples(paths)
     now = samples_fingerprint(samples, paths)
     assert samples_fingerprint(samples.iloc[::-1], paths) == now
     assert samples_fingerprint(samples.drop(columns=["image_daily", "image_weekly"]), paths) == now
     relabelled = samples.assign(cutoff=samples["cutoff"].iloc[::-1].to_numpy())
     assert samples_fingerprint(relabelled, paths) != now
-    other = task_paths(_cfg(tmp_path))
+    other = _job(tmp_path).task_paths
     other.summary.parent.mkdir(parents=True)
     summary = json.loads(paths.summary.read_text())
     write_json({**summary, "data": {**summary["data"], "fingerprint": "another market"}}, other.summary)
@@ -274,7 +271,7 @@ def test_a_baseline_keeps_its_answers_over_the_same_samples_in_another_row_order
     samples"), not a hash of the rows in file order."""
     stage = [*COMMON, f"out_dir={ws}", "task.baseline.names=[momentum]"]
     run_stage("baseline", stage)
-    paths = task_paths(_cfg(ws))
+    paths = _job(ws).task_paths
     run = paths.run("momentum")
     key, parts = json.loads(run.info.read_text())["run_key"], sorted(run.root.glob("parts/*"))
     write_parquet(read_samples(paths).iloc[::-1], paths.samples)

@@ -6,29 +6,29 @@ from __future__ import annotations
 import pytest
 
 import candlebench.inference.tiny.builders as tm
-from candlebench.stages.graph import compose_config
+from candlebench.core.rules import ConfigError
+from candlebench.stages.graph import compose_job
 from candlebench.stages.infer import media
 from candlebench.stages.infer_settings import model_run_info, model_spec
 from candlebench.inference.backends.base import Media
 from candlebench.inference.backends.vllm import mm_limits
 from candlebench.inference.chat import chat_text
 from candlebench.rendering.model_input import fit_size
-from candlebench.task_api.registry import get_task
 
 from helpers import SLICE
 
 
 def config(*overrides: str):
-    return compose_config([f"data.path={SLICE}", "model=tiny_qwen2_5_vl", *overrides])
+    return compose_job([f"data.path={SLICE}", "model=tiny_qwen2_5_vl", *overrides]).job
 
 
 def test_vllm_profiles_the_tasks_images_at_their_size_and_no_video():
-    forecast = media(config("task=forecast"), get_task("forecast"))
+    forecast = media(config("task=forecast"))
     assert forecast == Media(2, (800, 600), "images_first")
     assert mm_limits(forecast) == {"image": {"count": 2, "width": 800, "height": 600}, "video": 0}
-    budget = media(config("task=forecast", "infer.image.max_pixels=120000"), get_task("forecast"))
+    budget = media(config("task=forecast", "infer.image.max_pixels=120000"))
     assert budget.size == fit_size((800, 600), 120_000) == (400, 300)
-    assert media(config("task=e2a", "render.width=1000"), get_task("e2a")).size == (1000, 600)
+    assert media(config("task=e2a", "render.width=1000")).size == (1000, 600)
     assert mm_limits(Media(1)) == {"image": 1, "video": 0}  # images a dataset brings: no size known ahead
 
 
@@ -45,30 +45,27 @@ def test_text_first_puts_the_task_text_before_the_charts(tiny_root):
 
 
 def test_the_layout_is_in_the_run_key_only_when_it_is_the_variant():
-    task = get_task("forecast")
     keys = {}
     for layout in ("images_first", "text_first"):
-        cfg = config("task=forecast", f"infer.prompt_layout={layout}")
-        info = model_run_info(cfg, task, model_spec(cfg))
+        job = config("task=forecast", f"infer.prompt_layout={layout}")
+        info = model_run_info(job, model_spec(job))
         keys[layout] = (info.run_key, info.identity.get("prompt_layout"))
     assert keys["images_first"][1] is None and keys["text_first"][1] == "text_first"
     assert keys["images_first"][0] != keys["text_first"][0]
-    from candlebench.stages.validate import ConfigError, validate
-
     with pytest.raises(ConfigError, match="infer.prompt_layout='sideways': must be images_first or text_first"):
-        validate(config("infer.prompt_layout=sideways"))
+        config("infer.prompt_layout=sideways")
 
 
-def test_the_transformers_batch_is_the_models_on_a_gpu_and_8_on_cpu():
+def test_the_batch_is_the_backends_own_else_the_models_on_a_gpu_and_8_on_cpu():
     import torch
-
-    from candlebench.stages.infer_settings import batch_size
 
     seven = config("model=qwen2_5_vl_7b")
     assert seven.infer.batch_size is None and seven.model.gpu_batch_size == 128
-    assert batch_size(seven) == (128 if torch.cuda.is_available() else 8)
-    assert batch_size(config("model=qwen2_5_vl_3b", "backend=vllm")) == 256  # vLLM's own chunk
-    assert batch_size(config("model=qwen2_5_vl_3b", "infer.batch_size=3")) == 3
+    assert seven.batch_size() == (128 if torch.cuda.is_available() else 8)
+    assert config("model=qwen2_5_vl_3b", "backend=vllm").batch_size() == 256  # vLLM's own chunk
+    assert config("backend=server", "backend.concurrency=3").batch_size() == 3  # what a server has in flight
+    assert config("model=qwen2_5_vl_3b", "infer.batch_size=3").batch_size() == 3
+    assert config("backend=server", "infer.batch_size=5").batch_size() == 5
 
 
 def test_a_model_that_would_run_partly_on_cpu_is_refused_unless_asked(tiny_root, capsys):

@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from candlebench.core.results import Parsed
-from candlebench.stages.graph import compose_config
-from candlebench.stages.task_setup import task_setup
+from candlebench.stages.graph import compose_job
 from candlebench.task_api import registry as tasks
 from helpers import ROOT, TESTS
 
@@ -34,7 +33,7 @@ def judges():
         found = {}
         for name in tasks.names():
             task = tasks.get_task(name)
-            found[name] = task.judge(task_setup(compose_config([f"task={name}"])).settings)
+            found[name] = task.judge(compose_job([f"task={name}"]).job.settings)
         return found
 
 

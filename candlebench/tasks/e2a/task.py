@@ -29,7 +29,8 @@ from candlebench.tasks.e2a.parse import parse_response
 from candlebench.tasks.e2a.responders import RESPONDERS
 from candlebench.tasks.e2a.samples import E2ASpec, anchors_of, build_samples
 from candlebench.tasks.e2a.verify import verify_prompt
-from candlebench.task_api.settings import StockWindow, TaskSettings, setting
+from candlebench.core.settings import setting
+from candlebench.task_api.settings import StockWindow, TaskSettings
 
 CHART = "daily"
 
@@ -94,7 +95,7 @@ def scored_rows(parsed: pd.DataFrame) -> pd.DataFrame:
                                        "strong_signals", "supported", "contradicted", "unverifiable"])
 
 
-class E2ATask(Task):
+class E2ATask(Task[E2ASettings]):
     name = "e2a"
     columns = (Column("action", "string"), Column("confidence", "float64"))
     baselines = MappingProxyType({name: _responder(name) for name in RESPONDERS})

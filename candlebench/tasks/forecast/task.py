@@ -26,7 +26,8 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
 from candlebench.tasks.forecast import baselines
 from candlebench.tasks.forecast.parse import parse_score
 from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
-from candlebench.task_api.settings import MarketWindow, TaskSettings, setting
+from candlebench.core.settings import setting
+from candlebench.task_api.settings import MarketWindow, TaskSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +105,7 @@ def _on_horizon(predict: Callable[..., baselines.Answers | pd.Series]) -> Callab
     return run
 
 
-class ForecastTask(Task):
+class ForecastTask(Task[ForecastSettings]):
     name = "forecast"
     settings_type = ForecastSettings
     columns = (Column("pred", "float64"), Column("pred_in_range", "boolean"))

@@ -31,7 +31,8 @@ from candlebench.rendering.inputs import BLANK_INPUT
 from candlebench.tasks.reading.questions import CHOICES, MARKS, NUMERIC, QUESTIONS, RECENT, TYPES
 from candlebench.market.bars import FREQS
 from candlebench.tasks.reading.samples import PAIR, ReadingSpec, build_samples
-from candlebench.task_api.settings import StockWindow, TaskSettings, setting
+from candlebench.core.settings import setting
+from candlebench.task_api.settings import StockWindow, TaskSettings
 
 # The answer format the prompt shows, per question, in the order asked: a choice list, or the kind
 # of number (questions.NUMERIC).
@@ -81,7 +82,7 @@ def frame_block(text: str, frame: str) -> str:
     raise ValueError(f"the OHLCV text has no {frame} block (its headers: {[b.partition(chr(10))[0] for b in blocks]})")
 
 
-class ReadingTask(Task):
+class ReadingTask(Task[ReadingSettings]):
     name = "reading"
     settings_type = ReadingSettings
     columns = (Column("n_answered", "Int64"),)

@@ -19,7 +19,8 @@ from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import integer
 from candlebench.scoring.per_sample import Measure, PerSample
 from candlebench.task_api.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
-from candlebench.task_api.settings import TaskSettings, setting
+from candlebench.core.settings import setting
+from candlebench.task_api.settings import TaskSettings
 
 ANSWER = re.compile(r"\b(bullish|bearish|doji)\b(?:\W+([-+]?\d+(?:\.\d+)?)\s*%)?", re.I)
 
@@ -46,7 +47,7 @@ def coin(samples: pd.DataFrame, market, s: CandleSettings, seed: int = 0) -> Map
     return {sid: f"{rng.choice(['bullish', 'bearish'])} 0.0%" for sid in samples["sample_id"]}
 
 
-class CandleTask(Task):
+class CandleTask(Task[CandleSettings]):
     name = "candle"
     settings_type = CandleSettings
     columns = (Column("colour", "string"), Column("change", "float64"))  # parsed.parquet's own columns

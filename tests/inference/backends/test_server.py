@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-from omegaconf import OmegaConf
 
 from candlebench.core.errors import UserError
 from candlebench.inference.backends import BACKENDS, check_weights
@@ -65,7 +64,7 @@ def test_a_closed_port_is_one_line_at_start_after_waiting_startup_wait_s():
 
 
 def test_the_key_comes_from_the_variable_named_and_a_missing_one_is_one_line(monkeypatch):
-    settings = ServerSettings.from_config(OmegaConf.create({"name": "server", "api_key_env": "CB_TEST_KEY"}))
+    settings = ServerSettings(api_key_env="CB_TEST_KEY")
     monkeypatch.delenv("CB_TEST_KEY", raising=False)
     with pytest.raises(UserError, match="backend.api_key_env=CB_TEST_KEY: that environment variable is not set"):
         settings.endpoint().key()
@@ -108,12 +107,12 @@ def test_a_server_backend_needs_no_checkpoint_here():
     ("report.page_size=0", "report.page_size=0: must be an integer >= 1"),
 ])
 def test_server_settings_are_checked_up_front(override, message):
-    from candlebench.stages.graph import compose_config
-    from candlebench.stages.validate import ConfigError, validate
+    from candlebench.core.rules import ConfigError
+    from candlebench.stages.graph import compose_job
 
-    validate(compose_config(["backend=server"]))
+    compose_job(["backend=server"])
     with pytest.raises(ConfigError, match=message.replace("(", "\\(")):
-        validate(compose_config(["backend=server", override]))
+        compose_job(["backend=server", override])
 
 
 @pytest.mark.parametrize("task", ["forecast", "e2a", "caption"])
@@ -121,13 +120,13 @@ def test_a_servers_reasoning_answer_cut_by_its_budget_is_flagged_by_every_task_a
     """The reasoning a server returns apart (reasoning_content), or an answer that starts inside a
     block the served template opened (backend.opens_reasoning), is recorded inside the block as the
     in-process backends record it: cut by the budget, every task's parser flags it."""
-    from candlebench.stages.graph import compose_config
+    from candlebench.stages.graph import compose_job
     from helpers import SLICE
     from candlebench.inference.backends.server import generation_of
     from candlebench.task_api.registry import get_task
     from candlebench.task_api.base import REASONING_CUT
 
-    parse = get_task(task).parser(get_task(task).settings(compose_config([f"data.path={SLICE}", f"task={task}"]).task))
+    parse = get_task(task).parser(compose_job([f"data.path={SLICE}", f"task={task}"]).job.settings)
     thought = "The close rose 5%, so I would BUY; the score is 0.12 and"
     apart = {"choices": [{"message": {"content": None, "reasoning_content": thought}, "finish_reason": "length"}]}
     inside = {"choices": [{"message": {"content": thought}, "finish_reason": "length"}]}
@@ -145,7 +144,7 @@ def backend_for(url: str, **settings):
     from candlebench.inference.backends.base import GenerationSpec, Media
     from candlebench.inference.backends.server import ServerBackend
 
-    config = OmegaConf.create({"name": "server", "base_url": url, "timeout_s": 5, "retries": 0, **settings})
+    config = ServerSettings(base_url=url, timeout_s=5, retries=0, **settings)
     return ServerBackend(ModelSpec(name="m", path="/nowhere"), GenerationSpec(), config, Media(1))
 
 

@@ -139,19 +139,16 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
 
 
 def test_verify_prompt_shows_the_first_pass_answer_its_checked_claims_and_every_fact(run):
-    from candlebench.core.layout import Layout
-    from candlebench.stages.graph import compose_config
+    from candlebench.stages.graph import compose_job
     from candlebench.stages.infer import build_requests
     from candlebench.tasks.e2a.claims import judge
     from candlebench.tasks.e2a.samples import anchors_of
-    from candlebench.tasks.e2a.task import TASK
 
-    cfg = compose_config([*COMMON[1:], "task=e2a", f"out_dir={run}", "model=tiny_qwen2_5_vl",
-                          "task.method=verify", "task.revises=anchor_oracle"])
-    paths = Layout.of(cfg).task("e2a")
-    samples = pd.read_parquet(paths.samples)
+    job = compose_job([*COMMON[1:], "task=e2a", f"out_dir={run}", "model=tiny_qwen2_5_vl",
+                       "task.method=verify", "task.revises=anchor_oracle"]).job
+    samples = pd.read_parquet(job.task_paths.samples)
     oracle = records(run, "anchor_oracle", task="e2a")
-    prompts = {r.sample_id: r.prompt for r in build_requests(cfg, TASK, samples, paths)[0]}
+    prompts = {r.sample_id: r.prompt for r in build_requests(job, samples)[0]}
     for _, row in samples.iterrows():
         prompt, said = prompts[row["sample_id"]], oracle.loc[row["sample_id"], "text"]
         assert said in prompt and prompt.index("Your earlier answer was") < prompt.index(said)

@@ -14,7 +14,8 @@ from candlebench.market.market import Market
 from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.core.rules import integer
 from candlebench.task_api.base import BuiltSamples, Column, Inputs, RequestSpec, ScoreSettings, Task, TaskContext
-from candlebench.task_api.settings import TaskSettings, setting
+from candlebench.core.settings import setting
+from candlebench.task_api.settings import TaskSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +34,7 @@ def _always_up(samples: pd.DataFrame, market: Market, s: ToySettings, **params) 
     return {sid: "UP" for sid in samples["sample_id"]}
 
 
-class ToyTask(Task):
+class ToyTask(Task[ToySettings]):
     """Did the stock close up on the cutoff day? One daily chart and the OHLCV text per sample."""
 
     name = "toy"
