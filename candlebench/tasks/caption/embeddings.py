@@ -17,9 +17,11 @@ caption's closing opinion, at its end, never reached COS. Here:
 * COS is the cosine of the mean of all token embeddings, normalised: sentence-transformers' mean
   pooling, so for a text within one window exactly ``SentenceTransformer.encode`` (tested).
 * Embeddings pass through float16 on every path, cached or not, so a run scores the same whether
-  its references came from the cache or the encoder. The cache: ``<cache_dir>/caption-embeddings/
-  <encoder key>/<sha256 of the text>.npy``; the encoder key hashes the model path, its weights'
-  size and modification time, the window and the library versions.
+  its references came from the cache or the encoder; windows are batched with windows of their
+  own length only (no padding), so a text's embeddings never depend on the texts encoded with it.
+  The cache: ``<cache_dir>/caption-embeddings/<encoder key>/<sha256 of the text>.npz``; the
+  encoder key hashes the model path, its weights' size and modification time, the window, the
+  layer, the library versions and :data:`BATCHING`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+
+# How windows share a forward pass, in the cache's key: embeddings cached under another way are
+# another encoder's. "unpadded": windows of one length together (before: sorted, padded batches).
+BATCHING = "unpadded"
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,8 @@ class TextEncoder:
         self.layer = None if layer is None or int(layer) == int(self.model.config.num_hidden_layers) else int(layer)
         weights = sorted(p for p in Path(path).glob("*") if p.suffix in (".safetensors", ".bin"))
         stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights)
-        self.key = hashlib.sha256(f"{Path(path).resolve()}|{stamp}|{window}|{self.layer}|{transformers.__version__}|{torch.__version__}".encode()
-                                  ).hexdigest()[:16]
+        self.key = hashlib.sha256(f"{Path(path).resolve()}|{stamp}|{window}|{self.layer}|{transformers.__version__}|"
+                                  f"{torch.__version__}|{BATCHING}".encode()).hexdigest()[:16]
         self.cache = None if cache_dir is None else Path(cache_dir) / "caption-embeddings" / self.key
 
     def _windows(self, text: str) -> list[list[int]]:
@@ -70,18 +77,23 @@ class TextEncoder:
     def _encode(self, texts: Sequence[str]) -> list[Embedded]:
         torch = self._torch
         pieces = [(t, w) for t, text in enumerate(texts) for w in self._windows(text)]
-        order = sorted(range(len(pieces)), key=lambda i: len(pieces[i][1]))
+        # Windows of one length batched together, never padded: beside a longer window's padding a
+        # window's states moved in the last bits (up to 1e-3 in float16), so a reference's cached
+        # embedding, and its scores (~1e-6), depended on the texts first encoded with it.
+        lengths: dict[int, list[int]] = {}
+        for i, (_, w) in enumerate(pieces):
+            lengths.setdefault(len(w), []).append(i)
         states: dict[int, np.ndarray] = {}
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = [pieces[i][1] for i in order[start:start + self.batch_size]]
-                longest = max(map(len, batch))
-                ids = torch.tensor([w + [self.tokenizer.pad_token_id] * (longest - len(w)) for w in batch])
-                mask = torch.tensor([[1] * len(w) + [0] * (longest - len(w)) for w in batch])
-                out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=self.layer is not None)
-                hidden = (out.last_hidden_state if self.layer is None else out.hidden_states[self.layer]).numpy()
-                for row, i in enumerate(order[start:start + self.batch_size]):
-                    states[i] = hidden[row, :len(pieces[i][1])]
+            for same in lengths.values():
+                for start in range(0, len(same), self.batch_size):
+                    batch = same[start:start + self.batch_size]
+                    ids = torch.tensor([pieces[i][1] for i in batch])
+                    out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                     output_hidden_states=self.layer is not None)
+                    hidden = (out.last_hidden_state if self.layer is None else out.hidden_states[self.layer]).numpy()
+                    for row, i in enumerate(batch):
+                        states[i] = hidden[row]
         out: list[list[np.ndarray]] = [[] for _ in texts]
         for i, (t, _) in enumerate(pieces):
             out[t].append(states[i])
