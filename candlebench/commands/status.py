@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from candlebench.core.errors import UserError
-from candlebench.core.layout import Layout, RunPaths, TaskPaths
+from candlebench.core.layout import StudyLayout, RunPaths, TaskPaths
 from candlebench.stages import freshness
 from candlebench.stages.infer import infer_progress
 from candlebench.stages.render import render_progress
@@ -23,7 +23,7 @@ from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import Task
 
 
-def _shards_of(layout: Layout) -> int:
+def _shards_of(layout: StudyLayout) -> int:
     if not layout.sweep.exists():
         return 1
     stages = json.loads(layout.sweep.read_text())["stages"]
@@ -79,7 +79,7 @@ def _scored(task: Task, run: RunPaths, samples_now: str, n_samples: int) -> str:
 
 
 def report_lines(out_dir: Path) -> list[str]:
-    layout = Layout(out_dir)
+    layout = StudyLayout(out_dir)
     tasks = layout.tasks_present()
     if not tasks:
         return [f"{out_dir}: no samples yet (stage samples not done)"]
@@ -102,7 +102,7 @@ def report_lines(out_dir: Path) -> list[str]:
     return lines + _queue_lines(layout)
 
 
-def _queue_lines(layout: Layout) -> list[str]:
+def _queue_lines(layout: StudyLayout) -> list[str]:
     if not layout.sweep.exists() or shutil.which("squeue") is None:
         return []
     stages = json.loads(layout.sweep.read_text())["stages"]

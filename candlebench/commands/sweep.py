@@ -190,7 +190,7 @@ def sweep(job: JobConfig) -> None:
     jobs = sweep_plan(job, base)
     composed = check_jobs(jobs)
     skip = finished_jobs(jobs, composed)
-    out_dir = job.layout.out_dir
+    out_dir = job.layout.study_dir
     summary = {"stages": {j.key: {"tasks": len(j.overrides), "done_before": j.key in skip} for j in jobs}}
     if job.sweep.executor == "local":
         run_jobs(jobs, skip, composed)

@@ -132,17 +132,19 @@ _RUN_LOCK = "run."  # every lock file of a run begins so, then the run's name
 
 
 @dataclass(frozen=True)
-class Layout:
-    out_dir: Path
+class StudyLayout:
+    """A study's folder (the config's out_dir) and the files in it: its task folders, the sweep's record."""
+
+    study_dir: Path
 
     def task(self, name: str) -> TaskPaths:
-        return TaskPaths(self.out_dir / name)
+        return TaskPaths(self.study_dir / name)
 
     def tasks_present(self) -> list[str]:
         """Task folders with samples or runs (one whose samples.parquet is gone is still there: the
         stages that read it say so)."""
-        return sorted({p.parent.name for pattern in ("*/samples.parquet", "*/runs") for p in self.out_dir.glob(pattern)})
+        return sorted({p.parent.name for pattern in ("*/samples.parquet", "*/runs") for p in self.study_dir.glob(pattern)})
 
     @property
     def sweep(self) -> Path:
-        return self.out_dir / "sweep.json"
+        return self.study_dir / "sweep.json"

@@ -3,7 +3,7 @@ when it asks for them) for each (code, cutoff) of its samples, in parallel, resu
 The render stage (:mod:`candlebench.stages.render`) runs it on a task's samples.
 
 Files: ``images/<cutoff>/<code>/<freq>.png`` (and ``ohlcv.txt``) under the task's folder of the
-out_dir, shared by the task's samples of the same stock and cutoff (E2A's three modalities).
+task_dir, shared by the task's samples of the same stock and cutoff (E2A's three modalities).
 Progress is an append-only ``images/manifest.jsonl`` (one line per written file, flushed and
 fsynced per stock); a file is written under a temporary name and renamed, so a killed run leaves
 no half-written chart. A re-run skips a file only when the manifest
@@ -197,7 +197,7 @@ def data_fingerprints(bars: pd.DataFrame, cutoffs: tuple[pd.Timestamp, ...]) -> 
     return [hashlib.sha256(rows[:end].tobytes()).hexdigest()[:16] for end in ends]
 
 
-def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list[dict]:
+def render_stock(job: StockJob, settings: RenderSettings, task_dir: Path) -> list[dict]:
     """Draw (or verify) every chart of one stock; returns manifest rows of the files it wrote.
 
     A file is kept only when the manifest holds it under these settings, from the same bars, and
@@ -208,7 +208,7 @@ def render_stock(job: StockJob, settings: RenderSettings, out_dir: Path) -> list
         history = history_before(job.bars, cutoff)
         for freq in settings.inputs:
             rel = chart_path(cutoff, job.code, freq)
-            target = out_dir / rel
+            target = task_dir / rel
             recorded = job.recorded.get(rel)
             if recorded is not None and recorded[1] == data and _sha256(target) == recorded[0]:
                 continue
@@ -253,17 +253,17 @@ def _manifest_row(row: dict) -> dict:
 
 
 def _run_jobs(
-    jobs: list[StockJob], settings: RenderSettings, out_dir: Path, workers: int
+    jobs: list[StockJob], settings: RenderSettings, task_dir: Path, workers: int
 ) -> Iterator[tuple[StockJob, list[dict]]]:
     """(job, manifest rows) as each stock finishes, in completion order."""
     if workers == 1:
         for job in jobs:
-            yield job, render_stock(job, settings, out_dir)
+            yield job, render_stock(job, settings, task_dir)
         return
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_end_with_the_parent, initargs=(os.getpid(),))
     try:
         with _interruptible() as stop:
-            futures = {pool.submit(render_stock, job, settings, out_dir): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(render_stock, job, settings, task_dir): i for i, job in enumerate(jobs)}
             pending = set(futures)
             while pending:
                 if stop.is_set():
@@ -328,17 +328,17 @@ def _interruptible() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def manifest_file(out_dir: Path, chunk: tuple[int, int]) -> Path:
+def manifest_file(task_dir: Path, chunk: tuple[int, int]) -> Path:
     # One file per chunk: array tasks never append to the same file.
     index, count = chunk
     name = "manifest.jsonl" if count == 1 else f"manifest.chunk{index}of{count}.jsonl"
-    return out_dir / "images" / name
+    return task_dir / "images" / name
 
 
-def recorded_charts(out_dir: Path, settings: RenderSettings) -> dict[str, tuple[str, str | None]]:
+def recorded_charts(task_dir: Path, settings: RenderSettings) -> dict[str, tuple[str, str | None]]:
     """path -> (sha256, data fingerprint) from every chunk's manifest, for files drawn under these
     settings; the latest row of a path wins (a redraw appends a new one)."""
-    rows = [r for path in sorted((out_dir / "images").glob("manifest*.jsonl")) for r in read_manifest(path)]
+    rows = [r for path in sorted((task_dir / "images").glob("manifest*.jsonl")) for r in read_manifest(path)]
     return {r["path"]: (r["sha256"], r.get("data")) for r in rows if r.get("settings") == settings.key()}
 
 
@@ -346,12 +346,12 @@ def render_samples(
     samples: pd.DataFrame,
     bars: pd.DataFrame,
     settings: RenderSettings,
-    out_dir: Path,
+    task_dir: Path,
     workers: int,
     chunk: tuple[int, int] = (0, 1),
 ) -> None:
     """Render (or verify) every chart of the stocks in ``chunk`` that the samples need."""
-    recorded = recorded_charts(out_dir, settings)
+    recorded = recorded_charts(task_dir, settings)
     pairs = samples[["code", "cutoff"]].drop_duplicates().sort_values(["code", "cutoff"])
     pairs = pairs[pairs["code"].map(lambda c: in_part(c, *chunk))]
     by_code = {code: group for code, group in bars.groupby("code", sort=True)}
@@ -363,7 +363,7 @@ def render_samples(
         paths = {chart_path(c, code, f) for c in cutoffs for f in settings.inputs}
         jobs.append(StockJob(code, by_code[code], cutoffs, {p: recorded[p] for p in paths if p in recorded}))
 
-    manifest_path = manifest_file(out_dir, chunk)
+    manifest_path = manifest_file(task_dir, chunk)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
     # temp files of a run killed between write and rename; only this chunk's stocks, since other
     # chunks may be writing theirs right now
@@ -372,19 +372,19 @@ def render_samples(
             stale.unlink()
     total = len(pairs) * len(settings.inputs)
     with JsonlAppender(manifest_path) as manifest, progress(total, "file", "render") as bar:
-        for job, rows in _run_jobs(jobs, settings, out_dir, workers):
+        for job, rows in _run_jobs(jobs, settings, task_dir, workers):
             manifest.write(stamped("render manifest", r) for r in rows)
             bar.update(len(job.cutoffs) * len(settings.inputs))
 
 
-def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: RenderSettings, out_dir: Path,
+def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: RenderSettings, task_dir: Path,
                 chunk: tuple[int, int] = (0, 1)) -> None:
     """A task's own images where its charts would be drawn (one time frame), each recorded in the
     manifest like a drawn chart, its source's sha256 as the data fingerprint: a changed source
     file is copied again, an unchanged one is kept."""
     (freq,) = settings.freqs
-    recorded = recorded_charts(out_dir, settings)
-    manifest_path = manifest_file(out_dir, chunk)
+    recorded = recorded_charts(task_dir, settings)
+    manifest_path = manifest_file(task_dir, chunk)
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
     # Split by stock as drawn charts are; samples without stocks (a dataset's own) by sample.
     keys = samples["code"] if "code" in samples else samples["sample_id"]
@@ -396,7 +396,7 @@ def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: R
             source = Path(provided[sid])
             data = source.read_bytes()
             digest = hashlib.sha256(data).hexdigest()
-            target = out_dir / rel
+            target = task_dir / rel
             if recorded.get(rel) == (digest, digest) and _sha256(target) == digest:
                 continue
             atomic_write(target, lambda p: p.write_bytes(data))
@@ -410,10 +410,10 @@ def copy_images(samples: pd.DataFrame, provided: Mapping[str, Path], settings: R
 MANIFEST_COLUMNS = ["sample_id", "freq", "path", "sha256", "width", "height", "settings"]
 
 
-def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: Path) -> pd.DataFrame:
+def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, task_dir: Path) -> pd.DataFrame:
     """One row per sample and freq (sample_id, freq, path, sha256, width, height); every chart must
     have been drawn under these settings."""
-    recorded = recorded_charts(out_dir, settings)
+    recorded = recorded_charts(task_dir, settings)
     records = [
         {
             "sample_id": sid,
@@ -431,7 +431,7 @@ def collect_manifest(samples: pd.DataFrame, settings: RenderSettings, out_dir: P
     missing = manifest.loc[manifest["sha256"].isna(), "path"]
     if len(missing):
         raise FileNotFoundError(
-            f"{out_dir / 'images'}: {len(missing)} charts not rendered yet (e.g. {missing.iloc[0]}); "
+            f"{task_dir / 'images'}: {len(missing)} charts not rendered yet (e.g. {missing.iloc[0]}); "
             "run every render chunk first"
         )
     return manifest.sort_values(["sample_id", "freq"], kind="stable").reset_index(drop=True)

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from candlebench.core.layout import Layout, RunPaths, TaskPaths
+from candlebench.core.layout import StudyLayout, RunPaths, TaskPaths
 from candlebench.core.paths import PathSettings
 from candlebench.core.rules import check_early
 from candlebench.core.settings import build
@@ -40,7 +40,7 @@ class JobConfig:
     task_block: Mapping[str, Any]
     context: TaskContext  # what the task's methods get of the job beyond their settings
     study: str
-    layout: Layout  # the study folder (out_dir)
+    layout: StudyLayout  # the study folder (out_dir)
     paths: PathSettings
     data: DataSettings
     drawing: Drawing  # ``render:``
@@ -119,11 +119,11 @@ def job_config(cfg: DictConfig) -> JobConfig:
     inputs = task.inputs(settings)
     # The task's inputs, drawn as render: says to its chart design (task.render).
     render = render_settings(drawing, settings.render, inputs.charts, inputs.text)
-    out_dir = Path(str(cfg.out_dir))
+    study_dir = Path(str(cfg.out_dir))
     tasks = _plain(cfg, "tasks")
     return JobConfig(
         task=task, settings=settings, task_block=OmegaConf.to_container(cfg.task, resolve=True),
-        context=TaskContext(render, out_dir, Path(paths.cache_dir)), study=str(cfg.study), layout=Layout(out_dir),
+        context=TaskContext(render, study_dir, Path(paths.cache_dir)), study=str(cfg.study), layout=StudyLayout(study_dir),
         paths=paths, data=data, drawing=drawing, model=ModelSpec.from_config(_plain(cfg, "model")), backend=backend,
         infer=infer, score=score, report=report, sweep=sweep, tasks=None if not tasks else tuple(str(t) for t in tasks),
         import_file=cfg.get("import_file"), import_replace=bool(cfg.get("import_replace")),

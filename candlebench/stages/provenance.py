@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from candlebench.core.io import atomic_write
-from candlebench.core.layout import Layout, TaskPaths
+from candlebench.core.layout import StudyLayout, TaskPaths
 from candlebench.core.paths import ROOT_DIR
 from candlebench.core.schema import read_versioned
 from candlebench.inference.records import read_records
@@ -61,7 +61,7 @@ def record_config(stage: str, job: JobConfig, config: DictConfig) -> Path:
     """The resolved config a stage ran with (``config``, that ``job`` was built from), under
     ``out_dir/configs/<stage>[.<task>][.<run>].yaml``."""
     parts = [stage, job.task.name if stage != "report" else None, job.infer.run_name if stage == "infer" else None]
-    path = job.layout.out_dir / "configs" / (".".join(p for p in parts if p) + ".yaml")
+    path = job.layout.study_dir / "configs" / (".".join(p for p in parts if p) + ".yaml")
     text = OmegaConf.to_yaml(config, resolve=True)
     return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
@@ -100,12 +100,12 @@ def data_provenance(paths: TaskPaths) -> dict[str, Any]:
             "fingerprint": data.get("fingerprint"), "samples": summary.get("samples")}
 
 
-def stage_configs(layout: Layout) -> dict[str, str]:
-    folder = layout.out_dir / "configs"
+def stage_configs(layout: StudyLayout) -> dict[str, str]:
+    folder = layout.study_dir / "configs"
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
 
 
-def provenance(layout: Layout, tasks: list[TaskPaths], runs: dict[str, list[str]]) -> dict[str, Any]:
+def provenance(layout: StudyLayout, tasks: list[TaskPaths], runs: dict[str, list[str]]) -> dict[str, Any]:
     """``runs``: task -> the run names the report shows."""
     return {"environment": environment(),
             "data": [data_provenance(t) for t in tasks],

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from candlebench.core.errors import CorruptFile, UserError
 from candlebench.core.io import write_json
-from candlebench.core.layout import Layout, RunPaths, TaskPaths
+from candlebench.core.layout import StudyLayout, RunPaths, TaskPaths
 from candlebench.core.results import RunAnswers
 from candlebench.core.schema import read_versioned
 from candlebench.stages.provenance import provenance
@@ -113,7 +113,7 @@ def _data_line(data: dict) -> str:
             + ("; mixed price adjustment" if data.get("mixed_adjustment") else ""))
 
 
-def one_data_set_of(layout: Layout, tasks: list[str]) -> tuple[list[str], Section | None]:
+def one_data_set_of(layout: StudyLayout, tasks: list[str]) -> tuple[list[str], Section | None]:
     """The tasks of the study's data set, the command's first task's (its first with market data),
     and a section naming those built from other bars (their samples rebuilt from other data since):
     a report never mixes sections of two data sets."""
@@ -304,8 +304,8 @@ def browser_settings(settings: ReportSettings, browsed: list[BrowserRun]) -> Bro
 
 def report(job: JobConfig) -> None:
     layout = job.layout
-    pooled = [layout] + [Layout(Path(p)) for p in (job.report.pool or [])]
-    missing_dirs = [str(p.out_dir) for p in pooled[1:] if not p.out_dir.is_dir()]
+    pooled = [layout] + [StudyLayout(Path(p)) for p in (job.report.pool or [])]
+    missing_dirs = [str(p.study_dir) for p in pooled[1:] if not p.study_dir.is_dir()]
     if missing_dirs:
         raise FileNotFoundError(f"report.pool: no such run folder {missing_dirs}")
     tasks = report_tasks(list(job.tasks or []), {t for p in pooled for t in p.tasks_present()})
@@ -320,12 +320,12 @@ def report(job: JobConfig) -> None:
         if compared:
             comparisons[name] = compared
     if not runs:
-        raise FileNotFoundError(f"{layout.out_dir}: no runs of {tasks} scored on its samples now (runs scored on other "
+        raise FileNotFoundError(f"{layout.study_dir}: no runs of {tasks} scored on its samples now (runs scored on other "
                                 "data/settings are not shown); run `candlebench score` first")
     if job.report.runs:
         missing = sorted(set(map(str, job.report.runs)) - {r.name for r in runs})
         if missing:
-            raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.out_dir}")
+            raise FileNotFoundError(f"report.runs: no scored run named {missing} under {layout.study_dir}")
     out = Path(job.report.dir)
     write_json(comparisons, out / "comparisons.json")
     shown: dict[str, list[str]] = {}

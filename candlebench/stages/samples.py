@@ -36,7 +36,7 @@ def data_check(job: JobConfig) -> None:
 def named_by_file(job: JobConfig) -> bool:
     """Whether out_dir is the folder the data's name gives (outputs/<study>, or an experiment's
     outputs/<experiment>-<study>), not one named on the command line."""
-    out = job.layout.out_dir
+    out = job.layout.study_dir
     return out.parent == Path(job.paths.output_root) and (out.name == job.study or out.name.endswith(f"-{job.study}"))
 
 

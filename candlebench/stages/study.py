@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from candlebench.core.errors import UserError
-from candlebench.core.layout import Layout, RunPaths, TaskPaths
+from candlebench.core.layout import StudyLayout, RunPaths, TaskPaths
 from candlebench.core.schema import read_versioned
 from candlebench.inference.records import RecordStore
 from candlebench.inference.run_info import RunInfo
@@ -37,7 +37,7 @@ def report_tasks(asked: list[str], present: set[str]) -> list[str]:
     return [*asked, *(t for t in rest if t not in asked)]
 
 
-def other_data(layout: Layout, tasks: list[str]) -> tuple[dict, dict[str, dict]]:
+def other_data(layout: StudyLayout, tasks: list[str]) -> tuple[dict, dict[str, dict]]:
     """The data the first of ``tasks`` with market data was built from, and the data of each task
     built from other bars ({} where all agree): the study is the first's (the report's order), the
     others are left out of its report."""
@@ -46,7 +46,7 @@ def other_data(layout: Layout, tasks: list[str]) -> tuple[dict, dict[str, dict]]
     return ours, {t: b for t, b in built.items() if b.get("fingerprint") not in (None, ours.get("fingerprint"))}
 
 
-def one_data_set(layout: Layout, files: list[str], content: str, short: str) -> None:
+def one_data_set(layout: StudyLayout, files: list[str], content: str, short: str) -> None:
     """Refuses building samples from ``files`` (bars of fingerprint ``content``) into
     ``layout``'s folder where a task's samples came from other bars of other files (a file of the
     same name elsewhere). The same files with other bars (a day appended, other data.codes) rebuild
@@ -57,9 +57,9 @@ def one_data_set(layout: Layout, files: list[str], content: str, short: str) -> 
         if not built.get("fingerprint") or built["fingerprint"] == content or set(built.get("files") or ()) == set(files):
             continue
         raise OtherDataSet(
-            f"{layout.out_dir} is the study of {', '.join(built.get('files') or ['other data'])} ({name}'s samples), "
+            f"{layout.study_dir} is the study of {', '.join(built.get('files') or ['other data'])} ({name}'s samples), "
             f"whose bars differ from those of {', '.join(files)}: give this data its own folder "
-            f"(out_dir={layout.out_dir}-{short}), or rebuild that study's every task with it in a fresh out_dir")
+            f"(out_dir={layout.study_dir}-{short}), or rebuild that study's every task with it in a fresh out_dir")
 
 
 class OtherKind(UserError, ValueError):

@@ -110,7 +110,7 @@ class TaskContext:
     (candlebench.stages.job)."""
 
     render: RenderSettings  # its charts as drawn: size, colours, chart design, time frames
-    out_dir: Path  # the study folder: another task's runs (reading next to forecast)
+    study_dir: Path  # the study folder (out_dir): another task's runs (reading next to forecast)
     cache_dir: Path  # local model files and downloads
 
 

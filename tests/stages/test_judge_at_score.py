@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from candlebench.core.jsonl import read_jsonl
-from candlebench.core.layout import Layout
+from candlebench.core.layout import StudyLayout
 from candlebench.core.schema import CURRENT
 from candlebench.stages.graph import run_stage
 from candlebench.stages.provenance import run_provenance
@@ -114,7 +114,7 @@ def test_a_new_judge_version_rejudges_every_run_without_answering_again(study, c
     assert metrics["judge_version"] == TASK.judge_version
     assert {p.name: p.read_bytes() for p in (run / "parts").glob("*.jsonl")} == parts  # nothing answered again
     assert "is scored under its current key" in _score(study, capsys)  # not judged twice
-    assert run_provenance(Layout(study).task("forecast"), "momentum")["judge_version"] == TASK.judge_version
+    assert run_provenance(StudyLayout(study).task("forecast"), "momentum")["judge_version"] == TASK.judge_version
 
 
 def test_a_run_scored_while_being_written_is_scored_again_once_it_has_more_answers(study, capsys):

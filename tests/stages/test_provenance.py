@@ -46,10 +46,10 @@ def test_provenance_equals_the_runs_files_and_configs(tmp_path, env):
 
 def test_a_runs_speed_and_devices_count_only_its_current_run_key(tmp_path):
     """responses.jsonl keeps the answers of every key a run was redone under; provenance is of the current one."""
-    from candlebench.core.layout import Layout
+    from candlebench.core.layout import StudyLayout
     from candlebench.stages.provenance import run_provenance
 
-    paths = Layout(tmp_path).task("forecast")
+    paths = StudyLayout(tmp_path).task("forecast")
     run = paths.run("m")
     run.root.mkdir(parents=True)
     run.info.write_text(json.dumps({"kind": "model", "model_name": "m", "run_key": "new",

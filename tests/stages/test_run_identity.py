@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from candlebench.core.errors import CorruptFile
-from candlebench.core.layout import Layout
+from candlebench.core.layout import StudyLayout
 from candlebench.core.lock import Held, run_lock
 from candlebench.stages.graph import run_stage
 from candlebench.stages.score import ScoringFailed
@@ -231,7 +231,7 @@ def test_a_baselines_predictions_are_never_scored_against_rebuilt_samples(tmp_pa
 
 
 def test_writers_of_one_run_exclude_each_other_whatever_their_shard_counts(tmp_path):
-    paths = Layout(tmp_path).task("forecast")
+    paths = StudyLayout(tmp_path).task("forecast")
     paths.root.mkdir()
     with run_lock(paths, "r", (0, 2)).hold():
         with run_lock(paths, "r", (1, 2)).hold():  # one array's shards side by side
@@ -255,7 +255,7 @@ def test_import_waits_for_no_one_it_is_refused_while_the_run_is_written(ws, tmp_
     answers = tmp_path / "answers.jsonl"
     sid = sorted(pd.read_parquet(ws / "forecast" / "samples.parquet")["sample_id"])[0]
     answers.write_text(json.dumps({"sample_id": sid, "text": "<score>0.010</score>"}) + "\n")
-    paths = Layout(ws).task("forecast")
+    paths = StudyLayout(ws).task("forecast")
     before = sorted(p.name for p in _parts(ws, "momentum"))
     with run_lock(paths, "momentum", (0, 1)).hold():  # an infer of the run, shard 0/1
         with pytest.raises(Held):
@@ -279,7 +279,7 @@ def test_a_run_is_never_replaced_by_another_kind_or_another_file_unless_told(ws,
     with pytest.raises(OtherKind, match=rf"{run_dir(ws, 'momentum')} holds the import run of .*: writing a baseline run's answers"):
         _stage("baseline", ws, "task.baseline.names=[momentum]")
     with pytest.raises(OtherKind, match="writing a model run's answers there would replace its own; give this one"):
-        of_kind(Layout(ws).task("forecast").run("momentum"), "model", "give this one another infer.run_name")  # infer's check
+        of_kind(StudyLayout(ws).task("forecast").run("momentum"), "model", "give this one another infer.run_name")  # infer's check
 
 
 @pytest.mark.parametrize("damage", ["parsed random", "parsed gone", "metrics random", "run.json gone",

@@ -67,7 +67,7 @@ def test_settings_are_built_once_frozen_and_reach_the_task_with_their_context():
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.horizon = 5  # type: ignore[misc]
     job = job_config(cfg)
-    assert job.settings == settings and job.context.out_dir == Path(str(cfg.out_dir))
+    assert job.settings == settings and job.context.study_dir == Path(str(cfg.out_dir))
     # The colour convention reaches the prompt only through the context's render settings.
     assert job.context.render.colors == ("red", "green")
     assert "RED = up, GREEN = down" in task.prompt_identity(job.settings, job.context)

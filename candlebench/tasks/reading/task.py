@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from candlebench.core.layout import Layout
+from candlebench.core.layout import StudyLayout
 from candlebench.core.results import Parsed, RunAnswers
 from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
@@ -157,7 +157,7 @@ class ReadingTask(Task[ReadingSettings]):
 
         out = reading_metrics(run.parsed, n_boot=settings.n_boot, seed=settings.seed)
         if run.info.get("kind") == "model":
-            link = forecast_link(run.parsed, Layout(ctx.out_dir).task("forecast").run(run.name), settings.n_boot,
+            link = forecast_link(run.parsed, StudyLayout(ctx.study_dir).task("forecast").run(run.name), settings.n_boot,
                                  settings.seed)
             if link is not None:
                 out["forecast"] = link
