@@ -22,7 +22,7 @@ from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, Grouping, Meas
 def headline(spec: PerSample) -> tuple[Headline, ...]:
     """The results table's columns: the headline measures and extras, then the parse failures."""
     return (*(Headline(m.key, m.title, m.higher_is_better, m.digits) for m in (*spec.shown(), *spec.extras)
-              if m.headline), Headline("parse_failure_rate", "Parse fail", False))
+              if m.headline), *((Headline("parse_failure_rate", "Parse fail", False),) if spec.parse_failures else ()))
 
 
 def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict],
@@ -92,7 +92,7 @@ def _compared(spec: PerSample, comparisons: Mapping[str, dict], g: Grouping | No
               else "over the pair's measures")
     extras = [m.title for m in spec.extras]
     return (f"Over the samples both runs scored{f', per {g.title.lower()}' if g else ''}. Unit of analysis: {named} "
-            f"(n: the {clusters}). {values}, with a 95% interval from one percentile bootstrap of {clusters} for both "
+            f"(n: {clusters} compared). {values}, with a 95% interval from one percentile bootstrap of {clusters} for both "
             f"runs and every measure. p: the paired sign-flip test over {clusters} (exact up to {EXACT_MAX}, its normal "
             f"approximation beyond; '–' with fewer than {MIN_CLUSTERS}); p (Holm): Holm's adjustment {family}."
             + (f" {', '.join(extras)}: per-run statistics of the task, a → b alone, untested." if extras and g is None
@@ -101,14 +101,17 @@ def _compared(spec: PerSample, comparisons: Mapping[str, dict], g: Grouping | No
 
 def browse(spec: PerSample, parsed: pd.DataFrame) -> pd.DataFrame:
     """The browser's view: the declared group and label columns, right / wrong from the scored
-    verdict (none where nothing parsed or the run was scored without one)."""
+    verdict or the agreement of the declared pair of scores (none where nothing parsed or the run
+    was scored without them)."""
     def text(column: str | None) -> Any:
         return parsed[column].astype(str).where(parsed[column].notna(), "") if column is not None and column in parsed else ""
 
     verdict = f"{PREFIX}{RIGHT}"
-    if (spec.verdict or spec.browser_verdict) and verdict in parsed:
-        outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong"
-                   for a, r in zip(parsed["answer"], parsed[verdict])]
+    agree = [f"{PREFIX}{c}" for c in spec.agree or ()]
+    right = (parsed[verdict] if spec.verdict and verdict in parsed
+             else parsed[agree[0]] == parsed[agree[1]] if agree and set(agree) <= set(parsed) else None)
+    if right is not None:
+        outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong" for a, r in zip(parsed["answer"], right)]
     else:
         outcome = [None] * len(parsed)
     return pd.DataFrame({"sample_id": parsed["sample_id"], "group": text(spec.group), "label": text(spec.label),

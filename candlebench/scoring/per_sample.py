@@ -73,8 +73,9 @@ class PerSample:
 
     measures: tuple[Measure, ...] = ()
     verdict: bool = False  # the table has ``right``: accuracy (tested like any measure), the browser's right / wrong
-    # The table has ``right`` for the browser's right / wrong alone, not a measure (caption: the closing sentiments agree).
-    browser_verdict: bool = False
+    # Two columns of the table whose agreement is the browser's right / wrong, not a measure (caption:
+    # the closing sentiment of the answer and of the reference).
+    agree: tuple[str, str] | None = None
     # The samples' column whose values the bootstrap and the tests draw whole; None: each sample its own cluster.
     cluster: str | None = "cutoff"
     title: str = ""  # the report section's title; "" = the task's name
@@ -87,6 +88,7 @@ class PerSample:
     extras: tuple[Measure, ...] = ()  # per-run numbers of the task's score beyond the measures (SA F1)
     unit: str = ""  # the unit of analysis in words, for the report's notes ("the sample (one chart, one caption)")
     note: str = ""  # said under the results table: what its numbers are
+    parse_failures: bool = True  # the results table's Parse fail column (caption's Table 2 counts them instead)
 
     def shown(self) -> tuple[Measure, ...]:
         return ((ACCURACY,) if self.verdict else ()) + self.measures
