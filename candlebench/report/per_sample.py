@@ -41,9 +41,12 @@ def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Ma
     return [Section(title, tuple(tables), dict(own.plots) if own is not None else {})]
 
 
+def _with_ci(value: float | None, ci: list | None, digits: int) -> str:
+    return fmt(value, digits) + (f" [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]" if ci else "")
+
+
 def _cell(block: Mapping[str, Any], m: Measure) -> str:
-    ci = (block.get("ci") or {}).get(m.key)
-    return fmt(block.get(m.key), m.digits) + (f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else "")
+    return _with_ci(block.get(m.key), (block.get("ci") or {}).get(m.key), m.digits)
 
 
 def group_table(spec: PerSample, title: str, g: Grouping, runs: list[RunMetrics]) -> Table:
@@ -71,11 +74,9 @@ def comparison_table(spec: PerSample, title: str, comparisons: Mapping[str, dict
     for pair, value, c in _pairs(comparisons, g):
         for m in (*spec.shown(), *(spec.extras if g is None else ())):
             d = c.get(m.key) or {}
-            ci = d.get("ci")
             rows.append({"a → b": pair, **({g.title: value} if g is not None else {}), "Measure": m.title,
                          "n": d.get("n_clusters", c.get("n")), "a": fmt(d.get("a"), m.digits), "b": fmt(d.get("b"), m.digits),
-                         "Δ (mean per sample)": fmt(d.get("diff"), m.digits) + (
-                             f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else ""),
+                         "Δ (mean per sample)": _with_ci(d.get("diff"), d.get("ci"), m.digits),
                          "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table(f"{title}: paired comparisons" + (f" per {g.title.lower()}" if g else ""), pd.DataFrame(rows),
                  _compared(spec, comparisons, g))

@@ -35,6 +35,7 @@ from candlebench.core.errors import UserError
 from candlebench.core.io import json_safe
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.clustered import Clusters, adjust, paired_ratio
 
 RIGHT = "right"  # the verdict column of a per-sample table
 PREFIX = "score_"  # what the score stage puts before each per-sample column in parsed.parquet
@@ -105,12 +106,12 @@ class PerSample:
         if missing:
             raise ValueError(f"the per-sample table lacks the columns {missing} (has {list(table.columns)})")
         samples = run.parsed.set_index("sample_id").reindex(table["sample_id"])
-        clusters = cluster_codes(samples, self.cluster)
+        clusters = Clusters(cluster_codes(samples, self.cluster), self.unit_of(run.parsed))
         values = self._values(table)
-        out = {**self._means(values, clusters, n_boot, seed), "resampled": self.unit_of(run.parsed)}
+        out = {**self._means(values, clusters.codes, n_boot, seed), "resampled": clusters.unit}
         out["parse_failure_rate"] = float(run.parsed["answer"].isna().mean()) if len(run.parsed) else None
         if self.groups:
-            out["groups"] = {g.column: {str(k): self._means([v[rows] for v in values], renumbered(clusters[rows]),
+            out["groups"] = {g.column: {str(k): self._means([v[rows] for v in values], clusters.subset(rows).codes,
                                                               n_boot, seed)
                                         for k, rows in group_rows(samples, g.column)} for g in self.groups}
         return {**json_safe(out), "per_sample": table}
@@ -139,9 +140,8 @@ class PerSample:
         """b - a per measure over the samples both runs scored: the means of each, the mean
         difference with its 95% interval (one bootstrap of clusters for every measure) and the paired
         sign-flip test over the clusters (:mod:`candlebench.scoring.clustered`); the measures of a
-        pair are one family, Holm-adjusted (``p_holm``)."""
-        from candlebench.scoring.clustered import Clusters, adjust
-
+        pair are one family, Holm-adjusted (``p_holm``). Per declared grouping, the same under
+        ``groups.<column>.<value>``, each measure's tests over the grouping's groups one family."""
         scored = [f"{PREFIX}{c}" for c in self.columns()]
         missing = [r.name for r in (a, b) if not set(scored) <= set(r.parsed.columns)]
         if missing:
@@ -175,8 +175,6 @@ class PerSample:
     def _paired(self, clusters: Clusters, values: list[tuple[np.ndarray, np.ndarray]], n_boot: int, seed: int
                 ) -> dict[str, Any]:
         """Each shown measure's comparison over the samples where both runs define it."""
-        from candlebench.scoring.clustered import paired_ratio
-
         out = {}
         for m, (va, vb) in zip(self.shown(), values):
             ok = np.isfinite(va) & np.isfinite(vb)
@@ -193,18 +191,13 @@ def cluster_codes(frame: pd.DataFrame, column: str | None) -> np.ndarray:
     return pd.factorize(values, sort=True, use_na_sentinel=False)[0]
 
 
-def renumbered(codes: np.ndarray) -> np.ndarray:
-    """Cluster codes of a subset of rows as 0..k'-1, in the same order."""
-    return np.unique(codes, return_inverse=True)[1].reshape(-1)
-
-
 def group_rows(frame: pd.DataFrame, column: str) -> list[tuple[Any, np.ndarray]]:
     """(value, row mask) per value of ``frame``'s ``column``, in sorted order; rows without a value in
     no group. A missing column is an error: the task declared the grouping."""
     if column not in frame:
         raise ValueError(f"cannot group by {column}: the samples have no such column (columns: {list(frame.columns)})")
     values = frame[column].to_numpy()
-    return [(k, values == k) for k in sorted(frame[column].dropna().unique(), key=str)]
+    return [(k, values == k) for k in sorted(frame[column].dropna().unique())]
 
 
 def _weights(codes: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:

@@ -170,3 +170,13 @@ def test_a_grouping_the_samples_lack_is_an_error():
     spec = PerSample(measures=GROUPED.measures, groups=(Grouping("regime", "Regime"),))
     with pytest.raises(ValueError, match="cannot group by regime"):
         spec.compare(a, a, 0, 0)
+
+
+def test_groups_come_in_the_order_of_their_values():
+    """Horizons 5 and 30 in that order (as numbers, not as text, where "30" < "5")."""
+    run = grouped("r", [True] * 24, [1.0] * 24)
+    run.parsed["horizon"] = [30, 5] * 12
+    table = run.parsed[["sample_id"]].assign(right=True, error=1.0)
+    spec = PerSample(measures=GROUPED.measures, verdict=True, groups=(Grouping("horizon", "Horizon"),))
+    assert list(spec.metrics(table, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]
+    assert list(spec.compare(run, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]
