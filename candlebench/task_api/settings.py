@@ -25,6 +25,11 @@ Check = tuple[Callable[[Any], bool], str]  # (test of the plain value, what is a
 DATE: Check = (date_or_null, "a date (YYYY-MM-DD) or null")
 
 
+def subset_of(choices: tuple[str, ...]) -> Check:
+    """A non-empty list of some of ``choices`` (the modalities a task asks in, its time frames)."""
+    return (lambda v: isinstance(v, list) and bool(v) and set(v) <= set(choices)), f"a non-empty subset of {list(choices)}"
+
+
 def setting(check: Check | None = None, key_of: str | None = None) -> Any:
     """A field whose value, as the config gives it (lists still lists), must pass ``check``, or be
     a key of the mapping field ``key_of`` declared before it (``language`` of ``prompts``)."""
@@ -127,7 +132,7 @@ class MarketWindow:
 
     @property
     def window(self) -> dict[str, Any]:
-        """The window as the sample specs take it: dates as text."""
+        """The window as evaluation_windows (task_api/windows.py) takes it: dates as text."""
         return {"start": None if self.start is None else str(self.start), "end": None if self.end is None else str(self.end),
                 "interval": self.interval, "min_bars": self.min_bars, "max_stale_days": self.max_stale_days}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -30,49 +29,13 @@ from candlebench.task_api.base import (REASONING_CUT, BuiltSamples, Column, Firs
 from candlebench.tasks.caption.baselines import BASELINES
 from candlebench.tasks.caption.iou import length
 from candlebench.tasks.caption.metrics import PER_SAMPLE, TITLES
-from candlebench.tasks.caption.samples import CaptionSpec, build_samples
-from candlebench.task_api.settings import StockWindow, TaskSettings
+from candlebench.tasks.caption.samples import build_samples
+from candlebench.tasks.caption.settings import CaptionTaskSettings
 
 # The results table's metrics; the IoUs are in Table 2 and Table 3.
 HEADLINE = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos")
 _THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
 _THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionMetrics:
-    encoder: str | None
-    bertscore_model: str | None
-    bertscore_layers: int
-    iou_epsilon: float
-    batch_size: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionSentiment:
-    sentences: int
-    weights: tuple[float, ...]
-    positive: tuple[str, ...] | None
-    negative: tuple[str, ...] | None
-    model: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionTaskSettings(TaskSettings):
-    dataset: str | None  # your own captioned charts; None = generated from the market data
-    freq: str
-    prompt: str
-    words: tuple[int, int]
-    seed: int
-    answer_tokens: int
-    metrics: CaptionMetrics
-    sentiment: CaptionSentiment
-    samples: StockWindow
-
-
-def spec_of(s: CaptionTaskSettings) -> CaptionSpec:
-    return CaptionSpec(**s.samples.window, codes=s.samples.codes, freq=str(s.freq), max_bars=s.render.max_bars,
-                       seed=int(s.seed))
 
 
 def scorer_settings(s: CaptionTaskSettings, ctx: TaskContext):
@@ -121,7 +84,7 @@ class CaptionTask(Task):
             frame = read_dataset(path, name=path.stem)
             return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
                                         "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
-        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
+        frame, summary = build_samples(market, s, ctx.render.spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: CaptionTaskSettings) -> Inputs:
