@@ -25,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candlebench.market.market import load_market  # noqa: E402
 from candlebench.rendering.chart import ChartSpec  # noqa: E402
-from candlebench.tasks.caption.samples import CaptionSpec, build_samples  # noqa: E402
+from candlebench.stages.graph import compose_config  # noqa: E402
+from candlebench.task_api.registry import get_task  # noqa: E402
+from candlebench.tasks.caption.samples import build_samples  # noqa: E402
 
 SLICE = Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"
 
@@ -34,7 +36,8 @@ def corpus(n: int) -> tuple[list[str], list[str], list[str], list[dict]]:
     import json
 
     market = load_market([SLICE], name="PSE")
-    frame, _ = build_samples(market, CaptionSpec(interval=30), ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue")))
+    settings = get_task("caption").settings(compose_config(["task=caption", "task.samples.interval=30"]).task)
+    frame, _ = build_samples(market, settings, ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue")))
     texts = frame["reference"].tolist()
     refs = [texts[i % len(texts)] for i in range(n)]
     meta = [json.loads(frame["metadata"].iloc[i % len(frame)]) for i in range(n)]

@@ -30,7 +30,9 @@ from candlebench.inference.runner import Request, RunSettings, Shard, run_reques
 from candlebench.rendering.chart import ChartSpec  # noqa: E402
 from candlebench.rendering.model_input import ImagePolicy  # noqa: E402
 from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
-from candlebench.tasks.forecast.samples import SampleSpec, build_samples  # noqa: E402
+from candlebench.stages.graph import compose_config  # noqa: E402
+from candlebench.tasks.forecast.samples import build_samples  # noqa: E402
+from candlebench.tasks.forecast.task import TASK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Predict the 30-day return from the daily and the weekly chart. Output ONLY <score>NUM</score>."
@@ -38,7 +40,8 @@ PROMPT = "Predict the 30-day return from the daily and the weekly chart. Output 
 
 def workspace(out: Path, n: int) -> pd.DataFrame:
     market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
-    samples = build_samples(market, SampleSpec(interval=5)).frame.head(n)
+    rules = TASK.settings(compose_config(["task=forecast", "task.samples.interval=5"]).task).samples
+    samples = build_samples(market, rules).frame.head(n)
     settings = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
     render_samples(samples, market.bars, settings, out, workers=2)
     manifest = collect_manifest(samples, settings, out)

@@ -136,11 +136,12 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     from candlebench.rendering.chart import ChartSpec
     from candlebench.rendering.model_input import prepare_image
     from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples
-    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.samples import build_samples
     from candlebench.tasks.forecast.task import TASK
 
     market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
-    samples = build_samples(market, SampleSpec(interval=200)).frame.head(1)
+    rules = TASK.settings(compose_config(["task=forecast", "task.samples.interval=200"]).task).samples
+    samples = build_samples(market, rules).frame.head(1)
     settings = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
     render_samples(samples, market.bars, settings, work, workers=1)
     manifest = collect_manifest(samples, settings, work)

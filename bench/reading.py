@@ -39,7 +39,9 @@ from candlebench.tasks.reading.baselines import BASELINES  # noqa: E402
 from candlebench.tasks.reading.metrics import reading_metrics  # noqa: E402
 from candlebench.tasks.reading.parse import parse_answer  # noqa: E402
 from candlebench.tasks.reading.questions import MARKS  # noqa: E402
-from candlebench.tasks.reading.samples import ReadingSpec, build_samples  # noqa: E402
+from candlebench.stages.graph import compose_config  # noqa: E402
+from candlebench.task_api.registry import get_task  # noqa: E402
+from candlebench.tasks.reading.samples import build_samples  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "pse_slice.csv"
 
@@ -54,7 +56,8 @@ def rows(n: int) -> tuple[pd.DataFrame, list[str]]:
     """N sample rows (the real samples, cycled, each with its own id) with an answer text each, and N
     of the baselines' JSON answers (the floor's input)."""
     market = load_market([SLICE], name="PSE")
-    samples, _ = build_samples(market, ReadingSpec(), ChartSpec(marks=len(MARKS)))
+    settings = get_task("reading").settings(compose_config(["task=reading"]).task)
+    samples, _ = build_samples(market, settings, ChartSpec(marks=len(MARKS)))
     texts = [dict(baseline(samples, market, None)) for baseline in BASELINES.values()]
     gold = [item["response"] for item in answers()]
     picked = samples.iloc[[i % len(samples) for i in range(n)]].reset_index(drop=True)

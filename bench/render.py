@@ -173,10 +173,13 @@ def job_rate(workers: int) -> float:
     """Charts/s of the whole render job: cut history, weekly bars, MAs, draw, encode, write, manifest."""
     from candlebench.market.market import load_market
     from candlebench.rendering.render import RenderSettings, render_samples
-    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.stages.graph import compose_config
+    from candlebench.tasks.forecast.samples import build_samples
+    from candlebench.tasks.forecast.task import TASK
 
     market = load_market([Path(__file__).resolve().parents[1] / "tests" / "data" / "pse_slice.csv"], name="PSE")
-    samples = build_samples(market, SampleSpec(interval=5)).frame
+    rules = TASK.settings(compose_config(["task=forecast", "task.samples.interval=5"]).task).samples
+    samples = build_samples(market, rules).frame
     settings = RenderSettings(spec=SPEC, freqs=("daily", "weekly"), max_bars=50, renderer="pil")
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from candlebench.task_api.registry import names as task_names
-from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+from candlebench.tasks.forecast.samples import build_samples
 
-from helpers import CANDLEBENCH, SLICE, cli
+from helpers import CANDLEBENCH, SLICE, cli, setup_of
 
 
 def console(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -28,7 +28,7 @@ def test_samples_job_writes_what_the_library_builds(tmp_path, slice_market):
     done = console("samples", "data=slice", f"out_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     written = pd.read_parquet(tmp_path / "run" / "forecast" / "samples.parquet")
-    pd.testing.assert_frame_equal(written, build_samples(slice_market, SampleSpec()).frame, check_dtype=False)
+    pd.testing.assert_frame_equal(written, build_samples(slice_market, setup_of("task=forecast").settings.samples).frame, check_dtype=False)
     assert (tmp_path / "run" / "forecast" / "samples_summary.json").exists()
     assert "forecast: " in done.stdout and " samples -> " in done.stdout
     # one line, not the summary's JSON (it stays in samples_summary.json)

@@ -1,11 +1,14 @@
 """What the report shows of a task that declares its :class:`~candlebench.scoring.per_sample.PerSample`:
-the results table (every run's measures with their intervals, the best starred), the paired
-comparisons, and the sample browser's verdicts. The defaults of ``Task.report`` and ``Task.browse``
-(task_api/base.py) are these; the numbers they show are :mod:`candlebench.scoring.per_sample`'s."""
+the results table (every run's measures and extra numbers with their intervals, the best starred),
+one table per declared grouping (each run's measures per group), the paired comparisons (overall,
+then per group), and the sample browser's verdicts. The defaults of ``Task.report`` and
+``Task.browse`` (task_api/base.py) are these; the numbers they show are
+:mod:`candlebench.scoring.per_sample`'s. A task adds tables and plots of its own after them
+(``Task.report_tables``: a paper's table layout)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -13,51 +16,103 @@ from candlebench.report.model import Headline, RunMetrics, Section, Table
 from candlebench.report.tables import headline_table
 from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
 from candlebench.scoring.numbers import fmt
-from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, PerSample
+from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, Grouping, Measure, PerSample
 
 
-def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
-    """The results table and, when runs were compared, the paired differences."""
+def headline(spec: PerSample) -> tuple[Headline, ...]:
+    """The results table's columns: the headline measures and extras, then the parse failures."""
+    return (*(Headline(m.key, m.title, m.higher_is_better, m.digits) for m in (*spec.shown(), *spec.extras)
+              if m.headline), *((Headline("parse_failure_rate", "Parse fail", False),) if spec.parse_failures else ()))
+
+
+def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Mapping[str, dict],
+             own: Section | None = None) -> list[Section]:
+    """The results table, the tables per group, the paired comparisons when runs were compared
+    (overall, then per group), then ``own``: the task's tables and plots."""
     title = spec.title or task
-    headline = (*(Headline(m.key, m.title, m.higher_is_better, m.digits) for m in spec.shown()),
-                Headline("parse_failure_rate", "Parse fail", False))
-    tables = [headline_table(f"{title}: results", runs, headline, _resampled(runs))]
+    note = " ".join(filter(None, [spec.note, _resampled(runs)]))
+    tables = [headline_table(f"{title}: results", runs, headline(spec), note)]
+    tables += [group_table(spec, title, g, runs) for g in spec.groups]
     if comparisons:
         tables.append(comparison_table(spec, title, comparisons))
-    return [Section(title, tuple(tables))]
+        tables += [comparison_table(spec, title, comparisons, g) for g in spec.groups]
+    if own is not None:
+        tables += own.tables
+    return [Section(title, tuple(tables), dict(own.plots) if own is not None else {})]
 
 
-def comparison_table(spec: PerSample, title: str, comparisons: Mapping[str, dict]) -> Table:
-    rows = []
+def _with_ci(value: float | None, ci: list | None, digits: int) -> str:
+    return fmt(value, digits) + (f" [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]" if ci else "")
+
+
+def _cell(block: Mapping[str, Any], m: Measure) -> str:
+    return _with_ci(block.get(m.key), (block.get("ci") or {}).get(m.key), m.digits)
+
+
+def group_table(spec: PerSample, title: str, g: Grouping, runs: list[RunMetrics]) -> Table:
+    """Each run's measures per value of the grouping, with their intervals."""
+    rows = [{"Model": r.label, g.title: value, "n": block.get("n"), **{m.title: _cell(block, m) for m in spec.shown()}}
+            for r in runs for value, block in ((r.metrics.get("groups") or {}).get(g.column) or {}).items()]
+    return Table(f"{title}: results per {g.title.lower()}", pd.DataFrame(rows),
+                 "Each group's samples alone: its measures and 95% intervals from a bootstrap of the clusters that "
+                 f"hold them. {_resampled(runs)}".strip())
+
+
+def _pairs(comparisons: Mapping[str, dict], g: Grouping | None) -> Iterable[tuple[str, str | None, dict]]:
     for pair, c in comparisons.items():
-        row: dict[str, Any] = {"a → b": pair, "n": c.get("n")}
-        for m in spec.shown():
+        if g is None:
+            yield pair, None, c
+        else:
+            for value, block in ((c.get("groups") or {}).get(g.column) or {}).items():
+                yield pair, value, block
+
+
+def comparison_table(spec: PerSample, title: str, comparisons: Mapping[str, dict], g: Grouping | None = None) -> Table:
+    """One row per pair (per group) and measure: each run's value, the difference b - a with its
+    interval, the test and its Holm adjustment; an extra number as a → b alone, untested."""
+    rows = []
+    for pair, value, c in _pairs(comparisons, g):
+        for m in (*spec.shown(), *(spec.extras if g is None else ())):
             d = c.get(m.key) or {}
-            ci = d.get("ci")
-            row[f"Δ {m.title}"] = fmt(d.get("diff"), m.digits) + (
-                f" [{fmt(ci[0], m.digits)}, {fmt(ci[1], m.digits)}]" if ci else "")
-            row[f"p {m.title}"] = fmt(d.get("p_holm"), 3)
-        rows.append(row)
-    unit = {str(c.get("unit")) for c in comparisons.values()}
-    named = " or ".join(sorted(f"whole {u} groups" if u != SAMPLE else "samples" for u in unit))
-    return Table(f"{title}: paired comparisons", pd.DataFrame(rows),
-                 f"Δ = b - a over the samples both runs scored. Unit of analysis: {named} (the declared cluster "
-                 "column's values; each sample alone where the samples lack it): a 95% interval from one percentile "
-                 "bootstrap of clusters for every measure, and p from the paired sign-flip test over clusters "
-                 f"(exact up to {EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} "
-                 "clusters), Holm-adjusted over the pair's measures (docs/statistics.md).")
+            rows.append({"a → b": pair, **({g.title: value} if g is not None else {}), "Measure": m.title,
+                         "n": d.get("n_clusters", c.get("n")), "a": fmt(d.get("a"), m.digits), "b": fmt(d.get("b"), m.digits),
+                         "Δ (mean per sample)": _with_ci(d.get("diff"), d.get("ci"), m.digits),
+                         "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
+    return Table(f"{title}: paired comparisons" + (f" per {g.title.lower()}" if g else ""), pd.DataFrame(rows),
+                 _compared(spec, comparisons, g))
+
+
+def _compared(spec: PerSample, comparisons: Mapping[str, dict], g: Grouping | None) -> str:
+    """The comparison table's note: the unit of analysis, the interval, the test and its family."""
+    units = {str(c.get("unit")) for c in comparisons.values()}
+    named = spec.unit or " or ".join(sorted(f"whole {u} groups" if u != SAMPLE else "samples" for u in units))
+    clusters = "samples" if units == {SAMPLE} else "clusters"
+    values = ("a, b: each run's value as reported; Δ: the mean per-sample difference" if spec.reported
+              else "a, b: each run's mean over those samples; Δ = b - a")
+    family = (f"over the pair's {g.title.lower()} groups, measure by measure" if g is not None
+              else "over the pair's measures")
+    extras = [m.title for m in spec.extras]
+    return (f"Over the samples both runs scored{f', per {g.title.lower()}' if g else ''}. Unit of analysis: {named} "
+            f"(n: {clusters} compared). {values}, with a 95% interval from one percentile bootstrap of {clusters} for both "
+            f"runs and every measure. p: the paired sign-flip test over {clusters} (exact up to {EXACT_MAX}, its normal "
+            f"approximation beyond; '–' with fewer than {MIN_CLUSTERS}); p (Holm): Holm's adjustment {family}."
+            + (f" {', '.join(extras)}: per-run statistics of the task, a → b alone, untested." if extras and g is None
+               else "") + " (docs/statistics.md)")
 
 
 def browse(spec: PerSample, parsed: pd.DataFrame) -> pd.DataFrame:
     """The browser's view: the declared group and label columns, right / wrong from the scored
-    verdict (none where nothing parsed or the run was scored without one)."""
+    verdict or the agreement of the declared pair of scores (none where nothing parsed or the run
+    was scored without them)."""
     def text(column: str | None) -> Any:
         return parsed[column].astype(str).where(parsed[column].notna(), "") if column is not None and column in parsed else ""
 
     verdict = f"{PREFIX}{RIGHT}"
-    if spec.verdict and verdict in parsed:
-        outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong"
-                   for a, r in zip(parsed["answer"], parsed[verdict])]
+    agree = [f"{PREFIX}{c}" for c in spec.agree or ()]
+    right = (parsed[verdict] if spec.verdict and verdict in parsed
+             else parsed[agree[0]] == parsed[agree[1]] if agree and set(agree) <= set(parsed) else None)
+    if right is not None:
+        outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong" for a, r in zip(parsed["answer"], right)]
     else:
         outcome = [None] * len(parsed)
     return pd.DataFrame({"sample_id": parsed["sample_id"], "group": text(spec.group), "label": text(spec.label),

@@ -266,8 +266,15 @@ class Task(ABC, Generic[S]):
     def report(self, runs: list[RunMetrics], comparisons: Mapping[str, dict],
                datasets: Sequence[Dataset] = ()) -> list[Section]:
         """The task's report sections; ``datasets``: one per market the runs come from. The default:
-        the results table and the paired comparisons of :attr:`per_sample`."""
-        return per_sample_views.sections(self._per_sample("report"), self.name, runs, comparisons)
+        the results table, the tables per group and the paired comparisons of :attr:`per_sample`,
+        then :meth:`report_tables`."""
+        return per_sample_views.sections(self._per_sample("report"), self.name, runs, comparisons,
+                                         self.report_tables(runs, datasets))
+
+    def report_tables(self, runs: list[RunMetrics], datasets: Sequence[Dataset] = ()) -> Section | None:
+        """The default report's tables and plots of the task's own, after its results and
+        comparisons (a paper's table layout, a chart of its metrics); None: nothing more."""
+        return None
 
     def browse(self, run: RunAnswers) -> "pd.DataFrame":
         """Per row of ``run.parsed``: ``sample_id``, ``group`` (the evaluation group the browser

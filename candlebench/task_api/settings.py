@@ -14,7 +14,12 @@ from typing import Any
 import pandas as pd
 
 from candlebench.core.rules import ConfigError, integer
-from candlebench.core.settings import DATE, setting
+from candlebench.core.settings import DATE, Check, setting
+
+
+def subset_of(choices: tuple[str, ...]) -> Check:
+    """A non-empty list of some of ``choices`` (the modalities a task asks in, its time frames)."""
+    return (lambda v: isinstance(v, list) and bool(v) and set(v) <= set(choices)), f"a non-empty subset of {list(choices)}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +62,7 @@ class MarketWindow:
 
     @property
     def window(self) -> dict[str, Any]:
-        """The window as the sample specs take it: dates as text."""
+        """The window as evaluation_windows (task_api/windows.py) takes it: dates as text."""
         return {"start": None if self.start is None else str(self.start), "end": None if self.end is None else str(self.end),
                 "interval": self.interval, "min_bars": self.min_bars, "max_stale_days": self.max_stale_days}
 

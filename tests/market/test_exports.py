@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import SLICE
+from helpers import SLICE, setup_of
 from candlebench.market.adjustment import NO_FACTOR_REASON
 from candlebench.market.data_source import input_files
 from candlebench.market.market import MarketDataError, load_market
@@ -136,7 +136,7 @@ def test_tushare_adj_factor_undoes_a_split_in_bars_and_labels(clean, expected, t
     """A 2-for-1 split of SM in mid-2018, as TuShare `daily` exports it (prices halve) with its
     `adj_factor` merged in: back-adjusted, bars and 30-day labels are those of the clean slice;
     with data.adjust=none the split is a -50% day, as in the raw export."""
-    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.samples import build_samples
 
     raw, factor = _split(clean, "SM", "2018-06-01", 2.0)
     tushare = pd.DataFrame({
@@ -149,7 +149,7 @@ def test_tushare_adj_factor_undoes_a_split_in_bars_and_labels(clean, expected, t
     market = load_market([path], name="PSE")
     pd.testing.assert_frame_equal(market.bars, expected, check_exact=False, rtol=1e-12)
     assert any("back-adjusted" in n and "1 stocks" in n for n in market.report.notes)
-    spec = SampleSpec(interval=20)
+    spec = setup_of("task=forecast", "task.samples.interval=20").settings.samples
     clean_market = load_market([SLICE], name="PSE", codes=CODES)
     pd.testing.assert_frame_equal(build_samples(market, spec).frame, build_samples(clean_market, spec).frame,
                                   check_exact=False, rtol=1e-9)

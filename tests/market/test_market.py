@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import write_csv
+from helpers import setup_of, write_csv
 from candlebench.market.market import MarketDataError, OnDefect, load_market
 
 pytestmark = pytest.mark.unit
@@ -199,7 +199,7 @@ def _market(path: Path):
 def test_forward_filled_weekends_and_holidays_never_become_trading_days(tmp_path, slice_path):
     """One export forward-fills Saturdays, Sundays and a holiday (rows that copy the previous bar):
     they are counted and dropped, and the calendar and the labels are those of the clean file."""
-    from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+    from candlebench.tasks.forecast.samples import build_samples
 
     clean = pd.read_csv(slice_path)
     clean = clean[clean["code"].isin(["AC", "SM", "TEL"])]
@@ -217,7 +217,7 @@ def test_forward_filled_weekends_and_holidays_never_become_trading_days(tmp_path
     pd.testing.assert_frame_equal(b.bars, a.bars)
     reasons = b.report.as_dict()["filler_rows"]
     assert reasons["not a trading weekday (data.weekdays)"] > 0 and any("filled holiday" in r for r in reasons)
-    spec = SampleSpec(interval=20, min_bars=30)
+    spec = setup_of("task=forecast", "task.samples.interval=20", "task.samples.min_bars=30").settings.samples
     pd.testing.assert_frame_equal(build_samples(b, spec).frame, build_samples(a, spec).frame)
 
 

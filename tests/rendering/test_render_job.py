@@ -27,15 +27,15 @@ from candlebench.rendering.render import (
     read_manifest,
     render_samples,
 )
-from candlebench.tasks.forecast.samples import SampleSpec, build_samples
+from candlebench.tasks.forecast.samples import build_samples
 
-from helpers import cli, start
+from helpers import cli, setup_of, start
 SETTINGS = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
 
 
 @pytest.fixture(scope="module")
 def few_samples(slice_market):
-    frame = build_samples(slice_market, SampleSpec(interval=90)).frame
+    frame = build_samples(slice_market, setup_of("task=forecast", "task.samples.interval=90").settings.samples).frame
     return frame[frame["code"].isin(["AC", "PHN", "SM"])].reset_index(drop=True)
 
 

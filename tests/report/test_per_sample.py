@@ -12,7 +12,7 @@ import pytest
 from candlebench.core.results import RunAnswers
 from candlebench.report.model import scored_run
 from candlebench.report.per_sample import browse, sections
-from candlebench.scoring.per_sample import Measure, PerSample
+from candlebench.scoring.per_sample import Grouping, Measure, PerSample
 
 pytestmark = pytest.mark.unit
 
@@ -39,11 +39,12 @@ def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
     assert section.title == "Toy" and list(results.frame.columns) == ["Model", "n", "Accuracy", "Error", "Parse fail"]
     assert results.frame["Accuracy"].iloc[0].startswith("0.700 [") and results.frame["Accuracy"].iloc[0].endswith("★")
     assert "The bootstrap draws samples." in results.note
-    row = pairs.frame.iloc[0]
+    row = pairs.frame.set_index("Measure").loc["Accuracy"]
     # Ten samples, exact: 7 go b's way, 3 tie: 2 x 2^3 of the 2^10 swaps are as extreme (16/1024, as McNemar's exact
     # test); Error's p (9 samples one way: 4/1024) is the smaller, so Holm leaves Accuracy's at max(2 x 4, 16)/1024.
     assert compared["accuracy"]["p"] == pytest.approx(16 / 1024) and compared["error"]["p"] == pytest.approx(4 / 1024)
-    assert row["a → b"] == "base → m" and row["Δ Accuracy"].startswith("0.700 [") and row["p Accuracy"] == "0.016"
+    assert row["a → b"] == "base → m" and row["Δ (mean per sample)"].startswith("0.700 [") and row["p"] == "0.016"
+    assert (row["a"], row["b"], row["p (Holm)"], row["n"]) == ("0.000", "0.700", "0.016", 10)
     assert "sign-flip" in pairs.note and "samples" in pairs.note
     (alone,) = sections(SPEC, "toy", runs, {})  # nothing compared: no comparison table
     assert [t.title for t in alone.tables] == ["Toy: results"]
@@ -56,3 +57,31 @@ def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
     assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
     assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
     assert browse(PerSample(), frame)["outcome"].tolist() == [None] * 3
+
+
+def test_a_grouping_gets_its_results_table_and_its_comparison_table():
+    spec = PerSample(measures=(Measure("error", "Error", higher_is_better=False),), verdict=True, title="Toy",
+                     groups=(Grouping("modality", "Modality"),), extras=(Measure("corpus", "Corpus F1", digits=2),))
+    block = {"n": 2, "accuracy": 0.5, "error": 1.25, "ci": {"accuracy": [0.25, 0.75]}}
+    metrics = {"n": 4, "accuracy": 0.75, "corpus": 0.4, "groups": {"modality": {"chart": block, "text": {"n": 2}}}}
+    compared = {"n": 4, "unit": "sample", "accuracy": {"a": 0.5, "b": 0.75, "diff": 0.25, "p": 0.5, "p_holm": 0.5,
+                                                        "n_clusters": 4},
+                "corpus": {"a": 0.3, "b": 0.4},
+                "groups": {"modality": {"chart": {"n": 2, "error": {"diff": -0.5, "ci": [-1.0, 0.0], "p": None,
+                                                                    "n_clusters": 2}}}}}
+    (section,) = sections(spec, "toy", [scored_run("m", metrics, False)], {"a → m": compared})
+    titles = [t.title for t in section.tables]
+    assert titles == ["Toy: results", "Toy: results per modality", "Toy: paired comparisons",
+                      "Toy: paired comparisons per modality"]
+    results, per_group, pairs, pairs_per_group = (t.frame for t in section.tables)
+    assert list(results.columns) == ["Model", "n", "Accuracy", "Error", "Corpus F1", "Parse fail"]
+    chart, text = per_group.set_index("Modality").loc["chart"], per_group.set_index("Modality").loc["text"]
+    assert (chart["n"], chart["Accuracy"], chart["Error"]) == (2, "0.500 [0.250, 0.750]", "1.250")
+    assert (text["Accuracy"], text["Error"]) == ("–", "–")
+    overall = pairs.set_index("Measure")
+    assert overall.loc["Corpus F1", ["a", "b", "p"]].tolist() == ["0.30", "0.40", "–"]
+    assert overall.loc["Accuracy", ["n", "Δ (mean per sample)"]].tolist() == [4, "0.250"]
+    row = pairs_per_group.set_index(["Modality", "Measure"]).loc[("chart", "Error")]
+    assert (row["n"], row["Δ (mean per sample)"], row["p"]) == (2, "-0.500 [-1.000, 0.000]", "–")
+    assert "Corpus F1" not in pairs_per_group["Measure"].tolist()  # an extra is the run's alone: no groups
+    assert "modality groups, measure by measure" in section.tables[3].note

@@ -21,8 +21,8 @@ from scipy import stats
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.clustered import paired_ratio, sign_flip_p
 from candlebench.task_api.base import ScoreSettings
-from candlebench.tasks.caption.compare import compare_captions
 from candlebench.tasks.caption.metrics import PER_SAMPLE
+from candlebench.tasks.caption.task import TASK as CAPTION
 from candlebench.tasks.e2a.compare import compare_e2a
 from candlebench.tasks.forecast.compare import compare_runs as compare_forecasts
 from candlebench.tasks.reading.compare import compare_verdicts
@@ -275,11 +275,11 @@ def caption_run(name: str, scores: np.ndarray) -> RunAnswers:
     return RunAnswers(name, frame, pd.DataFrame(), {}, {})
 
 
-def test_caption_rate_through_compare_captions_at_the_demo_shape():
+def test_caption_rate_through_the_tasks_compare_at_the_demo_shape():
     rng = np.random.default_rng(10)
     a, b = caption_world(rng, DEMO_OTHERS[0] * DEMO_OTHERS[1], reps=REPS)
     settings = ScoreSettings(n_boot=0)
-    p = [compare_captions(caption_run("a", x), caption_run("b", y), settings)["cos"]["p"] for x, y in zip(a, b)]
+    p = [CAPTION.compare(caption_run("a", x), caption_run("b", y), settings)["cos"]["p"] for x, y in zip(a, b)]
     assert RATE[0] <= rate(p) <= RATE[1], rate(p)
 
 
@@ -291,7 +291,7 @@ def test_caption_rate_and_power_at_the_papers_shapes(shape):
         a, b = caption_world(rng, samples, reps=REPS, gain=gain, metrics=1)
         p, method = sign_flip_p(*(ratio_terms(x[..., 0], 1) for x in (a, b)))
         assert check(p), (gain, rate(p))
-    one = compare_captions(*(caption_run(k, np.repeat(x[0], len(PER_SAMPLE), axis=1)) for k, x in zip("ab", (a, b))),
+    one = CAPTION.compare(*(caption_run(k, np.repeat(x[0], len(PER_SAMPLE), axis=1)) for k, x in zip("ab", (a, b))),
                            ScoreSettings(n_boot=0))
     assert one["bleu4"]["p"] == pytest.approx(p[0]) and one["bleu4"]["method"] == method
 

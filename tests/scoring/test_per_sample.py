@@ -13,7 +13,7 @@ import pytest
 
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from candlebench.scoring.per_sample import Measure, MissingScores, PerSample
+from candlebench.scoring.per_sample import Grouping, Measure, MissingScores, PerSample
 from candlebench.report.model import scored_run
 from candlebench.task_api.base import ScoreSettings, Task
 
@@ -117,3 +117,66 @@ def test_a_task_without_per_sample_scores_must_bring_its_own_compare_and_report(
         Bare().compare(scored("a", ["x"], [True], [0.0]), scored("b", ["x"], [True], [0.0]), ScoreSettings())
     with pytest.raises(NotImplementedError, match="no report of its own"):
         Bare().report([], {})
+
+
+GROUPED = PerSample(measures=(Measure("error", "Error", higher_is_better=False),), verdict=True, cluster=None,
+                    groups=(Grouping("modality", "Modality"),), extras=(Measure("corpus", "Corpus"),))
+
+
+def grouped(name, right, error, metrics=None):
+    """24 samples, the first 12 of the chart modality, the others text."""
+    frame = pd.DataFrame({"sample_id": [f"s{i:02d}" for i in range(24)], "modality": ["chart"] * 12 + ["text"] * 12,
+                          "cutoff": pd.to_datetime("2020-01-01"), "answer": ['"x"'] * 24, "score_right": right,
+                          "score_error": error})
+    return RunAnswers(name, frame, pd.DataFrame(), {}, metrics)
+
+
+def test_metrics_per_group_are_each_groups_own_means():
+    run = grouped("r", [True] * 6 + [False] * 6 + [True] * 12, [1.0] * 12 + [3.0] * 11 + [np.nan])
+    table = run.parsed[["sample_id"]].assign(right=run.parsed["score_right"], error=run.parsed["score_error"])
+    m = GROUPED.metrics(table, run, n_boot=50, seed=0)
+    chart, text = m["groups"]["modality"]["chart"], m["groups"]["modality"]["text"]
+    assert (m["n"], m["accuracy"], m["error"]) == (24, pytest.approx(18 / 24), pytest.approx((12 + 33) / 23))
+    assert (chart["n"], chart["accuracy"], chart["error"]) == (12, pytest.approx(0.5), pytest.approx(1.0))
+    assert (text["n"], text["accuracy"], text["error"]) == (12, pytest.approx(1.0), pytest.approx(3.0))
+    # cluster=None: each sample its own cluster, though the samples share a cutoff; a constant is its own interval.
+    assert m["resampled"] == "sample" and chart["ci"]["error"] == [1.0, 1.0] and text["ci"]["accuracy"] == [1.0, 1.0]
+
+
+def test_compare_per_group_tests_each_group_and_holm_runs_over_a_groupings_groups():
+    a = grouped("a", [True] * 6 + [False] * 6 + [True] * 12, [1.0] * 24, {"corpus": 0.3, "accuracy": 0.9})
+    b = grouped("b", [True] * 24, [1.0] * 24, {"corpus": 0.5, "accuracy": 0.95})
+    c = GROUPED.compare(a, b, n_boot=0, seed=0)
+    chart, text = c["groups"]["modality"]["chart"], c["groups"]["modality"]["text"]
+    # Chart: 12 samples, 6 go b's way and 6 tie: exact, 2 x 2^6 of the 2^12 swaps as extreme = 1/32; text: no
+    # difference, every swap as extreme, p = 1. Holm over the two modalities: 2/32 and max(2/32, 1).
+    assert (chart["n"], chart["accuracy"]["diff"], chart["accuracy"]["n_clusters"]) == (12, pytest.approx(0.5), 12)
+    assert chart["accuracy"]["p"] == pytest.approx(1 / 32) and chart["accuracy"]["p_holm"] == pytest.approx(2 / 32)
+    assert text["accuracy"]["p"] == pytest.approx(1.0) and text["accuracy"]["p_holm"] == pytest.approx(1.0)
+    assert "exact" in chart["accuracy"]["method"]
+    # Overall: 24 samples, the normal approximation: 6 discordant, z = 6 / sqrt(6); Holm over the two measures.
+    assert c["accuracy"]["p"] == pytest.approx(math.erfc(math.sqrt(6 / 2)))
+    assert c["accuracy"]["p_holm"] == pytest.approx(2 * c["accuracy"]["p"])
+    # Not reported: a and b are the means over the shared samples; the extra number a → b alone.
+    assert (c["accuracy"]["a"], c["accuracy"]["b"]) == (pytest.approx(0.75), 1.0)
+    assert c["corpus"] == {"a": 0.3, "b": 0.5}
+    reported = PerSample(measures=GROUPED.measures, verdict=True, cluster=None, reported=True).compare(a, b, 0, 0)
+    assert (reported["accuracy"]["a"], reported["accuracy"]["b"]) == (0.9, 0.95)
+    assert reported["accuracy"]["diff"] == pytest.approx(0.25) and reported["error"]["a"] is None
+
+
+def test_a_grouping_the_samples_lack_is_an_error():
+    a = grouped("a", [True] * 24, [1.0] * 24)
+    spec = PerSample(measures=GROUPED.measures, groups=(Grouping("regime", "Regime"),))
+    with pytest.raises(ValueError, match="cannot group by regime"):
+        spec.compare(a, a, 0, 0)
+
+
+def test_groups_come_in_the_order_of_their_values():
+    """Horizons 5 and 30 in that order (as numbers, not as text, where "30" < "5")."""
+    run = grouped("r", [True] * 24, [1.0] * 24)
+    run.parsed["horizon"] = [30, 5] * 12
+    table = run.parsed[["sample_id"]].assign(right=True, error=1.0)
+    spec = PerSample(measures=GROUPED.measures, verdict=True, groups=(Grouping("horizon", "Horizon"),))
+    assert list(spec.metrics(table, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]
+    assert list(spec.compare(run, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]

@@ -86,10 +86,16 @@ def test_a_job_builds_its_task_settings_in_one_place():
     ("forecast", "+task.samples.intervall=30", "task.samples.intervall: not a setting here; nearest: interval"),
     ("forecast", "task.samples.regime_threshold=1.5", "task.samples.regime_threshold=1.5: must be a number in (0, 1)"),
     ("forecast", "task.samples.horizons=[]", "task.samples.horizons=[]: must be a non-empty list of integers >= 1"),
+    ("forecast", "task.samples.trend_by=weeks", "task.samples.trend_by='weeks': must be one of ['cutoffs', 'days']"),
+    ("forecast", "task.samples.trend_horizon=10",
+     "task.samples.trend_horizon=10: must be one of task.samples.horizons=[5, 30] (trend_by=cutoffs reads that label)"),
     ("e2a", "task.samples.max_stale_days=-1", "task.samples.max_stale_days=-1: must be an integer >= 0"),
+    ("e2a", "task.modalities=[text,image]",
+     "task.modalities=['text', 'image']: must be a non-empty subset of ['text', 'chart', 'both']"),
     ("caption", "task.samples.start=soon", "task.samples.start='soon': must be a date (YYYY-MM-DD) or null"),
     ("reading", "task.language=fr", "task.language='fr': must be one of ['en', 'zh'] (task.prompts)"),
-    ("reading", "task.frames=[monthly]", "task.frames: ['monthly'] must be a non-empty subset of"),
+    ("reading", "task.frames=[monthly]", "task.frames=['monthly']: must be a non-empty subset of ['daily', 'weekly']"),
+    ("reading", "task.render.marks=3", "task.render.marks=3: the reading charts letter 4 bars"),
 ])
 def test_a_bad_task_setting_is_one_line_naming_key_value_and_what_is_allowed(task, override, message):
     cfg = compose_config([f"task={task}", override])

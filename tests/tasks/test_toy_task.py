@@ -85,7 +85,7 @@ def test_a_task_of_its_own_samples_without_market_keys_runs_every_stage(tmp_path
     assert metrics["resampled"] == "sample" and metrics["n_missing_records"] == 0
     run_stage("report", [*common, "tasks=[candle]", f"report.compare=[[always_bullish,{model}]]"])
     md = (tmp_path / "report" / "report.md").read_text()
-    assert "candle: 8 samples\n" in md and "## Candle colour" in md and f"| always_bullish → {model} | 8 |" in md
+    assert "candle: 8 samples\n" in md and "## Candle colour" in md and f"| always_bullish → {model} | Accuracy | 8 |" in md
     assert "The bootstrap draws samples." in md
     assert "candle" in (tmp_path / "report" / "report.html").read_text()
     lines = report_lines(tmp_path)

@@ -108,6 +108,9 @@ class CaptionSettings:
 
 
 PER_SAMPLE = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "iou", *(f"iou_{c}" for c in CATEGORIES))
+# Each metric as the report names it.
+TITLES = {"bleu4": "BLEU-4", "meteor": "METEOR", "rouge_l": "ROUGE-L", "cider": "CIDEr", "bertscore_f1": "BERTScore F1",
+          "cos": "COS", "sa_f1": "SA F1", "iou": "IoU", **{f"iou_{c}": f"IoU {c.capitalize()}" for c in CATEGORIES}}
 MEANS = ("rouge_l", "cider", "bertscore_f1", "cos", "iou", *(f"iou_{c}" for c in CATEGORIES))
 _TINY, _SMALL = 1e-15, 1e-9  # pycocoevalcap's BleuScorer constants
 

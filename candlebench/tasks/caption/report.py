@@ -1,23 +1,19 @@
-"""The captioning report section: the headline (models x the similarity metrics), the paired
-comparisons, StockGenChaR's Table 2 layout (model x metric, 95% intervals over samples) and Table 3
-(metadata coverage by category, the references' own first), and a chart of each metric per model."""
+"""The captioning report's own tables, after the default results and comparisons
+(report/per_sample.py, the task's :attr:`~candlebench.tasks.caption.task.CaptionTask.per_sample`):
+StockGenChaR's Table 2 layout (model x metric, 95% intervals over samples) and Table 3 (metadata
+coverage by category, the references' own first), and a chart of each metric per model."""
 
 from __future__ import annotations
-
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from candlebench.report.model import Headline, RunMetrics, Section, Table
+from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.report.plots import figure, nothing_to_draw, run_labels, say_why
-from candlebench.report.tables import headline_table
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
 from candlebench.scoring.numbers import fmt
+from candlebench.tasks.caption.metrics import TITLES
 
-METRICS = (("bleu4", "BLEU-4"), ("meteor", "METEOR"), ("rouge_l", "ROUGE-L"), ("cider", "CIDEr"),
-           ("bertscore_f1", "BERTScore F1"), ("cos", "COS"), ("sa_f1", "SA F1"), ("iou", "IoU"))
-HEADLINE = tuple(Headline(key, title, digits=4) for key, title in METRICS[:6])
+METRICS = tuple((key, TITLES[key]) for key in ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou"))
 CATEGORIES = (("degree", "Degree"), ("time", "Time"), ("price", "Price"))
 
 
@@ -52,27 +48,6 @@ def table3(runs: list[RunMetrics]) -> Table:
                  "IoU: Eq. 1 on that category's items alone.")
 
 
-def comparison_table(comparisons: Mapping[str, dict]) -> Table:
-    """One row per pair and metric: the per-sample metrics with their difference, interval and test;
-    the corpus-level ones (SA F1) as a → b."""
-    rows = []
-    for pair, c in comparisons.items():
-        for key, title in METRICS:
-            d = c.get(key) or {}
-            ci = d.get("ci")
-            rows.append({"a → b": pair, "Metric": title, "n": d.get("n_clusters", c.get("n")),
-                         "a": fmt(d.get("a"), 4), "b": fmt(d.get("b"), 4),
-                         "Δ (mean per sample)": fmt(d.get("diff"), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else ""),
-                         "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
-    return Table("Paired comparisons (b − a, same samples)", pd.DataFrame(rows),
-                 "Unit of analysis: the sample (one chart, one caption). a, b: each run's value as reported (corpus "
-                 "BLEU-4 and METEOR); Δ: the mean per-sample difference with a 95% interval from a percentile "
-                 "bootstrap of samples for both runs. p: the paired sign-flip test over samples (exact up to "
-                 f"{EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} samples); p (Holm): "
-                 "Holm's adjustment over the pair's metrics. SA F1 is a corpus statistic: a → b alone, untested "
-                 "(docs/statistics.md).")
-
-
 def plot_metrics(runs: list[RunMetrics]) -> bytes:
     """Each metric of Table 2 on its own axis (CIDEr's scale is not the others'), a bar per model
     with its 95% interval."""
@@ -93,8 +68,5 @@ def plot_metrics(runs: list[RunMetrics]) -> bytes:
     return figure(draw, size=(12, 6), panels=(2, len(METRICS) // 2))
 
 
-def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
-    tables = [headline_table("Captioning results", runs, HEADLINE,
-                             "Intervals over samples; Table 2 below has every metric, the valid and empty counts.")]
-    tables += ([comparison_table(comparisons)] if comparisons else []) + [table2(runs), table3(runs)]
-    return [Section("Chart captioning (StockGenChaR-style)", tuple(tables), {"caption_metrics": plot_metrics(runs)})]
+def tables(runs: list[RunMetrics]) -> Section:
+    return Section("", (table2(runs), table3(runs)), {"caption_metrics": plot_metrics(runs)})

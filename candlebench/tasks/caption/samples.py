@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -22,34 +21,23 @@ from candlebench.market.market import Market
 from candlebench.rendering.chart import ChartSpec
 from candlebench.tasks.caption.describer import describe, seed_of
 from candlebench.task_api.windows import evaluation_windows
-
-
-@dataclass(frozen=True)
-class CaptionSpec:
-    start: str | None = None
-    end: str | None = None
-    interval: int = 30
-    min_bars: int = 60
-    max_stale_days: int = 5
-    codes: tuple[str, ...] | None = None  # the stocks asked about; None = every stock of the market
-    freq: str = "daily"
-    max_bars: int = 60
-    seed: int = 0
+from candlebench.tasks.caption.settings import CaptionTaskSettings
 
 
 def sample_id(code: str, date: pd.Timestamp) -> str:
     return hashlib.sha256(f"caption|{code}|{date:%Y-%m-%d}".encode()).hexdigest()[:16]
 
 
-def build_samples(market: Market, spec: CaptionSpec, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
+def build_samples(market: Market, s: CaptionTaskSettings, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
+    """The samples of the window ``s.samples``, each reference written from the ``s.freq`` chart's
+    last ``s.render.max_bars`` bars, phrased by ``s.seed``."""
     dropped: Counter[str] = Counter()
-    dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
-                                        spec.max_stale_days, dropped, spec.codes)
+    dates, windows = evaluation_windows(market, **s.samples.window, dropped=dropped, codes=s.samples.codes)
     rows = []
     for w in windows:
         sid = sample_id(w.code, w.date)
-        bars = chart_bars(w.history, spec.freq, chart.ma_windows, spec.max_bars)
-        d = describe(bars, chart, w.code, spec.freq, seed_of(sid, spec.seed))
+        bars = chart_bars(w.history, s.freq, chart.ma_windows, s.render.max_bars)
+        d = describe(bars, chart, w.code, s.freq, seed_of(sid, s.seed))
         rows.append({"sample_id": sid, "task": "caption", "market": market.name, "code": w.code, "cutoff": w.date,
                      "reference": d.text, "metadata": json.dumps(d.metadata), "reference_opinion": d.opinion,
                      "reference_words": len(d.text.split())})

@@ -6,13 +6,14 @@ A sample is a stock and an evaluation date; the model gets one chart and the pap
 captions in the corpus metrics (as the paper's "all" column counts rejected answers); the
 ``valid`` block scores the parsed captions alone. Intervals: 95% percentile bootstrap over
 samples of each reported statistic itself (:meth:`candlebench.tasks.caption.metrics.CaptionScorer.intervals`).
+Comparisons, the results table and the browser are the per-sample defaults (:attr:`CaptionTask.per_sample`);
+the paper's Table 2 and Table 3 layouts follow them (:mod:`candlebench.tasks.caption.report`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -22,51 +23,19 @@ import pandas as pd
 from candlebench.core.results import Parsed, RunAnswers
 from candlebench.market.market import Market
 from candlebench.scoring.numbers import fmt, pct
+from candlebench.scoring.per_sample import Measure, PerSample
 from candlebench.task_api.base import (REASONING_CUT, BuiltSamples, Column, FirstPassAnswer, Inputs, RequestSpec,
                                     ScoreSettings, Task, TaskContext)
 from candlebench.tasks.caption.baselines import BASELINES
 from candlebench.tasks.caption.iou import length
-from candlebench.tasks.caption.samples import CaptionSpec, build_samples
-from candlebench.task_api.settings import StockWindow, TaskSettings
+from candlebench.tasks.caption.metrics import PER_SAMPLE, TITLES
+from candlebench.tasks.caption.samples import build_samples
+from candlebench.tasks.caption.settings import CaptionTaskSettings
 
+# The results table's metrics; the IoUs are in Table 2 and Table 3.
+HEADLINE = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos")
 _THINK = re.compile(r"<\s*think\s*>.*?<\s*/\s*think\s*>", re.I | re.S)
 _THINK_OPEN = re.compile(r"<\s*think\s*>", re.I)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionMetrics:
-    encoder: str | None
-    bertscore_model: str | None
-    bertscore_layers: int
-    iou_epsilon: float
-    batch_size: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionSentiment:
-    sentences: int
-    weights: tuple[float, ...]
-    positive: tuple[str, ...] | None
-    negative: tuple[str, ...] | None
-    model: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptionTaskSettings(TaskSettings):
-    dataset: str | None  # your own captioned charts; None = generated from the market data
-    freq: str
-    prompt: str
-    words: tuple[int, int]
-    seed: int
-    answer_tokens: int
-    metrics: CaptionMetrics
-    sentiment: CaptionSentiment
-    samples: StockWindow
-
-
-def spec_of(s: CaptionTaskSettings) -> CaptionSpec:
-    return CaptionSpec(**s.samples.window, codes=s.samples.codes, freq=str(s.freq), max_bars=s.render.max_bars,
-                       seed=int(s.seed))
 
 
 def scorer_settings(s: CaptionTaskSettings, ctx: TaskContext):
@@ -88,6 +57,16 @@ class CaptionTask(Task[CaptionTaskSettings]):
     baselines = MappingProxyType(BASELINES)
     references = MappingProxyType({"describer": "the generator of the reference captions itself: every similarity "
                                                 "metric 1 and CIDEr 10 by construction, a check of the metrics"})
+    # Each sample its own cluster (the unit of analysis: one chart, one caption); the runs' values are
+    # the corpus statistics of their metrics (BLEU-4, METEOR), the tests on the mean per-sample
+    # difference; SA F1 is a corpus statistic, a → b alone. The browser groups by the reference's
+    # opinion, shows the reference, and counts an answer right when its closing sentiment is the reference's.
+    per_sample = PerSample(
+        measures=tuple(Measure(k, TITLES[k], digits=4, headline=k in HEADLINE) for k in PER_SAMPLE),
+        extras=(Measure("sa_f1", TITLES["sa_f1"], digits=4, headline=False),), cluster=None, reported=True,
+        title="Chart captioning (StockGenChaR-style)", group="reference_opinion", label="reference",
+        agree=("sa_candidate", "sa_reference"), unit="the sample (one chart, one caption)",
+        note="Intervals over samples; Table 2 below has every metric, the valid and empty counts.", parse_failures=False)
 
     def uses_market(self, s: CaptionTaskSettings) -> bool:
         return s.dataset is None
@@ -105,7 +84,7 @@ class CaptionTask(Task[CaptionTaskSettings]):
             frame = read_dataset(path, name=path.stem)
             return BuiltSamples(frame, {"task": "caption", "samples": len(frame), "dataset": str(path),
                                         "reference_words": {k: int(v) for k, v in frame["reference_words"].describe()[["min", "50%", "max"]].items()}})
-        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
+        frame, summary = build_samples(market, s, ctx.render.spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: CaptionTaskSettings) -> Inputs:
@@ -138,7 +117,7 @@ class CaptionTask(Task[CaptionTaskSettings]):
         return parse
 
     def score(self, run: RunAnswers, s: CaptionTaskSettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
-        from candlebench.tasks.caption.metrics import PER_SAMPLE, scorer_for
+        from candlebench.tasks.caption.metrics import scorer_for
 
         table = run.parsed
         cands = ["" if pd.isna(a) else str(json.loads(a)) for a in table["answer"]]
@@ -161,28 +140,10 @@ class CaptionTask(Task[CaptionTaskSettings]):
         out["per_sample"] = frame
         return out
 
-    def browse(self, run: RunAnswers) -> pd.DataFrame:
-        """The label is the reference caption, the group its opinion; right / wrong: whether the
-        caption's closing sentiment (SA) is the reference's. Its per-sample scores are the run's
-        score_* columns, which the browser shows for every task."""
-        parsed = run.parsed
-        if "score_sa_candidate" in parsed:
-            outcome = [None if pd.isna(a) else "right" if c == r else "wrong"
-                       for a, c, r in zip(parsed["answer"], parsed["score_sa_candidate"], parsed["score_sa_reference"])]
-        else:
-            outcome = [None] * len(parsed)
-        return pd.DataFrame({"sample_id": parsed["sample_id"], "group": parsed["reference_opinion"].fillna("").astype(str),
-                             "label": parsed["reference"].astype(str), "outcome": outcome, "detail": None})
+    def report_tables(self, runs, datasets=()):
+        from candlebench.tasks.caption.report import tables
 
-    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
-        from candlebench.tasks.caption.compare import compare_captions
-
-        return compare_captions(a, b, settings)
-
-    def report(self, runs, comparisons, datasets=()):
-        from candlebench.tasks.caption.report import sections
-
-        return sections(runs, comparisons)
+        return tables(runs)
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         keys = ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou")

@@ -40,10 +40,10 @@ import numpy as np
 import pandas as pd
 
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.tasks.e2a.settings import MODALITIES
 
 DIRECTIONAL = ("BUY", "SELL")
 TAUS = (1, 2, 3)
-MODALITIES = ("text", "chart", "both")
 
 
 def _share(hits: float, total: float) -> float | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,25 +20,9 @@ import pandas as pd
 from candlebench.market.market import Market
 from candlebench.tasks.e2a.anchors import ANCHORS, Anchors, AnchorSettings, compute_anchors
 from candlebench.task_api.windows import evaluation_windows
+from candlebench.tasks.e2a.settings import E2ASettings
 
-MODALITIES = ("text", "chart", "both")
 BAR_COLUMNS = ("open", "high", "low", "close", "volume")
-
-
-@dataclass(frozen=True)
-class E2ASpec:
-    start: str | None = None
-    end: str | None = None
-    interval: int = 30
-    min_bars: int = 50
-    max_stale_days: int = 5
-    codes: tuple[str, ...] | None = None  # the stocks asked about; None = every stock of the market
-    modalities: tuple[str, ...] = MODALITIES
-
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.modalities) - set(MODALITIES))
-        if unknown or not self.modalities:
-            raise ValueError(f"task.modalities: {list(self.modalities)} must be a non-empty subset of {list(MODALITIES)}")
 
 
 def sample_id(code: str, date: pd.Timestamp, modality: str) -> str:
@@ -62,10 +45,10 @@ def anchors_of(row) -> Anchors:
     return Anchors(labels, values, strong)
 
 
-def build_samples(market: Market, spec: E2ASpec, settings: AnchorSettings = AnchorSettings()) -> tuple[pd.DataFrame, dict]:
+def build_samples(market: Market, s: E2ASettings, settings: AnchorSettings = AnchorSettings()) -> tuple[pd.DataFrame, dict]:
+    """A sample per window of ``s.samples`` and modality of ``s.modalities``, with the window's anchors."""
     dropped: Counter[str] = Counter()
-    dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
-                                        spec.max_stale_days, dropped, spec.codes)
+    dates, windows = evaluation_windows(market, **s.samples.window, dropped=dropped, codes=s.samples.codes)
     rows = []
     arrays: dict[str, dict[str, np.ndarray]] = {}
     for w in windows:
@@ -73,7 +56,7 @@ def build_samples(market: Market, spec: E2ASpec, settings: AnchorSettings = Anch
             arrays = {w.code: {k: w.bars[k].to_numpy(dtype=float) for k in BAR_COLUMNS}}
         anchors = compute_anchors({k: v[: w.n] for k, v in arrays[w.code].items()}, settings)
         shared = {"task": "e2a", "market": market.name, "code": w.code, "cutoff": w.date, **anchor_columns(anchors)}
-        rows += [{"sample_id": sample_id(w.code, w.date, m), "modality": m, **shared} for m in spec.modalities]
+        rows += [{"sample_id": sample_id(w.code, w.date, m), "modality": m, **shared} for m in s.modalities]
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["cutoff", "code", "modality"], kind="stable").reset_index(drop=True)

@@ -11,7 +11,6 @@ and :mod:`candlebench.tasks.e2a.anchors`; parsing :mod:`candlebench.tasks.e2a.pa
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -27,31 +26,11 @@ from candlebench.tasks.e2a.anchors import AnchorSettings
 from candlebench.tasks.e2a.claims import extract_claims, judge
 from candlebench.tasks.e2a.parse import parse_response
 from candlebench.tasks.e2a.responders import RESPONDERS
-from candlebench.tasks.e2a.samples import E2ASpec, anchors_of, build_samples
+from candlebench.tasks.e2a.samples import anchors_of, build_samples
 from candlebench.tasks.e2a.verify import verify_prompt
-from candlebench.core.settings import setting
-from candlebench.task_api.settings import StockWindow, TaskSettings
+from candlebench.tasks.e2a.settings import E2ASettings
 
 CHART = "daily"
-
-
-@dataclass(frozen=True, kw_only=True)
-class E2ASettings(TaskSettings):
-    modalities: tuple[str, ...]
-    prompts: dict[str, str]  # language -> the prompt
-    language: str = setting(key_of="prompts")
-    prompt: str  # the language's prompt
-    inputs: dict[str, dict[str, str]]  # language -> modality -> what {inputs} says
-    verify: dict[str, dict[str, str]]  # language -> the verify pass's prompt and words
-    answer_tokens: int
-    eci_confidence: float
-    eci_signals: int
-    anchors: dict[str, Any]  # AnchorSettings' thresholds
-    samples: StockWindow
-
-
-def spec_of(s: E2ASettings) -> E2ASpec:
-    return E2ASpec(**s.samples.window, codes=s.samples.codes, modalities=s.modalities)
 
 
 def anchor_settings(s: E2ASettings) -> AnchorSettings:
@@ -105,7 +84,7 @@ class E2ATask(Task[E2ASettings]):
     settings_type = E2ASettings
 
     def build_samples(self, market: Market, s: E2ASettings, ctx: TaskContext) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(s), anchor_settings(s))
+        frame, summary = build_samples(market, s, anchor_settings(s))
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: E2ASettings) -> Inputs:

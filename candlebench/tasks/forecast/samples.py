@@ -41,41 +41,14 @@ import pandas as pd
 
 from candlebench.market.calendar import every_nth_day
 from candlebench.market.market import Market
+from candlebench.tasks.forecast.settings import ForecastSamples
 
 INPUT_COLUMNS = ("sample_id", "task", "market", "code", "cutoff", "t0", "n_bars")
 GROUP_COLUMNS = ("regime", "market_up_ratio", "continuous_rise", "continuous_fall")
-TREND_READINGS = ("cutoffs", "days")
 
 
 def label_columns(horizons: tuple[int, ...]) -> tuple[str, ...]:
     return tuple(f"r_{h}" for h in horizons)
-
-
-@dataclass(frozen=True)
-class SampleSpec:
-    task: str = "forecast"
-    start: str | None = None  # first possible cutoff (inclusive); None = start of the data
-    end: str | None = None  # cutoffs fall before this date (exclusive); None = end of the data
-    interval: int = 30
-    horizons: tuple[int, ...] = (5, 30)
-    min_bars: int = 90
-    max_stale_days: int = 5
-    regime_threshold: float = 0.7
-    trend_threshold: float = 0.7
-    trend_by: str = "cutoffs"  # or "days": see the module docstring
-    trend_horizon: int = 30
-
-    def __post_init__(self) -> None:
-        if self.trend_by not in TREND_READINGS:
-            raise ValueError(f"task.samples.trend_by must be one of {TREND_READINGS}, got {self.trend_by!r}")
-        if self.trend_by == "cutoffs" and self.trend_horizon not in self.horizons:
-            raise ValueError(f"task.samples.trend_horizon {self.trend_horizon} is not one of task.samples.horizons {self.horizons}")
-        if self.interval < 1:
-            raise ValueError(f"task.samples.interval must be >= 1, got {self.interval}")
-        if not self.horizons or min(self.horizons) < 1:
-            raise ValueError(f"task.samples.horizons must be positive trading-day counts, got {self.horizons}")
-        if self.min_bars < 1:
-            raise ValueError(f"task.samples.min_bars must be >= 1, got {self.min_bars}")
 
 
 @dataclass(frozen=True)
@@ -89,49 +62,50 @@ def sample_id(task: str, code: str, cutoff: pd.Timestamp) -> str:
     return hashlib.sha256(f"{task}|{code}|{cutoff:%Y-%m-%d}".encode()).hexdigest()[:16]
 
 
-def cutoff_dates(calendar: pd.DatetimeIndex, spec: SampleSpec) -> pd.DatetimeIndex:
-    return every_nth_day(calendar, spec.start, spec.end, spec.interval)
+def cutoff_dates(calendar: pd.DatetimeIndex, rules: ForecastSamples) -> pd.DatetimeIndex:
+    return every_nth_day(calendar, rules.start, rules.end, rules.interval)
 
 
-def history_spec(calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str | None) -> SampleSpec | None:
-    """The cutoffs before the test window on the test grid, stepped back from ``spec.start`` by
-    ``spec.interval`` trading days down to ``train_start`` (None = the start of the data): the training
+def history_spec(calendar: pd.DatetimeIndex, rules: ForecastSamples, train_start: str | None) -> ForecastSamples | None:
+    """The cutoffs before the test window on the test grid, stepped back from ``rules.start`` by
+    ``rules.interval`` trading days down to ``train_start`` (None = the start of the data): the training
     history of a walk-forward baseline (the paper trains XGBoost on data from 2015, tests on
     2023-2024). None when the test window starts with the data."""
-    if spec.start is None:
+    if rules.start is None:
         return None
-    first_test = int(calendar.searchsorted(pd.Timestamp(spec.start), side="left"))
+    first_test = int(calendar.searchsorted(pd.Timestamp(rules.start), side="left"))
     floor = 0 if train_start is None else int(calendar.searchsorted(pd.Timestamp(train_start), side="left"))
-    steps = (first_test - floor) // spec.interval
+    steps = (first_test - floor) // rules.interval
     if steps < 1:
         return None
-    start = calendar[first_test - steps * spec.interval]
-    return replace(spec, start=f"{start:%Y-%m-%d}", end=spec.start)
+    start = calendar[first_test - steps * rules.interval]
+    return replace(rules, start=f"{start:%Y-%m-%d}", end=rules.start)
 
 
 def training_spec(
-    calendar: pd.DatetimeIndex, spec: SampleSpec, train_start: str | None, stride: int, last_cutoff: pd.Timestamp
-) -> SampleSpec | None:
+    calendar: pd.DatetimeIndex, rules: ForecastSamples, train_start: str | None, stride: int, last_cutoff: pd.Timestamp
+) -> ForecastSamples | None:
     """The training days of a walk-forward baseline: every ``stride``-th trading day from
     ``train_start`` (None = the start of the data) up to ``last_cutoff`` (exclusive), on a grid through
-    the first test cutoff, so ``stride = spec.interval`` gives exactly :func:`history_spec`'s cutoffs
+    the first test cutoff, so ``stride = rules.interval`` gives exactly :func:`history_spec`'s cutoffs
     followed by the test cutoffs. ``train_start`` floors the history only: the earlier test windows
     are always training days. The samples of these days follow the test samples' own rules
     (``min_bars``, staleness, labels), since only ``start``, ``end`` and ``interval`` change. None when
     no training day precedes ``last_cutoff``."""
     if stride < 1:
         raise ValueError(f"baseline train_stride must be >= 1 trading day, got {stride}")
-    anchor = 0 if spec.start is None else int(calendar.searchsorted(pd.Timestamp(spec.start), side="left"))
+    anchor = 0 if rules.start is None else int(calendar.searchsorted(pd.Timestamp(rules.start), side="left"))
     floor = 0 if train_start is None else int(calendar.searchsorted(pd.Timestamp(train_start), side="left"))
     floor = min(floor, anchor)
     first = anchor - ((anchor - floor) // stride) * stride  # the grid's first day at or after the floor
     if first >= len(calendar) or calendar[first] >= pd.Timestamp(last_cutoff):
         return None
-    return replace(spec, start=f"{calendar[first]:%Y-%m-%d}", end=f"{pd.Timestamp(last_cutoff):%Y-%m-%d}",
+    return replace(rules, start=f"{calendar[first]:%Y-%m-%d}", end=f"{pd.Timestamp(last_cutoff):%Y-%m-%d}",
                    interval=stride)
 
 
-def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
+def build_samples(market: Market, rules: ForecastSamples, task: str = "forecast") -> SampleSet:
+    """The samples of ``task`` (its sample ids' prefix) under ``rules``, the task's ``task.samples``."""
     cal = market.calendar
     close = market.bars.pivot(index="date", columns="code", values="close").reindex(cal)
     codes = close.columns.to_numpy()
@@ -141,7 +115,7 @@ def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
     positions = np.arange(len(cal))[:, None]
     last_pos = pd.DataFrame(np.where(traded, positions, np.nan)).ffill().to_numpy()
     final_pos = np.where(traded.any(axis=0), len(cal) - 1 - np.argmax(traded[::-1], axis=0), -1)
-    cutoffs = cutoff_dates(cal, spec)
+    cutoffs = cutoff_dates(cal, rules)
     dropped: Counter[str] = Counter()
     rows = []
     for cutoff in cutoffs:
@@ -149,20 +123,20 @@ def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
         if k == 0:
             dropped["no bars before cutoff"] += len(codes)
             continue
-        up_ratio, regime = _regime(filled[k - 1], close.iloc[k].to_numpy(), spec.regime_threshold)
+        up_ratio, regime = _regime(filled[k - 1], close.iloc[k].to_numpy(), rules.regime_threshold)
         bars_before = n_bars[k - 1]
         staleness = (k - 1) - last_pos[k - 1]
-        targets = {h: k - 1 + h for h in spec.horizons}
+        targets = {h: k - 1 + h for h in rules.horizons}
         for j, code in enumerate(codes):
             reason = _drop_reason(
-                int(bars_before[j]), staleness[j], final_pos[j], targets, len(cal), spec
+                int(bars_before[j]), staleness[j], final_pos[j], targets, len(cal), rules
             )
             if reason is not None:
                 dropped[reason] += 1
                 continue
             row = {
-                "sample_id": sample_id(spec.task, code, cutoff),
-                "task": spec.task,
+                "sample_id": sample_id(task, code, cutoff),
+                "task": task,
                 "market": market.name,
                 "code": code,
                 "cutoff": cutoff,
@@ -175,9 +149,9 @@ def build_samples(market: Market, spec: SampleSpec) -> SampleSet:
             row.update(regime=regime, market_up_ratio=up_ratio)
             rows.append(row)
 
-    columns = [*INPUT_COLUMNS, *label_columns(spec.horizons), *GROUP_COLUMNS]
+    columns = [*INPUT_COLUMNS, *label_columns(rules.horizons), *GROUP_COLUMNS]
     frame = pd.DataFrame(rows, columns=columns)
-    trend = _trend_by_days(close, spec) if spec.trend_by == "days" else _trend_by_cutoffs(frame, spec)
+    trend = _trend_by_days(close, rules) if rules.trend_by == "days" else _trend_by_cutoffs(frame, rules)
     for column in ("continuous_rise", "continuous_fall"):
         frame[column] = frame["code"].map(trend[column]).fillna(False)
     frame = frame.astype({"n_bars": "int64", "continuous_rise": bool, "continuous_fall": bool})
@@ -191,14 +165,14 @@ def _drop_reason(
     final_pos: int,
     targets: dict[int, int],
     calendar_len: int,
-    spec: SampleSpec,
+    rules: ForecastSamples,
 ) -> str | None:
     if bars_before == 0:
         return "no bars before cutoff"
-    if bars_before < spec.min_bars:
-        return f"fewer than {spec.min_bars} bars before cutoff"
-    if staleness > spec.max_stale_days:
-        return f"no trade in the {spec.max_stale_days} trading days before cutoff"
+    if bars_before < rules.min_bars:
+        return f"fewer than {rules.min_bars} bars before cutoff"
+    if staleness > rules.max_stale_days:
+        return f"no trade in the {rules.max_stale_days} trading days before cutoff"
     if max(targets.values()) >= calendar_len:
         return "label horizon past the end of the market data"
     if max(targets.values()) > final_pos:
@@ -219,33 +193,33 @@ def _regime(prev_close: np.ndarray, day_close: np.ndarray, threshold: float) -> 
     return up, "sideways"
 
 
-def _trend_by_cutoffs(frame: pd.DataFrame, spec: SampleSpec) -> pd.DataFrame:
+def _trend_by_cutoffs(frame: pd.DataFrame, rules: ForecastSamples) -> pd.DataFrame:
     """Continuous rise / fall per stock: the share of its samples with a positive / negative label."""
-    label = frame[f"r_{spec.trend_horizon}"]
+    label = frame[f"r_{rules.trend_horizon}"]
     by_code = pd.DataFrame({"up": label > 0, "down": label < 0, "code": frame["code"]}).groupby("code")
     return pd.DataFrame({
-        "continuous_rise": by_code["up"].mean() > spec.trend_threshold,
-        "continuous_fall": by_code["down"].mean() > spec.trend_threshold,
+        "continuous_rise": by_code["up"].mean() > rules.trend_threshold,
+        "continuous_fall": by_code["down"].mean() > rules.trend_threshold,
     })
 
 
-def _trend_by_days(close: pd.DataFrame, spec: SampleSpec) -> pd.DataFrame:
+def _trend_by_days(close: pd.DataFrame, rules: ForecastSamples) -> pd.DataFrame:
     """Continuous rise / fall per stock over the sample window (its own trading days)."""
     flags = {}
     for code in close.columns:
         series = close[code].dropna()
         change = series.diff()
         in_window = np.ones(len(series), dtype=bool)
-        if spec.start is not None:
-            in_window &= series.index >= pd.Timestamp(spec.start)
-        if spec.end is not None:
-            in_window &= series.index < pd.Timestamp(spec.end)
+        if rules.start is not None:
+            in_window &= series.index >= pd.Timestamp(rules.start)
+        if rules.end is not None:
+            in_window &= series.index < pd.Timestamp(rules.end)
         window = change[in_window].dropna()
         rise = float((window > 0).mean()) if len(window) else 0.0
         fall = float((window < 0).mean()) if len(window) else 0.0
         flags[code] = {
-            "continuous_rise": rise > spec.trend_threshold,
-            "continuous_fall": fall > spec.trend_threshold,
+            "continuous_rise": rise > rules.trend_threshold,
+            "continuous_fall": fall > rules.trend_threshold,
         }
     return pd.DataFrame.from_dict(flags, orient="index", columns=["continuous_rise", "continuous_fall"])
 
@@ -260,10 +234,10 @@ def regime_days(market: Market, threshold: float) -> dict[str, int]:
     return {name: int(counts.get(name, 0)) for name in ("bull", "bear", "sideways", "unknown") if name != "unknown" or counts.get(name)}
 
 
-def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
+def summarize(samples: SampleSet, market: Market, rules: ForecastSamples, task: str = "forecast") -> dict:
     frame = samples.frame
     return {
-        "task": spec.task,
+        "task": task,
         "samples": len(frame),
         # The cutoffs with a sample, as the report's header counts them; the grid's others lost
         # every stock (too few bars, no realised label) and are counted apart.
@@ -273,7 +247,7 @@ def summarize(samples: SampleSet, market: Market, spec: SampleSpec) -> dict:
         "last_cutoff": None if frame.empty else f"{frame['cutoff'].max():%Y-%m-%d}",
         "per_market": {str(k): int(v) for k, v in frame["market"].value_counts().sort_index().items()},
         "per_regime": {str(k): int(v) for k, v in frame["regime"].value_counts().sort_index().items()},
-        "regime_days": regime_days(market, spec.regime_threshold),
+        "regime_days": regime_days(market, rules.regime_threshold),
         "stocks": int(frame["code"].nunique()),
         "continuous_rise_stocks": int(frame.loc[frame["continuous_rise"], "code"].nunique()),
         "continuous_fall_stocks": int(frame.loc[frame["continuous_fall"], "code"].nunique()),

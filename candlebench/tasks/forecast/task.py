@@ -10,14 +10,12 @@ numerical baselines :mod:`candlebench.tasks.forecast.baselines`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from candlebench.core.results import Parsed, RunAnswers
-from candlebench.core.rules import ConfigError, integer, share
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import TEXT_INPUT, text_column
 from candlebench.scoring.numbers import fmt, pct
@@ -25,44 +23,8 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
                                     ScoreSettings, Task, TaskContext)
 from candlebench.tasks.forecast import baselines
 from candlebench.tasks.forecast.parse import parse_score
-from candlebench.tasks.forecast.samples import SampleSpec, build_samples, summarize, training_spec
-from candlebench.core.settings import setting
-from candlebench.task_api.settings import MarketWindow, TaskSettings
-
-
-@dataclass(frozen=True, kw_only=True)
-class ForecastSamples(MarketWindow):
-    horizons: tuple[int, ...] = setting((lambda v: isinstance(v, list) and len(v) > 0 and all(integer(1)[0](h) for h in v),
-                                         "a non-empty list of integers >= 1"))
-    regime_threshold: float = setting(share(closed=False))
-    trend_threshold: float = setting(share(closed=False))
-    trend_by: str
-    trend_horizon: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class ForecastSettings(TaskSettings):
-    images: tuple[str, ...]
-    text: bool
-    feed: tuple[str, ...] | None
-    horizon: int = setting(integer(1))
-    prompt: str
-    # Named alternative prompts, which an experiment adds and picks with task.prompt=${task.prompts.<name>}
-    # (conf/experiment/ablation_*.yaml); not in config.yaml, whose keys are every forecast
-    # baseline's identity (stages/baseline.py).
-    prompts: dict[str, str] = field(default_factory=dict)
-    samples: ForecastSamples
-
-    def __post_init__(self) -> None:
-        if self.horizon not in self.samples.horizons:
-            raise ConfigError(f"task.horizon={self.horizon}: must be one of task.samples.horizons="
-                              f"{list(self.samples.horizons)} (its label is scored)")
-
-
-def sample_spec(s: ForecastSettings, task: str) -> SampleSpec:
-    w = s.samples
-    return SampleSpec(task=task, **w.window, horizons=w.horizons, regime_threshold=w.regime_threshold,
-                      trend_threshold=w.trend_threshold, trend_by=w.trend_by, trend_horizon=w.trend_horizon)
+from candlebench.tasks.forecast.samples import build_samples, summarize, training_spec
+from candlebench.tasks.forecast.settings import ForecastSettings
 
 
 def _score_text(value: float | None) -> str | None:
@@ -88,10 +50,9 @@ def _xgboost(samples: pd.DataFrame, market: Market, s: ForecastSettings, *, trai
     test window (from ``train_start``) and of the test window, under the samples' own rules
     (:func:`training_spec`), plus the test samples; each test cutoff learns only from those whose
     labels are realised before it."""
-    spec = sample_spec(s, TASK.name)
     start = None if train_start is None else str(train_start)
-    days = training_spec(market.calendar, spec, start, int(train_stride), samples["cutoff"].max()) if len(samples) else None
-    pool = samples if days is None else pd.concat([build_samples(market, days).frame, samples], ignore_index=True)
+    days = training_spec(market.calendar, s.samples, start, int(train_stride), samples["cutoff"].max()) if len(samples) else None
+    pool = samples if days is None else pd.concat([build_samples(market, days, TASK.name).frame, samples], ignore_index=True)
     wf = baselines.xgboost_walk_forward(samples, market, s.horizon, train_samples=pool, min_train=min_train,
                                         settings=baselines.XGBSettings(**params))
     return baselines.Answers(wf.predictions, wf.unanswered(samples.set_index("sample_id")["cutoff"]))
@@ -117,9 +78,8 @@ class ForecastTask(Task[ForecastSettings]):
     })
 
     def build_samples(self, market: Market, s: ForecastSettings, ctx: TaskContext) -> BuiltSamples:
-        spec = sample_spec(s, self.name)
-        built = build_samples(market, spec)
-        return BuiltSamples(built.frame, summarize(built, market, spec))
+        built = build_samples(market, s.samples, self.name)
+        return BuiltSamples(built.frame, summarize(built, market, s.samples, self.name))
 
     def inputs(self, s: ForecastSettings) -> Inputs:
         return Inputs(charts=tuple(s.images), text=bool(s.text))

@@ -19,58 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass
 
 import pandas as pd
 
 from candlebench.market.bars import FREQS, chart_bars
 from candlebench.market.market import Market
 from candlebench.rendering.chart import ChartSpec
-from candlebench.tasks.reading.questions import MA_WINDOWS, MARKS, OUTSIDE_BACK, QuestionSet, pair_set, question_set
+from candlebench.tasks.reading.questions import OUTSIDE_BACK, QuestionSet, pair_set, question_set
 from candlebench.task_api.windows import evaluation_windows
+from candlebench.tasks.reading.settings import ReadingSettings
 
-MODALITIES = ("chart", "text", "blank")
 # The frame of a sample that shows the daily and the weekly chart together (questions.PAIR_RULES),
 # made for each stock and cutoff when both time frames are asked about.
 PAIR = "both"
-
-
-@dataclass(frozen=True)
-class ReadingSpec:
-    start: str | None = None
-    end: str | None = None
-    interval: int = 30
-    min_bars: int = 90
-    max_stale_days: int = 5
-    codes: tuple[str, ...] | None = None
-    frames: tuple[str, ...] = FREQS
-    modalities: tuple[str, ...] = ("chart", "text")
-    max_bars: int = 50
-    ma_windows: tuple[int, ...] = MA_WINDOWS
-    marks: int = len(MARKS)
-
-    def __post_init__(self) -> None:
-        for key, chosen, allowed in (("frames", self.frames, FREQS), ("modalities", self.modalities, MODALITIES)):
-            if not chosen or set(chosen) - set(allowed):
-                raise ValueError(f"task.{key}: {list(chosen)} must be a non-empty subset of {list(allowed)}")
-        if set(MA_WINDOWS) - set(self.ma_windows):
-            raise ValueError(f"task.render.ma_windows: {list(self.ma_windows)} must draw MA{list(MA_WINDOWS)}: "
-                             "the questions ask about them")
-        if self.marks != len(MARKS):
-            raise ValueError(f"task.render.marks={self.marks}: the reading charts letter {len(MARKS)} bars "
-                             f"({', '.join(MARKS)}), which the questions name")
 
 
 def sample_id(code: str, cutoff: pd.Timestamp, frame: str, modality: str) -> str:
     return hashlib.sha256(f"reading|{code}|{cutoff:%Y-%m-%d}|{frame}|{modality}".encode()).hexdigest()[:16]
 
 
-def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
-    """The samples, and their summary; ``chart``: the spec the task's charts are drawn by, whose
+def build_samples(market: Market, s: ReadingSettings, chart: ChartSpec) -> tuple[pd.DataFrame, dict]:
+    """The samples of the window ``s.samples`` per time frame of ``s.frames`` and modality of
+    ``s.modalities``, and their summary; ``chart``: the spec the task's charts are drawn by, whose
     pixels the questions are judged in."""
     dropped: Counter[str] = Counter()
-    dates, windows = evaluation_windows(market, spec.start, spec.end, spec.interval, spec.min_bars,
-                                        spec.max_stale_days, dropped, spec.codes)
+    dates, windows = evaluation_windows(market, **s.samples.window, dropped=dropped, codes=s.samples.codes)
     rows, asked, left_out = [], Counter(), Counter()
 
     def add(w, frame: str, found: QuestionSet) -> None:
@@ -86,15 +59,15 @@ def build_samples(market: Market, spec: ReadingSpec, chart: ChartSpec) -> tuple[
                   "questions": json.dumps(found.answers), "left_out": json.dumps(found.left_out),
                   "marked": json.dumps(found.marked), "mark_color": found.mark_color,
                   "margins": json.dumps(found.margins), "n_questions": len(found.answers)}
-        rows.extend({"sample_id": sample_id(w.code, w.date, frame, m), "modality": m, **shared} for m in spec.modalities)
+        rows.extend({"sample_id": sample_id(w.code, w.date, frame, m), "modality": m, **shared} for m in s.modalities)
 
     for w in windows:
         charts = {}
-        for freq in spec.frames:
+        for freq in s.frames:
             # A few bars more than drawn: the tail is the chart's (MAs over the whole history either
             # way), the rest the bars before it that mark_color's outside bar is taken from.
-            longer = chart_bars(w.history, freq, spec.ma_windows, spec.max_bars + OUTSIDE_BACK)
-            bars = longer.tail(spec.max_bars).reset_index(drop=True)
+            longer = chart_bars(w.history, freq, s.render.ma_windows, s.render.max_bars + OUTSIDE_BACK)
+            bars = longer.tail(s.render.max_bars).reset_index(drop=True)
             charts[freq] = question_set(bars, chart, w.code, w.date, freq, longer.iloc[:len(longer) - len(bars)])
             add(w, freq, charts[freq])
         if set(FREQS) <= set(charts):  # the daily and the weekly chart asked about together

@@ -11,7 +11,6 @@ next to forecasting :mod:`candlebench.tasks.reading.forecast_link`; the report s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -19,7 +18,6 @@ import pandas as pd
 
 from candlebench.core.layout import StudyLayout
 from candlebench.core.results import Parsed, RunAnswers
-from candlebench.core.rules import ConfigError
 from candlebench.market.market import Market
 from candlebench.rendering.inputs import text_column
 from candlebench.scoring.numbers import fmt, pct
@@ -30,9 +28,8 @@ from candlebench.tasks.reading.parse import parse_answer
 from candlebench.rendering.inputs import BLANK_INPUT
 from candlebench.tasks.reading.questions import CHOICES, MARKS, NUMERIC, QUESTIONS, RECENT, TYPES
 from candlebench.market.bars import FREQS
-from candlebench.tasks.reading.samples import PAIR, ReadingSpec, build_samples
-from candlebench.core.settings import setting
-from candlebench.task_api.settings import StockWindow, TaskSettings
+from candlebench.tasks.reading.samples import PAIR, build_samples
+from candlebench.tasks.reading.settings import ReadingSettings
 
 # The answer format the prompt shows, per question, in the order asked: a choice list, or the kind
 # of number (questions.NUMERIC).
@@ -40,36 +37,6 @@ _NUMBER_FORMAT = {"price": "<number>", "count": f"<0-{RECENT}>"}
 FORMAT = {**{q: '"' + "|".join(c) + '"' for q, c in CHOICES.items()},
           **{q: _NUMBER_FORMAT[kind] for q, kind in NUMERIC.items()}}
 assert set(FORMAT) == set(QUESTIONS) == set(TYPES)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReadingSettings(TaskSettings):
-    frames: tuple[str, ...]
-    modalities: tuple[str, ...]
-    # Per language: the prompt, what {inputs} says per modality, the frames' names, the questions
-    # and how a marked bar is named.
-    prompts: dict[str, str]
-    language: str = setting(key_of="prompts")
-    prompt: str  # the language's prompt
-    inputs: dict[str, dict[str, str]]
-    pair_inputs: dict[str, dict[str, str]]  # {inputs} of a sample showing the daily and weekly charts together
-    frame_names: dict[str, dict[str, str]]
-    questions: dict[str, dict[str, str]]
-    mark: dict[str, str]
-    answer_tokens: int
-    samples: StockWindow
-
-    def __post_init__(self) -> None:
-        try:
-            spec_of(self)
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
-
-
-def spec_of(s: ReadingSettings) -> ReadingSpec:
-    return ReadingSpec(**s.samples.window, codes=s.samples.codes, frames=tuple(str(f) for f in s.frames),
-                       modalities=tuple(str(m) for m in s.modalities), max_bars=s.render.max_bars,
-                       ma_windows=tuple(int(w) for w in s.render.ma_windows), marks=s.render.marks)
 
 
 def frame_block(text: str, frame: str) -> str:
@@ -101,7 +68,7 @@ class ReadingTask(Task[ReadingSettings]):
                                              "when the judge and the data agree)"})
 
     def build_samples(self, market: Market, s: ReadingSettings, ctx: TaskContext) -> BuiltSamples:
-        frame, summary = build_samples(market, spec_of(s), ctx.render.spec)
+        frame, summary = build_samples(market, s, ctx.render.spec)
         return BuiltSamples(frame, summary)
 
     def inputs(self, s: ReadingSettings) -> Inputs:

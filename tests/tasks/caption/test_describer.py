@@ -17,7 +17,8 @@ from candlebench.market.bars import chart_bars, history_before
 from candlebench.rendering.chart import ChartSpec, geometry, price_label
 from candlebench.tasks.caption import describer
 from candlebench.tasks.caption.iou import mentions
-from candlebench.tasks.caption.samples import CaptionSpec, build_samples
+from candlebench.tasks.caption.samples import build_samples
+from helpers import setup_of
 
 pytestmark = pytest.mark.unit
 
@@ -121,7 +122,7 @@ def _build(market, freq: str, interval: int, scale: float) -> list[tuple[pd.Seri
         bars = market.bars.copy()
         bars[["open", "high", "low", "close"]] *= scale
         market = dataclasses.replace(market, bars=bars)
-    frame, _ = build_samples(market, CaptionSpec(interval=interval, freq=freq), CHART)
+    frame, _ = build_samples(market, setup_of("task=caption", f"task.samples.interval={interval}", f"task.freq={freq}").settings, CHART)
     return [(row, chart_bars(history_before(market.stock(row["code"]), row["cutoff"]), freq, CHART.ma_windows, 60))
             for _, row in frame.iterrows()]
 

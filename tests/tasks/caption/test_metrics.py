@@ -156,27 +156,30 @@ def test_paired_caption_comparison_on_per_sample_scores():
     import pandas as pd
 
     from candlebench.core.results import RunAnswers
+    from candlebench.scoring.per_sample import MissingScores
     from candlebench.task_api.base import ScoreSettings
-    from candlebench.tasks.caption.compare import MissingScores, compare_captions
     from candlebench.tasks.caption.metrics import PER_SAMPLE
+    from candlebench.tasks.caption.task import TASK
 
     ids = [f"s{i}" for i in range(40)]
 
     def run(name, shift, sa):
-        frame = pd.DataFrame({"sample_id": ids, **{f"score_{k}": [0.1 * (i % 5) + shift for i in range(40)] for k in PER_SAMPLE},
+        frame = pd.DataFrame({"sample_id": ids, "answer": ['"a caption"'] * 40,
+                              **{f"score_{k}": [0.1 * (i % 5) + shift for i in range(40)] for k in PER_SAMPLE},
                               "score_sa_candidate": sa, "score_sa_reference": ["positive"] * 40})
         return RunAnswers(name, frame, pd.DataFrame(), {}, {"bleu4": 0.1 + shift})
 
     base = run("base", 0.0, ["positive"] * 20 + ["negative"] * 20)
     tuned = run("tuned", 0.05, ["positive"] * 30 + ["negative"] * 10)
-    c = compare_captions(base, tuned, ScoreSettings(n_boot=200, seed=0))
+    c = TASK.compare(base, tuned, ScoreSettings(n_boot=200, seed=0))
     assert c["n"] == 40 and c["bleu4"]["diff"] == pytest.approx(0.05) and c["bleu4"]["b"] == pytest.approx(0.15)
     low, high = c["cos"]["ci"]
     assert low == pytest.approx(0.05) and high == pytest.approx(0.05)  # the same shift on every sample
-    assert c["sa_agreement"] == {"a": 0.5, "b": 0.75}
+    # The closing sentiments agree on 20 and 30 of the 40 samples: the browser's right answers.
+    assert [(TASK.browse(r)["outcome"] == "right").mean() for r in (base, tuned)] == [0.5, 0.75]
     # The same shift on all 40 samples, each its own cluster: no swap of theirs is as extreme but the
     # observed one and its mirror, and Holm over the metrics keeps that far under 0.05.
     assert (c["cos"]["unit"], c["cos"]["n_clusters"]) == ("sample", 40) and c["cos"]["p"] < 1e-6
     assert c["cos"]["p_holm"] == pytest.approx(min(1.0, len(PER_SAMPLE) * c["cos"]["p"]))
     with pytest.raises(MissingScores, match="base"):
-        compare_captions(RunAnswers("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())
+        TASK.compare(RunAnswers("base", pd.DataFrame({"sample_id": ids}), pd.DataFrame(), {}, {}), tuned, ScoreSettings())

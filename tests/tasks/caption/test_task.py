@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records, stage
+from helpers import cli, records, setup_of, stage
 
 COMMON = ["tasks=[caption]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100",
           "infer.generation.max_new_tokens=48"]
@@ -51,9 +51,9 @@ def test_references_describe_the_chart_they_come_with(run, slice_market):
 
 def test_references_are_reproducible_and_never_see_the_evaluation_date(slice_market):
     from candlebench.rendering.chart import ChartSpec
-    from candlebench.tasks.caption.samples import CaptionSpec, build_samples
+    from candlebench.tasks.caption.samples import build_samples
 
-    spec, chart = CaptionSpec(interval=120), ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
+    spec, chart = setup_of("task=caption", "task.samples.interval=120").settings, ChartSpec(ma_windows=(5, 10, 20), ma_colors=("black", "orange", "blue"))
     frame, _ = build_samples(slice_market, spec, chart)
     again, _ = build_samples(slice_market, spec, chart)
     pd.testing.assert_frame_equal(frame, again)

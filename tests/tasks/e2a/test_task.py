@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import cli, records, score_as_made, stage
+from helpers import cli, records, score_as_made, setup_of, stage
 from candlebench.tasks.e2a.anchors import ANCHORS, compute_anchors
 
 COMMON = ["tasks=[e2a]", "data=slice", "data.codes=[AC,SM,TEL]", "task.samples.interval=120", "score.n_boot=100"]
@@ -98,9 +98,9 @@ def test_chinese_prompt(tmp_path, env):
 
 
 def test_anchors_never_see_the_evaluation_date_or_later(slice_market):
-    from candlebench.tasks.e2a.samples import E2ASpec, build_samples
+    from candlebench.tasks.e2a.samples import build_samples
 
-    spec = E2ASpec(interval=90)
+    spec = setup_of("task=e2a", "task.samples.interval=90").settings
     frame, _ = build_samples(slice_market, spec)
     date = sorted(frame["cutoff"].unique())[3]
     bars = slice_market.bars.copy()

@@ -20,18 +20,19 @@ from candlebench.market.market import Market
 from candlebench.tasks.forecast.features import feature_table, features_for
 from candlebench.tasks.forecast.parse import SCORE_MAX as HIGH
 from candlebench.tasks.forecast.parse import SCORE_MIN as LOW
-from candlebench.tasks.forecast.samples import SampleSpec, build_samples
-from helpers import ROOT
+from candlebench.tasks.forecast.samples import build_samples
+from helpers import ROOT, setup_of
 
 pytestmark = pytest.mark.unit
 
 H = 30
+SAMPLES = setup_of("task=forecast").settings.samples  # task.samples as config.yaml gives it
 MIN_TRAIN = 20  # the slice has 11 samples per cutoff: the walk-forward predicts from the 3rd on
 
 
 @pytest.fixture(scope="module")
 def samples(slice_market: Market) -> pd.DataFrame:
-    return build_samples(slice_market, SampleSpec()).frame
+    return build_samples(slice_market, SAMPLES).frame
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_recorded_training_cutoffs_have_realised_labels(samples, slice_market, i
     """A training pool with cutoffs every ``interval`` days: with interval < horizon the latest
     earlier cutoffs are still unrealised; with interval >= horizon the previous one's label is known
     (at interval == horizon its target is the last trading day before the test cutoff: the boundary)."""
-    pool = build_samples(slice_market, SampleSpec(interval=interval, horizons=(5, 30))).frame
+    pool = build_samples(slice_market, dataclasses.replace(SAMPLES, interval=interval, horizons=(5, 30))).frame
     wf = xgboost_walk_forward(samples, slice_market, horizon, train_samples=pool, min_train=MIN_TRAIN)
     cal = slice_market.calendar
     target = {c: _independent_target(cal, c, horizon) for c in pool["cutoff"].unique()}
@@ -151,7 +152,7 @@ def _leaky(pool: pd.DataFrame, features: pd.DataFrame, known_from: pd.Series, te
 def test_walk_forward_cannot_exploit_labels_unrealised_at_the_test_cutoff(samples, slice_market):
     # A pool with cutoffs every 5 days: at each test cutoff the last five earlier pool cutoffs hold
     # labels that are not yet realised (their H = 30 day horizon runs past the test cutoff).
-    pool = build_samples(slice_market, SampleSpec(interval=5)).frame
+    pool = build_samples(slice_market, dataclasses.replace(SAMPLES, interval=5)).frame
     test_cutoff = sorted(samples["cutoff"].unique())[12]
     known = label_target_dates(pool["cutoff"], slice_market.calendar, H)
     unrealised = known >= test_cutoff
@@ -264,7 +265,7 @@ def test_momentum_at_one_cutoff_is_the_label_of_the_previous_one(samples, slice_
     frame = samples.assign(momentum=samples["sample_id"].map(momentum)).sort_values(["code", "cutoff"])
     previous_label = frame.groupby("code")[f"r_{H}"].shift(1)
     position = frame["cutoff"].map(slice_market.calendar.get_loc)
-    consecutive = position - position.groupby(frame["code"]).shift(1) == SampleSpec().interval
+    consecutive = position - position.groupby(frame["code"]).shift(1) == SAMPLES.interval
     pairs = frame[consecutive]
     assert len(pairs) > 100
     np.testing.assert_allclose(pairs["momentum"], previous_label[consecutive], rtol=1e-12)
@@ -287,18 +288,13 @@ def test_momentum_is_clipped_and_absent_without_history(samples, slice_market):
 # --- training on the history before the test window ------------------------------------------------
 
 
-def _settings(spec: SampleSpec):
-    """The forecast task's settings with the samples ``spec`` and the horizon H."""
-    from candlebench.stages.graph import compose_config
-    from candlebench.tasks.forecast.task import TASK
-
-    shipped = TASK.settings(compose_config(["task=forecast"]).task)
-    samples = dataclasses.replace(shipped.samples, **{k: v for k, v in dataclasses.asdict(spec).items() if k != "task"})
-    return dataclasses.replace(shipped, horizon=H, samples=samples)
+def _settings(samples):
+    """The forecast task's settings with the ``samples`` block and the horizon H."""
+    return dataclasses.replace(setup_of("task=forecast").settings, horizon=H, samples=samples)
 
 
 def _job_config(start: str, **xgb):
-    return _settings(SampleSpec(start=start))
+    return _settings(dataclasses.replace(SAMPLES, start=start))
 
 
 def test_xgboost_trains_on_history_before_the_test_window(slice_market):
@@ -308,7 +304,7 @@ def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     from candlebench.tasks.forecast.task import TASK
 
     cfg = _job_config("2018-09-01")
-    test = build_samples(slice_market, SampleSpec(start="2018-09-01")).frame
+    test = build_samples(slice_market, dataclasses.replace(SAMPLES, start="2018-09-01")).frame
     first = test["cutoff"].min()
     answers = TASK.baselines["xgboost"](test, slice_market, cfg, min_train=MIN_TRAIN)
     assert all(answers[sid] is not None for sid in test.loc[test["cutoff"] == first, "sample_id"])
@@ -316,7 +312,7 @@ def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     alone = BASELINES["xgboost"](test, slice_market, H, min_train=MIN_TRAIN)
     assert not test.loc[test["cutoff"] == first, "sample_id"].isin(alone.index).any()
 
-    spec = history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), None)
+    spec = history_spec(slice_market.calendar, dataclasses.replace(SAMPLES, start="2018-09-01"), None)
     history = build_samples(slice_market, spec).frame
     cal = list(slice_market.calendar)
     steps = {(cal.index(first) - cal.index(c)) for c in history["cutoff"].unique()}
@@ -329,10 +325,10 @@ def test_xgboost_trains_on_history_before_the_test_window(slice_market):
     assert wf.train_size[first] == history["cutoff"].isin([c for c, d in target.items() if d < first]).sum() > 0
 
     # train_start moves the floor of the history; a start after the window start leaves none.
-    later = history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), "2018-03-01")
+    later = history_spec(slice_market.calendar, dataclasses.replace(SAMPLES, start="2018-09-01"), "2018-03-01")
     assert pd.Timestamp(later.start) >= pd.Timestamp("2018-03-01") > pd.Timestamp(spec.start)
-    assert history_spec(slice_market.calendar, SampleSpec(start="2018-09-01"), "2018-09-01") is None
-    assert history_spec(slice_market.calendar, SampleSpec(), None) is None
+    assert history_spec(slice_market.calendar, dataclasses.replace(SAMPLES, start="2018-09-01"), "2018-09-01") is None
+    assert history_spec(slice_market.calendar, SAMPLES, None) is None
 
 
 # --- training on every trading day (task.baseline.params.xgboost.train_stride) ---------------------------
@@ -360,7 +356,7 @@ def _defaults() -> dict:
 
 
 def _window_config(start: str | None, end: str | None = None, interval: int = 30):
-    return _settings(SampleSpec(start=start, end=end, interval=interval))
+    return _settings(dataclasses.replace(SAMPLES, start=start, end=end, interval=interval))
 
 
 def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
@@ -371,7 +367,7 @@ def test_xgboost_predicts_every_test_cutoff_of_a_short_history(short_market):
     from candlebench.tasks.forecast.task import TASK
 
     cal = short_market.calendar
-    test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
+    test = build_samples(short_market, dataclasses.replace(SAMPLES, start=SHORT_START, end=SHORT_END)).frame
     history = cal[cal < pd.Timestamp(SHORT_START)]
     assert (history[-1] - history[0]).days // 30 == 18 and len(history) == 364
     assert test["code"].nunique() == 5 and test["cutoff"].nunique() == 6 and len(test) == 30
@@ -393,7 +389,7 @@ def test_daily_training_days_are_every_day_whose_label_is_realised_before_the_te
     whose label's target day precedes the cutoff: never a later one, and no earlier one left out."""
     from candlebench.tasks.forecast.samples import training_spec
 
-    spec = SampleSpec(start=SHORT_START, end=SHORT_END)
+    spec = dataclasses.replace(SAMPLES, start=SHORT_START, end=SHORT_END)
     test = build_samples(short_market, spec).frame
     days = training_spec(short_market.calendar, spec, None, 1, test["cutoff"].max())
     pool = build_samples(short_market, days).frame
@@ -417,7 +413,7 @@ def test_no_look_ahead_daily_training_sees_no_bar_on_or_after_the_test_cutoff(sh
     from candlebench.tasks.forecast.samples import training_spec
     from candlebench.tasks.forecast.task import _xgboost
 
-    spec = SampleSpec(start=SHORT_START, end=SHORT_END)
+    spec = dataclasses.replace(SAMPLES, start=SHORT_START, end=SHORT_END)
     cfg = _window_config(SHORT_START, SHORT_END)
     cutoff = sorted(build_samples(short_market, spec).cutoffs)[3]
     mutated = dataclasses.replace(short_market, bars=_scramble_from(short_market.bars, cutoff, seed=5))
@@ -446,7 +442,7 @@ def test_daily_training_is_reproducible_and_independent_of_row_order(short_marke
     from candlebench.tasks.forecast.task import TASK
 
     cfg = _window_config(SHORT_START, SHORT_END)
-    test = build_samples(short_market, SampleSpec(start=SHORT_START, end=SHORT_END)).frame
+    test = build_samples(short_market, dataclasses.replace(SAMPLES, start=SHORT_START, end=SHORT_END)).frame
     first = TASK.baselines["xgboost"](test, short_market, cfg, **_defaults())
     assert first == TASK.baselines["xgboost"](test, short_market, cfg, **_defaults())
     shuffled = test.sample(frac=1.0, random_state=4)
@@ -460,7 +456,7 @@ def test_a_stride_of_the_interval_trains_on_the_test_grid_as_before(slice_market
     train_start, which floors the history only) followed by the test cutoffs."""
     from candlebench.tasks.forecast.samples import history_spec, training_spec
 
-    spec = SampleSpec(start=start, interval=interval)
+    spec = dataclasses.replace(SAMPLES, start=start, interval=interval)
     test = build_samples(slice_market, spec).frame
     days = training_spec(slice_market.calendar, spec, train_start, interval, test["cutoff"].max())
     history = history_spec(slice_market.calendar, spec, train_start)

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from candlebench.market.bars import chart_bars, history_before
 from candlebench.market.market import Market
-from candlebench.tasks.forecast.samples import INPUT_COLUMNS, SampleSpec, build_samples, cutoff_dates, sample_id
+from candlebench.tasks.forecast.samples import INPUT_COLUMNS, build_samples, cutoff_dates, sample_id
+from helpers import setup_of
 
 pytestmark = pytest.mark.unit
 
-SPEC = SampleSpec()
+SPEC = setup_of("task=forecast").settings.samples  # task.samples as config.yaml gives it
 
 
 class Hand:
@@ -77,7 +78,7 @@ def built(slice_market):
 
 def test_cutoffs_every_interval_trading_days(slice_market, hand):
     assert [f"{d:%Y-%m-%d}" for d in cutoff_dates(slice_market.calendar, SPEC)] == hand.dates[::30]
-    window = SampleSpec(start="2018-01-01", end="2019-01-01", interval=20)
+    window = dataclasses.replace(SPEC, start="2018-01-01", end="2019-01-01", interval=20)
     in_window = [d for d in hand.dates if "2018-01-01" <= d < "2019-01-01"]
     assert [f"{d:%Y-%m-%d}" for d in cutoff_dates(slice_market.calendar, window)] == in_window[::20]
 
@@ -181,9 +182,9 @@ def test_continuous_groups_by_cutoff_returns_on_real_data(slice_market, slice_ro
     bars, but some rose (fell) over 30 days from more than 70% of their cutoffs — the reading the
     groups use by default. The shares are recomputed from the CSV rows by plain counting."""
     window = dict(start="2017-01-01", end="2018-01-01", interval=10)
-    by_days = build_samples(slice_market, SampleSpec(trend_by="days", **window)).frame
+    by_days = build_samples(slice_market, dataclasses.replace(SPEC, trend_by="days", **window)).frame
     assert not by_days["continuous_rise"].any() and not by_days["continuous_fall"].any()
-    frame = build_samples(slice_market, SampleSpec(**window)).frame
+    frame = build_samples(slice_market, dataclasses.replace(SPEC, **window)).frame
     rise = set(frame.loc[frame["continuous_rise"], "code"])
     fall = set(frame.loc[frame["continuous_fall"], "code"])
     assert rise and fall and not rise & fall
@@ -213,10 +214,10 @@ def test_sample_ids_are_stable_and_unique(built):
 
 
 def test_min_bars_and_staleness_settings(slice_market):
-    strict = build_samples(slice_market, SampleSpec(min_bars=400))
+    strict = build_samples(slice_market, dataclasses.replace(SPEC, min_bars=400))
     assert strict.frame["n_bars"].min() >= 400
     assert "fewer than 400 bars before cutoff" in strict.dropped
-    loose = build_samples(slice_market, SampleSpec(max_stale_days=0))
+    loose = build_samples(slice_market, dataclasses.replace(SPEC, max_stale_days=0))
     assert (loose.frame["t0"] < loose.frame["cutoff"]).all()
     cal = {d: i for i, d in enumerate(slice_market.calendar)}
     assert all(cal[c] - 1 == cal[t] for c, t in zip(loose.frame["cutoff"], loose.frame["t0"]))

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import SLICE
-from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from helpers import SLICE, setup_of
+from candlebench.tasks.reading.samples import build_samples
 
 pytestmark = pytest.mark.unit
 # More stocks and cutoffs than test_task.py's SPEC (AC, SM, interval 120), for coverage.
-SPEC = ReadingSpec(interval=40)  # every stock of the slice
-MAX_BARS = SPEC.max_bars
+SPEC = setup_of("task=reading", "task.samples.interval=40").settings  # every stock of the slice
+MAX_BARS = SPEC.render.max_bars
 WINDOWS = (5, 20, 90)
 
 

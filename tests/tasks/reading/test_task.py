@@ -21,7 +21,7 @@ from candlebench.report.model import Dataset, scored_run
 from candlebench.report.tables import with_answered
 from candlebench.task_api.registry import get_task
 from candlebench.task_api.base import ScoreSettings
-from candlebench.tasks.forecast.samples import SampleSpec, cutoff_dates
+from candlebench.tasks.forecast.samples import cutoff_dates
 from candlebench.tasks.reading.baselines import BASELINES
 from candlebench.tasks.reading.compare import compare_runs
 from candlebench.tasks.reading.forecast_link import forecast_link
@@ -29,11 +29,11 @@ from candlebench.tasks.reading.metrics import reading_metrics, verdicts
 from candlebench.tasks.reading.parse import parse_answer
 from candlebench.tasks.reading.report import sections
 from candlebench.tasks.reading.questions import TYPES
-from candlebench.tasks.reading.samples import ReadingSpec, build_samples
+from candlebench.tasks.reading.samples import build_samples
 from candlebench.tasks.reading.task import TASK, frame_block
 
 pytestmark = pytest.mark.unit
-SPEC = ReadingSpec(codes=("AC", "SM"), interval=120)
+SPEC = setup_of("task=reading", "task.samples.codes=[AC,SM]", "task.samples.interval=120").settings
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def answered(samples: pd.DataFrame, texts: dict[str, str | None]) -> pd.DataFram
 
 def test_samples_are_the_forecast_grid_per_frame_and_modality(market, samples):
     frame, summary = samples
-    grid = set(cutoff_dates(market.calendar, SampleSpec(interval=120)))
+    grid = set(cutoff_dates(market.calendar, setup_of("task=forecast", "task.samples.interval=120").settings.samples))
     assert set(frame["cutoff"]) <= grid and frame["cutoff"].nunique() >= 5
     per_chart = frame.groupby(["code", "cutoff", "frame"])
     assert set(frame["modality"]) == {"chart", "text"} and (per_chart.size() == 2).all()
@@ -191,9 +191,8 @@ def test_per_type_chance_levels_and_the_balanced_chance_corrected_headline(marke
 
 
 def test_the_blank_image_control_is_asked_as_the_chart_is(market, cfg):
-    blank = setup_of("task=reading", "task.modalities=[chart,blank]")
-    frame, _ = build_samples(market, ReadingSpec(codes=("AC",), interval=240, modalities=("chart", "blank")),
-                             blank.context.render.spec)
+    blank = setup_of("task=reading", "task.modalities=[chart,blank]", "task.samples.codes=[AC]", "task.samples.interval=240")
+    frame, _ = build_samples(market, blank.settings, blank.context.render.spec)
     chart = frame[(frame["modality"] == "chart") & (frame["frame"] == "daily")].iloc[0]
     control = frame[(frame["modality"] == "blank") & (frame["cutoff"] == chart["cutoff"]) & (frame["frame"] == "daily")].iloc[0]
     on_chart = TASK.request(blank.settings, blank.context, chart, {})
@@ -289,8 +288,9 @@ def test_run_and_sweep_score_a_models_forecast_before_its_reading_whatever_the_t
 
 def test_the_weekly_volume_question_is_no_longer_nearly_constant(market, cfg):
     """Asked of partial weeks it was "no" 93% of the time; asked of complete weeks only, both answers occur."""
-    frame, _ = build_samples(market, ReadingSpec(codes=("AC", "SM", "ALI", "TEL"), interval=30, modalities=("chart",)),
-                             cfg.context.render.spec)
+    settings = setup_of("task=reading", "task.samples.codes=[AC,SM,ALI,TEL]", "task.samples.interval=30",
+                        "task.modalities=[chart]").settings
+    frame, _ = build_samples(market, settings, cfg.context.render.spec)
     weekly = [json.loads(q).get("volume_above_mean") for q in frame.loc[frame["frame"] == "weekly", "questions"]]
     asked = [a for a in weekly if a is not None]
     assert len(asked) >= 10 and 0.25 <= asked.count("yes") / len(asked) <= 0.75
