@@ -731,11 +731,20 @@ class Bench:
         f = self.flops
         parts = (("vision", f.vision, t_vision), ("prefill", f.prefill, t_prefill - t_vision - t_rope),
                  ("decode", f.decode, t_all - t_prefill))
-        print(f"{self.name:<12}split of one batch of {split_batch} ({settings}, pixels ahead): " + "; ".join(
-            f"{label} {t:.3f} s, {fl * split_batch / max(t, 1e-9) / 1e12:.2f} TFLOPS "
-            f"({fl * split_batch / max(t, 1e-9) / 1e12 / self.peak:.1%} of (a))" for label, fl, t in parts)
-            + f"; rope index {t_rope:.3f} s (in the prefill's call); batch encode {t_encode:.3f} s apart (the runner's "
+        print(f"{self.name:<12}split of one batch of {split_batch} ({settings}, pixels ahead): "
+              + "; ".join(split_part(label, fl * split_batch, t, self.peak) for label, fl, t in parts)
+              + f"; rope index {t_rope:.3f} s (in the prefill's call); batch encode {t_encode:.3f} s apart (the runner's "
               "encode thread)")
+
+
+def split_part(label: str, flops: float, seconds: float, peak: float) -> str:
+    """One part of the split: its time and the rate it ran at; a part whose time is a difference
+    floored at 0 (its pass timed no slower than the parts before it: timing noise, at tiny sizes)
+    has no rate, not one divided by nothing (it printed millions of TFLOPS)."""
+    if seconds <= 0:
+        return f"{label} {seconds:.3f} s, within the timing noise"
+    rate = flops / seconds / 1e12
+    return f"{label} {seconds:.3f} s, {rate:.2f} TFLOPS ({rate / peak:.1%} of (a))"
 
 
 if __name__ == "__main__":

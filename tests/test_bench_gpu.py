@@ -107,6 +107,18 @@ def test_a_ratio_against_a_row_not_run_prints_a_dash(env):
     assert bench.ratio(12.5, float("nan"), " (b)") == "–" and bench.ratio(float("nan"), 2.5) == "–"
 
 
+def test_a_split_part_timed_within_the_noise_prints_no_rate(env):
+    """The split's prefill is its pass less vision and rope index, floored at 0: a tiny CPU run
+    timed it at 0.000 s and printed 1694074.11 TFLOPS; now no rate, and a measured part as before."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("infer_gpu", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.split_part("prefill", 5e12, 0.0, 100.0) == "prefill 0.000 s, within the timing noise"
+    assert bench.split_part("vision", 5e12, 0.5, 100.0) == "vision 0.500 s, 10.00 TFLOPS (10.0% of (a))"
+
+
 def test_qwens_vocabulary_is_built_from_a_tiktoken_file_with_its_added_tokens_after_the_ranks(tmp_path):
     """bench/qwen_vocab.py on a wheel holding a tiny tiktoken table: byte-level BPE by rank, digits
     split one by one (Qwen2's pattern), Qwen2.5-VL's added tokens numbered after the ranks."""
