@@ -26,7 +26,7 @@ from candlebench.inference.backends.base import Batched, GenerationSpec, Media, 
 from candlebench.inference.backends.settings import VLLMSettings  # noqa: E402
 from candlebench.inference.models import ModelSpec, ensure_built  # noqa: E402
 from candlebench.inference.records import RecordStore  # noqa: E402
-from candlebench.inference.runner import Request, RunSettings, Shard, run_requests  # noqa: E402
+from candlebench.inference.runner import Request, RunnerSettings, Shard, run_requests  # noqa: E402
 from candlebench.rendering.chart import ChartSpec  # noqa: E402
 from candlebench.rendering.model_input import ImagePolicy  # noqa: E402
 from candlebench.rendering.render import RenderSettings, collect_manifest, render_samples  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
             store = RecordStore(out / "runs" / f"b{size}")
             start = time.perf_counter()
             run_requests(requests, store, "bench", spec.name, args.backend, lambda: UnclosedBackend(backend),
-                         policy, Shard(), RunSettings(batch_size=size))
+                         policy, Shard(), RunnerSettings(batch_size=size))
             rates[size] = len(requests) / (time.perf_counter() - start)
         backend.close()
 

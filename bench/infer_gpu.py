@@ -494,14 +494,14 @@ class Bench:
         ``memory`` the allocator's statistics around it. ``switch_ms``: the GIL switch interval
         while the loader threads work; None: the runner's default."""
         from candlebench.inference.records import RecordStore
-        from candlebench.inference.runner import Request, RunSettings, Shard, default_gil_switch_ms, run_requests
+        from candlebench.inference.runner import Request, RunnerSettings, Shard, default_gil_switch_ms, run_requests
         from candlebench.rendering.model_input import ImagePolicy
 
         batch = self.args.runner_batch
         store = RecordStore(Path(tempfile.mkdtemp(dir=self.work, prefix=f"run-{self.name}-")))  # a fresh run each time
         requests = requests or [Request(f"r{i:05d}", self.prompt, tuple(self.files), None, ("daily", "weekly"))
                                 for i in range((batches or self.args.runner_batches) * batch)]
-        settings = RunSettings(batch_size=batch, prefetch_batches=2, loader_threads=4,
+        settings = RunnerSettings(batch_size=batch, prefetch_batches=2, loader_threads=4,
                                gil_switch_ms=default_gil_switch_ms() if switch_ms is None else switch_ms)
         tracked = Tracked(backend, self.device, stamp)
         backend.pixels_ahead = ahead

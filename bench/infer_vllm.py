@@ -41,7 +41,7 @@ def main() -> None:
     from candlebench.inference.chat import chat_text
     from candlebench.inference.models import ModelSpec
     from candlebench.inference.records import RecordStore
-    from candlebench.inference.runner import Request, RunSettings, Shard, run_requests
+    from candlebench.inference.runner import Request, RunnerSettings, Shard, run_requests
     from candlebench.rendering.model_input import ImagePolicy
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -109,7 +109,7 @@ def main() -> None:
             row("(d) continuous feeding", backend.in_flight, fed, f"{fed / best:.2f}x (c)")
             runner_requests = [Request(f"r{i:05d}", prompt, tuple(files), None, ("daily", "weekly"))
                                for i in range(args.requests)]
-            settings = RunSettings(batch_size=max(args.batch_sizes), prefetch_batches=2, loader_threads=4)
+            settings = RunnerSettings(batch_size=max(args.batch_sizes), prefetch_batches=2, loader_threads=4)
             _, t = g.timed(lambda: run_requests(runner_requests, RecordStore(work / f"run-{name}"), "bench", name, "vllm",
                                                 lambda: g.Tracked(backend, device), ImagePolicy(), Shard(), settings),
                                                 device)

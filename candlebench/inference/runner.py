@@ -76,7 +76,7 @@ def default_gil_switch_ms() -> float | None:
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class RunnerSettings:
     batch_size: int = 8
     prefetch_batches: int = 2
     loader_threads: int = 4
@@ -89,7 +89,7 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
-class RunStats:
+class RunnerStats:
     total: int  # samples of this shard
     skipped: int  # already recorded
     generated: int
@@ -163,8 +163,8 @@ def run_requests(
     make_backend: Callable[[], Backend],
     policy: ImagePolicy,
     shard: Shard,
-    settings: RunSettings,
-) -> RunStats:
+    settings: RunnerSettings,
+) -> RunnerStats:
     mine = sorted((r for r in requests if shard.owns(r.sample_id)), key=lambda r: r.sample_id)
     done = store.done(run_key)
     # Failed samples are not done: each resume retries them (the cause may be fixed by now).
@@ -174,7 +174,7 @@ def run_requests(
     # order (a hash) nearly every batch of 8 held both: a third of its samples padded fourfold.
     todo.sort(key=lambda r: (len(r.prompt), len(r.image_paths), r.sample_id))
     if not todo:
-        return RunStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
+        return RunnerStats(total=len(mine), skipped=len(mine), generated=0, errors=0)
 
     backend = make_backend()  # only now: a finished shard never loads a model
     device = backend.device or device_name()
@@ -214,7 +214,7 @@ def run_requests(
                 _in_batches(backend, prepared, settings.batch_size, write)
     finally:
         backend.close()
-    return RunStats(total=len(mine), skipped=len(mine) - len(todo), generated=counts["processed"],
+    return RunnerStats(total=len(mine), skipped=len(mine) - len(todo), generated=counts["processed"],
                     errors=counts["errors"])
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from candlebench.core.rules import integer, optional_integer, share
 from candlebench.core.settings import setting
 from candlebench.inference.backends.base import GenerationSpec
-from candlebench.inference.runner import RunSettings, Shard, default_gil_switch_ms
+from candlebench.inference.runner import RunnerSettings, Shard, default_gil_switch_ms
 from candlebench.rendering.model_input import ImagePolicy
 
 PROMPT_LAYOUTS = ("images_first", "text_first")
@@ -29,8 +29,8 @@ class InferSettings:
     prompt_layout: str = setting((lambda v: v in PROMPT_LAYOUTS, "images_first or text_first"))
     image: ImagePolicy
 
-    def run_settings(self, batch_size: int) -> RunSettings:
-        return RunSettings(
+    def run_settings(self, batch_size: int) -> RunnerSettings:
+        return RunnerSettings(
             batch_size=batch_size,
             prefetch_batches=self.prefetch_batches,
             loader_threads=self.loader_threads,

@@ -74,7 +74,7 @@ def test_the_runner_sets_the_gil_switch_interval_while_it_generates_and_restores
     import sys
 
     from candlebench.inference.records import RecordStore
-    from candlebench.inference.runner import Request, RunSettings, Shard, run_requests
+    from candlebench.inference.runner import Request, RunnerSettings, Shard, run_requests
     from candlebench.rendering.model_input import ImagePolicy
 
     path = tm.fixture_dir("qwen2_5_vl", tm.build_tiny_qwen2_5_vl, tiny_root)
@@ -97,7 +97,7 @@ def test_the_runner_sets_the_gil_switch_interval_while_it_generates_and_restores
     for ms in (0.5, None):
         store = RecordStore(tmp_path / f"run-{ms}")
         run_requests(requests, store, "k", "tiny", "transformers", lambda: backend, ImagePolicy(), Shard(),
-                     RunSettings(batch_size=1, gil_switch_ms=ms))
+                     RunnerSettings(batch_size=1, gil_switch_ms=ms))
         assert sys.getswitchinterval() == before
         tokens[ms] = sorted((r.sample_id, tuple(r.token_ids)) for r in store.records())
     assert seen == [0.0005, 0.0005, before, before]
