@@ -140,13 +140,12 @@ def requests(n: int, work: Path) -> tuple[list[PreparedRequest], list, str]:
     from candlebench.tasks.forecast.task import TASK
 
     market = load_market([ROOT / "tests" / "data" / "pse_slice.csv"], name="PSE")
-    rules = TASK.settings(compose_config(["task=forecast", "task.samples.interval=200"]).task).samples
-    samples = build_samples(market, rules).frame.head(1)
+    job = compose_job([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}", "task.samples.interval=200"]).job
+    samples = build_samples(market, job.settings.samples).frame.head(1)
     settings = RenderSettings(spec=ChartSpec(), freqs=("daily", "weekly"), max_bars=50, renderer="pil")
     render_samples(samples, market.bars, settings, work, workers=1)
     manifest = collect_manifest(samples, settings, work)
     files = [work / p for p in manifest.sort_values("freq")["path"]]
-    job = compose_job([f"data.path={ROOT / 'tests' / 'data' / 'pse_slice.csv'}"]).job
     prompt = TASK.request(job.settings, job.context, samples.iloc[0].to_dict(), {}).prompt
     images = tuple(prepare_image(f.read_bytes(), None) for f in files)  # as the runner decodes them
     return [PreparedRequest(f"s{i:05d}", prompt, images) for i in range(n)], files, prompt

@@ -81,10 +81,10 @@ def main() -> None:
             processor.save_pretrained(folder)
             shape.generation_config.eos_token_id = processor.tokenizer.eos_token_id
             shape.generation_config.save_pretrained(folder)
-            settings = VLLMSettings(feed="continuous", in_flight=max(args.batch_sizes), enforce_eager=device != "cuda",
+            engine = VLLMSettings(feed="continuous", in_flight=max(args.batch_sizes), enforce_eager=device != "cuda",
                                     gpu_memory_utilization=0.9, cpu_kvcache_space_gb=args.cpu_kvcache_gb,
                                     merged_dir=str(work / "merged"), load_format="dummy")
-            backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, settings,
+            backend = VLLMBackend(ModelSpec(name=name, path=str(folder), max_model_len=4096), generation, engine,
                                   Media(2, (800, 600)))
             print(f"\n{name}: {flops.total / 1e12:.2f} TFLOP per sample")
             print(f"{'model':<6}{'row':<30}{'batch':>6}{'samples/s':>11}{'ratio':>14}{'TFLOPS':>9}{'MFU (a)':>9}{'MFU sheet':>10}")
@@ -118,14 +118,14 @@ def main() -> None:
             backend.close()
             served = {}
             if args.server_concurrency:
-                served = server_rows(folder, cfg, generation, reqs[: args.requests], args.server_concurrency, device, work)
+                served = server_rows(folder, engine, generation, reqs[: args.requests], args.server_concurrency, device, work)
                 for concurrency, rate in served.items():
                     row("(f) server, concurrency", concurrency, rate, f"{rate / fed:.2f}x (d)")
             print(f"{name:<6}best (c)/(b) {best / serial:.2f}x, (d)/(c) {fed / best:.2f}x, (e)/(d) {runner / fed:.2f}x"
                   + (f", best (f)/(d) {max(served.values()) / fed:.2f}x" if served else ""))
 
 
-def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[int], device: str, work: Path) -> dict[int, float]:
+def server_rows(folder: Path, vllm_settings, generation, reqs: list, concurrencies: list[int], device: str, work: Path) -> dict[int, float]:
     """Row (f): the model folder served by vLLM's OpenAI server with the in-process engine's settings
     (dummy weights, the same dtype, length and image limits), requests/s through ``ServerBackend``
     at each concurrency, after one warm-up request. The in-process engine is closed first: both
@@ -143,7 +143,7 @@ def server_rows(folder: Path, cfg, generation, reqs: list, concurrencies: list[i
 
     engine = ["--max-model-len", "4096", "--load-format", "dummy", "--seed", "0",
               "--limit-mm-per-prompt", '{"image": {"count": 2, "width": 800, "height": 600}, "video": 0}']
-    cpu = ["--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", str(gib_bytes(cfg.cpu_kvcache_space_gb))]
+    cpu = ["--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", str(gib_bytes(vllm_settings.cpu_kvcache_space_gb))]
     engine += cpu if device != "cuda" else ["--gpu-memory-utilization", "0.9"]
     # vLLM's own layout (the engine core in a process of its own), as a deployment runs it.
     server = VLLMServer(folder, dict(os.environ), work / "server.log", args=tuple(engine), engine_process=True)

@@ -5,7 +5,6 @@ here. Messages a person reads (with spaces) may name them; docstrings too."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 

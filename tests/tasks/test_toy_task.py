@@ -9,7 +9,6 @@ import json
 import pandas as pd
 import pytest
 
-from candlebench.task_api import registry as tasks
 from candlebench.stages.graph import run_stage
 from candlebench.commands.status import report_lines
 from helpers import ROOT, TESTS, records

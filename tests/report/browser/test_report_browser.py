@@ -368,7 +368,6 @@ def test_samples_without_dates_or_stocks_get_no_such_column_or_filter(browser, e
     without empty parts; a study of stocks and dates keeps both (the tests above)."""
     from selenium.webdriver.common.by import By
 
-    from candlebench.task_api import registry as tasks
     from candlebench.stages.graph import run_stage
     from helpers import ROOT
 
