@@ -1,5 +1,5 @@
-"""One job's config, typed, built once at its entrance (:func:`job_config`, by
-candlebench.stages.entrance) from the composed Hydra config: the task and its settings, the
+"""One job's config, typed, built once at its entrance (:func:`job_config`, called by
+candlebench.stages.graph.prepare) from the composed Hydra config: the task and its settings, the
 context its methods get, the study's and the run's folders, and each block a stage reads as a
 frozen dataclass built by candlebench.core.settings.build. So every key is checked before any work
 (a bad one is one line naming the key, the value and what is allowed), the task's settings are
