@@ -20,9 +20,10 @@ from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, Grouping, Meas
 
 
 def headline(spec: PerSample) -> tuple[Headline, ...]:
-    """The results table's columns: the headline measures, extras and derived numbers, then the parse failures."""
+    """The results table's columns: the headline derived numbers (a task's headline number derived from
+    its measures, E2A's NDR, comes first), measures and extras, then the parse failures."""
     return (*(Headline(m.key, m.title, m.higher_is_better, m.digits, spec.block, m.missing)
-              for m in (*spec.shown(), *spec.extras, *spec.derived) if m.headline),
+              for m in (*spec.derived, *spec.shown(), *spec.extras) if m.headline),
             *((Headline("parse_failure_rate", "Parse fail", False, block=spec.block),) if spec.parse_failures else ()))
 
 
@@ -122,17 +123,19 @@ def _compared(spec: PerSample, comparisons: Mapping[str, dict], g: Grouping | No
 
 
 def browse(spec: PerSample, parsed: pd.DataFrame) -> pd.DataFrame:
-    """The browser's view: the declared group and label columns, right / wrong from the scored
-    verdict or the agreement of the declared pair of scores (none where nothing parsed or the run
-    was scored without them)."""
+    """The browser's view: the declared group and label columns, right / wrong from the declared
+    outcome column, or the scored verdict, or the agreement of the declared pair of scores (none
+    where nothing parsed or the run was scored without them)."""
     def text(column: str | None) -> Any:
         return parsed[column].astype(str).where(parsed[column].notna(), "") if column is not None and column in parsed else ""
 
-    verdict = f"{PREFIX}{RIGHT}"
+    verdict, declared = f"{PREFIX}{RIGHT}", f"{PREFIX}{spec.outcome}"
     agree = [f"{PREFIX}{c}" for c in spec.agree or ()]
     right = (parsed[verdict] if spec.verdict and verdict in parsed
              else parsed[agree[0]] == parsed[agree[1]] if agree and set(agree) <= set(parsed) else None)
-    if right is not None:
+    if spec.outcome is not None and declared in parsed:
+        outcome = [None if pd.isna(r) else "right" if r else "wrong" for r in parsed[declared]]
+    elif right is not None:
         outcome = [None if pd.isna(a) or pd.isna(r) else "right" if r else "wrong" for a, r in zip(parsed["answer"], right)]
     else:
         outcome = [None] * len(parsed)

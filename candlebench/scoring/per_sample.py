@@ -113,6 +113,9 @@ class PerSample:
     # Two columns of the table whose agreement is the browser's right / wrong, not a measure (caption:
     # the closing sentiment of the answer and of the reference).
     agree: tuple[str, str] | None = None
+    # A column of the table that is the browser's right / wrong, not a measure (1 right, 0 wrong, NaN no
+    # verdict; E2A: its claims' verdicts), shown whether the answer parsed or not.
+    outcome: str | None = None
     # The samples' column (or columns) whose values the bootstrap and the tests draw whole; None: each sample its own.
     cluster: str | tuple[str, ...] | None = "cutoff"
     cluster_unit: str = ""  # what a cluster is, in words ("stock-window"); "" = the cluster column's name
@@ -227,7 +230,7 @@ class PerSample:
         if self.groups:
             out["groups"] = {}
             for g in self.groups:
-                parts = {str(k): {"n": int(rows.sum()), "n_clusters": windows.subset(rows).k,
+                parts = {str(k): {"n": int(rows.sum()), "unit": windows.unit, "n_clusters": windows.subset(rows).k,
                                   **self._paired(windows.subset(rows), tuple({c: v[rows] for c, v in run.items()}
                                                                              for run in values), n_boot, seed)}
                          for k, rows in group_rows(found, g.column)}

@@ -57,6 +57,9 @@ def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
     assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
     assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
     assert browse(PerSample(), frame)["outcome"].tolist() == [None] * 3
+    # A declared outcome column, not a measure (E2A's claims): shown whether the answer parsed or not.
+    claims = frame.assign(score_claims=[np.nan, 0.0, 1.0])
+    assert browse(PerSample(outcome="claims"), claims)["outcome"].tolist() == [None, "wrong", "right"]
 
 
 def test_a_grouping_gets_its_results_table_and_its_comparison_table():

@@ -257,3 +257,14 @@ def test_a_cluster_of_several_columns_needs_them_all():
     # Holm off over the measures: the overall tests stand alone.
     alone = PerSample(measures=RATIO.measures, cluster=("code", "cutoff"), holm_measures=False)
     assert "p_holm" not in alone.compare(run, run, 0, 0)["coverage"]
+
+
+def test_a_tasks_browse_detail_replaces_the_defaults_label_and_detail():
+    class Detailed(_Declared):
+        def browse_detail(self, run):
+            return pd.DataFrame({"label": ["facts a", "facts b"], "detail": [{"claims": []}, None]})
+
+    run = scored("b", ["a", "b"], [True, False], [1.0, 1.0])
+    view = Detailed().browse(run)
+    assert view["label"].tolist() == ["facts a", "facts b"] and view["detail"].tolist() == [{"claims": []}, None]
+    assert view["outcome"].tolist() == ["right", "wrong"]  # the default's, from the declared verdict
