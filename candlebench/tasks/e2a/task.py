@@ -84,6 +84,9 @@ class E2ATask(Task[E2ASettings]):
     second_passes = ("verify",)
     settings_type = E2ASettings
     per_sample = PER_SAMPLE
+    # 2: the score keeps each answer's indicators in parsed.parquet, which the default compare reads; runs
+    # scored by v1 lack them and are scored again (the same verdicts and metrics).
+    judge_version = 2
 
     def build_samples(self, market: Market, s: E2ASettings, ctx: TaskContext) -> BuiltSamples:
         frame, summary = build_samples(market, s, anchor_settings(s))
