@@ -29,8 +29,10 @@ Contracts:
 * ``per_sample`` (a :class:`~candlebench.scoring.per_sample.PerSample`) says which of those per-sample
   scores are the task's measures; declared, ``compare``, ``report`` and ``browse`` have defaults
   (bootstrap intervals, paired differences, the results table, the browser's verdicts: the last two
-  from :mod:`candlebench.report.per_sample`) and ``score``
-  ends in ``self.per_sample.metrics(table, run, ...)``. A task with views of its own overrides them.
+  from :mod:`candlebench.report.per_sample`) and ``score`` ends in ``self.per_sample.metrics(table,
+  run, ...)``, or returns its own metrics with the table (E2A: its figures under the ``block`` it
+  declares). ``report_tables`` and ``browse_detail`` add a task's own tables and browser detail;
+  a task with views of its own overrides ``compare``, ``report`` and ``browse``.
 * A second pass (E2A-style ``verify``) is a run of its own, its kind chosen by ``task.method``
   (one of ``second_passes``) and the first-pass run it builds on by ``task.revises``
   (:meth:`Task.first_pass_run`): ``request`` gets each sample's :class:`FirstPassAnswer` from that
