@@ -219,3 +219,18 @@ def slice_charts(workspace: Path, n: int) -> list:
 
     samples = pd.read_parquet(workspace / "forecast" / "samples.parquet").head(n)
     return [prepare_image(workspace / "forecast" / p, None) for p in [*samples["image_daily"], *samples["image_weekly"]]]
+
+
+def e2a_compare(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict:
+    """The E2A task's comparison (the per-sample default) of two runs given as scored rows (see
+    tasks/e2a/metrics.py: ``sample_id``, ``code``, ``cutoff``, ``modality``, the action and claim
+    counts), each kept as the score stage keeps its per-sample table in parsed.parquet."""
+    from candlebench.core.results import RunAnswers
+    from candlebench.tasks.e2a.metrics import PER_SAMPLE, per_sample
+
+    def run(name: str, rows: pd.DataFrame) -> RunAnswers:
+        scores = per_sample(rows, 0.7, 1).set_index("sample_id").add_prefix("score_")
+        parsed = rows[["sample_id", "code", "cutoff", "modality"]].assign(answer='"x"').join(scores, on="sample_id")
+        return RunAnswers(name, parsed, pd.DataFrame(), {})
+
+    return PER_SAMPLE.compare(run("a", a), run("b", b), n_boot, seed)

@@ -70,11 +70,6 @@ class Clusters:
         """The clusters of the rows ``mask`` picks, renumbered 0..k'-1."""
         return Clusters(np.unique(self.codes[mask], return_inverse=True)[1].reshape(-1), self.unit)
 
-    def ratio_terms(self, values: np.ndarray) -> np.ndarray:
-        """(k, 2) per cluster: the sum of the defined (finite) values and their count (a mean's terms)."""
-        defined = np.isfinite(values)
-        return self.sums(np.column_stack([np.where(defined, values, 0.0), defined]))
-
 
 def clusters(frame: pd.DataFrame, key: Sequence[str], unit: str) -> Clusters:
     """The clusters of ``frame``'s rows by the columns ``key`` (rows lacking a value: one cluster

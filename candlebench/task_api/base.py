@@ -29,8 +29,10 @@ Contracts:
 * ``per_sample`` (a :class:`~candlebench.scoring.per_sample.PerSample`) says which of those per-sample
   scores are the task's measures; declared, ``compare``, ``report`` and ``browse`` have defaults
   (bootstrap intervals, paired differences, the results table, the browser's verdicts: the last two
-  from :mod:`candlebench.report.per_sample`) and ``score``
-  ends in ``self.per_sample.metrics(table, run, ...)``. A task with views of its own overrides them.
+  from :mod:`candlebench.report.per_sample`) and ``score`` ends in ``self.per_sample.metrics(table,
+  run, ...)``, or returns its own metrics with the table (E2A: its figures under the ``block`` it
+  declares). ``report_tables`` and ``browse_detail`` add a task's own tables and browser detail;
+  a task with views of its own overrides ``compare``, ``report`` and ``browse``.
 * A second pass (E2A-style ``verify``) is a run of its own, its kind chosen by ``task.method``
   (one of ``second_passes``) and the first-pass run it builds on by ``task.revises``
   (:meth:`Task.first_pass_run`): ``request`` gets each sample's :class:`FirstPassAnswer` from that
@@ -269,11 +271,13 @@ class Task(ABC, Generic[S]):
         the results table, the tables per group and the paired comparisons of :attr:`per_sample`,
         then :meth:`report_tables`."""
         return per_sample_views.sections(self._per_sample("report"), self.name, runs, comparisons,
-                                         self.report_tables(runs, datasets))
+                                         self.report_tables(runs, datasets, comparisons))
 
-    def report_tables(self, runs: list[RunMetrics], datasets: Sequence[Dataset] = ()) -> Section | None:
+    def report_tables(self, runs: list[RunMetrics], datasets: Sequence[Dataset] = (),
+                      comparisons: Mapping[str, dict] | None = None) -> Section | None:
         """The default report's tables and plots of the task's own, after its results and
-        comparisons (a paper's table layout, a chart of its metrics); None: nothing more."""
+        comparisons (a paper's table layout, a chart of its metrics, a plot with an arrow per
+        comparison); None: nothing more."""
         return None
 
     def browse(self, run: RunAnswers) -> "pd.DataFrame":
@@ -281,8 +285,15 @@ class Task(ABC, Generic[S]):
         filters by: regime, modality, ...), ``label`` (text), ``outcome`` ("right", "wrong" or None
         where the task has no such verdict or nothing parsed) and ``detail`` (a JSON-safe dict or
         None, shown with the answer). The default: :attr:`per_sample`'s group, label and verdict;
-        without it, no groups, labels or verdicts."""
-        return per_sample_views.browse(self.per_sample or PerSample(), run.parsed)
+        without it, no groups, labels or verdicts; then :meth:`browse_detail`'s columns instead of those."""
+        view = per_sample_views.browse(self.per_sample or PerSample(), run.parsed)
+        own = self.browse_detail(run)
+        return view if own is None else view.assign(**{c: own[c].to_numpy() for c in own.columns})
+
+    def browse_detail(self, run: RunAnswers) -> "pd.DataFrame | None":
+        """Per row of ``run.parsed``, the ``label`` and / or ``detail`` the task shows beyond its
+        declared columns (E2A: a window's anchor facts, an answer's claims); None: the default's."""
+        return None
 
     def _per_sample(self, method: str) -> PerSample:
         if self.per_sample is None:

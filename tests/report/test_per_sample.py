@@ -12,7 +12,7 @@ import pytest
 from candlebench.core.results import RunAnswers
 from candlebench.report.model import scored_run
 from candlebench.report.per_sample import browse, sections
-from candlebench.scoring.per_sample import Grouping, Measure, PerSample
+from candlebench.scoring.per_sample import Derived, Grouping, Measure, PerSample
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +43,7 @@ def test_sections_show_every_measure_with_its_interval_and_the_comparisons():
     # Ten samples, exact: 7 go b's way, 3 tie: 2 x 2^3 of the 2^10 swaps are as extreme (16/1024, as McNemar's exact
     # test); Error's p (9 samples one way: 4/1024) is the smaller, so Holm leaves Accuracy's at max(2 x 4, 16)/1024.
     assert compared["accuracy"]["p"] == pytest.approx(16 / 1024) and compared["error"]["p"] == pytest.approx(4 / 1024)
-    assert row["a → b"] == "base → m" and row["Δ (mean per sample)"].startswith("0.700 [") and row["p"] == "0.016"
+    assert row["a → b"] == "base → m" and row["Δ (b − a)"].startswith("0.700 [") and row["p"] == "0.016"
     assert (row["a"], row["b"], row["p (Holm)"], row["n"]) == ("0.000", "0.700", "0.016", 10)
     assert "sign-flip" in pairs.note and "samples" in pairs.note
     (alone,) = sections(SPEC, "toy", runs, {})  # nothing compared: no comparison table
@@ -57,6 +57,9 @@ def test_browse_gives_the_declared_group_and_label_and_the_scored_verdict():
     assert view["outcome"].tolist() == ["right", "wrong", None]  # nothing parsed: no verdict shown
     assert view["group"].tolist() == ["calm", "", "wild"] and view["label"].tolist() == ["up", "down", "up"]
     assert browse(PerSample(), frame)["outcome"].tolist() == [None] * 3
+    # A declared outcome column, not a measure (E2A's claims): shown whether the answer parsed or not.
+    claims = frame.assign(score_claims=[np.nan, 0.0, 1.0])
+    assert browse(PerSample(outcome="claims"), claims)["outcome"].tolist() == [None, "wrong", "right"]
 
 
 def test_a_grouping_gets_its_results_table_and_its_comparison_table():
@@ -80,8 +83,32 @@ def test_a_grouping_gets_its_results_table_and_its_comparison_table():
     assert (text["Accuracy"], text["Error"]) == ("–", "–")
     overall = pairs.set_index("Measure")
     assert overall.loc["Corpus F1", ["a", "b", "p"]].tolist() == ["0.30", "0.40", "–"]
-    assert overall.loc["Accuracy", ["n", "Δ (mean per sample)"]].tolist() == [4, "0.250"]
+    assert overall.loc["Accuracy", ["n", "Δ (b − a)"]].tolist() == [4, "0.250"]
     row = pairs_per_group.set_index(["Modality", "Measure"]).loc[("chart", "Error")]
-    assert (row["n"], row["Δ (mean per sample)"], row["p"]) == (2, "-0.500 [-1.000, 0.000]", "–")
+    assert (row["n"], row["Δ (b − a)"], row["p"]) == (2, "-0.500 [-1.000, 0.000]", "–")
     assert "Corpus F1" not in pairs_per_group["Measure"].tolist()  # an extra is the run's alone: no groups
     assert "modality groups, measure by measure" in section.tables[3].note
+
+
+def test_a_first_pass_and_its_second_pass_are_compared_apart_and_derived_numbers_untested():
+    spec = PerSample(measures=(Measure("coverage", "Coverage", ratio=("acted", "one"), missing="nothing asked"),),
+                     derived=(Derived("kept", "Kept", ("acted",), lambda t: t["acted"], headline=True, relative=True),),
+                     block="all", title="Toy", second_pass_note="The second pass saw the first's answer.")
+    runs = [scored_run("direct", {"all": {"n": 4, "coverage": 0.5, "kept": 2.0, "ci": {"coverage": [0.25, 0.75]}}},
+                       False),
+            scored_run("verify", {"all": {"n": 4, "coverage": None, "kept": 3.0}, "revises": "direct"}, False)]
+    block = {"n": 4, "unit": "stock-window", "n_clusters": 4,
+             "coverage": {"a": 0.5, "b": 0.75, "diff": 0.25, "ci": [0.0, 0.5], "p": None, "n_clusters": 4},
+             "kept": {"a": 2.0, "b": 3.0, "diff": 1.0, "ci": [0.0, 2.0], "times": 1.5}}
+    tables = sections(spec, "toy", runs, {"direct → verify": block, "m → verify": block})[0].tables
+    results = tables[0].frame.set_index("Model")
+    # The figures read from the declared block; a derived number in the headline; a missing one explained.
+    assert results.loc["direct", "Coverage"] == "0.500 [0.250, 0.750]" and results.loc["verify", "Kept"] == "3.000 ★"
+    assert "'–' under Coverage: nothing asked." in tables[0].note
+    second, other = tables[1], tables[2]
+    assert second.title == "Toy: first pass → second pass (same samples)" and other.title == "Toy: paired comparisons"
+    assert second.frame["a → b"].unique().tolist() == ["direct → verify"] and second.note.startswith("The second pass saw")
+    kept = second.frame.set_index("Measure").loc["Kept"]
+    assert (kept["Δ (b − a)"], kept["b / a"], kept["p"]) == ("1.000 [0.000, 2.000]", "1.50", "–")
+    assert "Coverage: each run's ratio of sums over its own denominator" in other.note
+    assert "Kept: functions of each run's totals" in other.note

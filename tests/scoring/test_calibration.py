@@ -23,9 +23,9 @@ from candlebench.scoring.clustered import paired_ratio, sign_flip_p
 from candlebench.task_api.base import ScoreSettings
 from candlebench.tasks.caption.metrics import PER_SAMPLE
 from candlebench.tasks.caption.task import TASK as CAPTION
-from candlebench.tasks.e2a.compare import compare_e2a
 from candlebench.tasks.forecast.compare import compare_runs as compare_forecasts
 from candlebench.tasks.reading.compare import compare_verdicts
+from helpers import e2a_compare
 
 pytestmark = pytest.mark.unit
 
@@ -174,12 +174,12 @@ def coverage_terms(a, b):
     return [ratio_terms(run[0].sum(-1), 3) for run in (a, b)]
 
 
-def test_e2a_rate_through_compare_e2a_at_the_demo_shape():
+def test_e2a_rate_through_its_compare_at_the_demo_shape():
     rng = np.random.default_rng(4)
     a, b = e2a_world(rng, *DEMO_OTHERS, reps=REPS)
     p_coverage, p_ucr = [], []
     for i in range(REPS):
-        out = compare_e2a(*(e2a_rows(*DEMO_OTHERS, *(x[i] for x in run)) for run in (a, b)), n_boot=0)
+        out = e2a_compare(*(e2a_rows(*DEMO_OTHERS, *(x[i] for x in run)) for run in (a, b)), n_boot=0)
         p_coverage.append(np.nan if out["coverage"]["p"] is None else out["coverage"]["p"])
         p_ucr.append(np.nan if out["ucr_all"]["p"] is None else out["ucr_all"]["p"])
     assert out["unit"] == "stock-window" and out["n_clusters"] == 20
@@ -192,7 +192,7 @@ def test_e2a_rate_at_the_papers_shapes_and_the_old_mcnemar_fails(shape):
     a, b = e2a_world(rng, *shape, reps=REPS)
     p, method = sign_flip_p(*coverage_terms(a, b))
     assert RATE[0] <= rate(p) <= RATE[1], rate(p)
-    one = compare_e2a(*(e2a_rows(*shape, *(x[0] for x in run)) for run in (a, b)), n_boot=0)
+    one = e2a_compare(*(e2a_rows(*shape, *(x[0] for x in run)) for run in (a, b)), n_boot=0)
     assert one["coverage"]["p"] == pytest.approx(p[0]) and one["coverage"]["method"] == method
     old = old_mcnemar_p(a[0].reshape(REPS, -1), b[0].reshape(REPS, -1))  # acting, per answer
     assert rate(old) > 0.12, rate(old)

@@ -14,7 +14,7 @@ import pytest
 import candlebench.scoring.bootstrap as bootstrap
 import candlebench.scoring.clustered as clustered
 from candlebench.scoring.bootstrap import date_weights, resampled_sums
-from candlebench.scoring.clustered import Clusters, adjust, clusters, holm, paired_ratio, sign_flip_p
+from candlebench.scoring.clustered import adjust, clusters, holm, paired_ratio, sign_flip_p
 
 pytestmark = pytest.mark.unit
 
@@ -96,5 +96,3 @@ def test_clusters_of_a_two_column_key_and_their_subsets():
     assert alone.unit == "sample" and list(alone.codes) == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match=r"cannot cluster by \['sample_id'\] \(chart\): no column \['sample_id'\]"):
         clusters(frame, ["sample_id"], "chart")
-    terms = Clusters(np.array([0, 0, 1]), "x").ratio_terms(np.array([1.0, np.nan, 3.0]))
-    assert terms.tolist() == [[1.0, 1.0], [3.0, 1.0]]

@@ -13,7 +13,8 @@ import pytest
 
 from candlebench.core.results import RunAnswers
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
-from candlebench.scoring.per_sample import Grouping, Measure, MissingScores, PerSample
+from candlebench.scoring.clustered import holm, paired_ratio
+from candlebench.scoring.per_sample import Derived, Grouping, Measure, MissingScores, PerSample
 from candlebench.report.model import scored_run
 from candlebench.task_api.base import ScoreSettings, Task
 
@@ -180,3 +181,90 @@ def test_groups_come_in_the_order_of_their_values():
     spec = PerSample(measures=GROUPED.measures, verdict=True, groups=(Grouping("horizon", "Horizon"),))
     assert list(spec.metrics(table, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]
     assert list(spec.compare(run, run, 0, 0)["groups"]["horizon"]) == ["5", "30"]
+
+
+# A ratio measure: wrong answers over acting ones, each run over its own acting answers; coverage: acting
+# over all. Clusters: stock-windows, the values of two columns. Derived: coverage x (1 - error).
+RATIO = PerSample(measures=(Measure("coverage", "Coverage", ratio=("acted", "one")),
+                            Measure("error", "Error", higher_is_better=False, ratio=("wrong", "acted"))),
+                  cluster=("code", "cutoff"), cluster_unit="stock-window",
+                  derived=(Derived("kept", "Kept", ("acted", "wrong", "one"),
+                                   lambda t: (t["acted"] - t["wrong"]) / t["one"]),
+                           Derived("ratio", "Acted:wrong", ("acted", "wrong"),
+                                   lambda t: np.where(t["wrong"] > 0, t["acted"] / np.maximum(t["wrong"], 1), np.nan),
+                                   interval=False, relative=True)))
+
+
+def windowed(name, acted, wrong):
+    """24 samples, two to each of 12 stock-windows: 3 stocks x 4 cutoffs, sample i in window i // 2 (the
+    windows' order: code, then cutoff)."""
+    window = np.arange(24) // 2
+    return RunAnswers(name, pd.DataFrame({
+        "sample_id": [f"s{i:02d}" for i in range(24)], "code": [f"S{w // 4}" for w in window],
+        "cutoff": pd.to_datetime("2020-01-01") + pd.to_timedelta(window % 4, "D"), "answer": ['"x"'] * 24,
+        "score_acted": acted.astype(float), "score_wrong": wrong.astype(float), "score_one": 1.0}), pd.DataFrame(), {})
+
+
+def window_sums(x):
+    return x.reshape(12, 2).sum(1)
+
+
+def test_ratio_measures_take_each_runs_own_denominator_over_whole_stock_windows():
+    i = np.arange(24)
+    acted_a, acted_b = i % 3 == 0, i % 2 == 0
+    wrong_a, wrong_b = acted_a & (i % 4 == 0), acted_b & (i % 6 == 0)
+    a, b = windowed("a", acted_a, wrong_a), windowed("b", acted_b, wrong_b)
+    table = a.parsed[["sample_id"]].assign(acted=acted_a * 1.0, wrong=wrong_a * 1.0, one=1.0)
+    m = RATIO.metrics(table, a, n_boot=200, seed=4)
+    # 8 acting answers of 24, 2 of them wrong (samples 0 and 12); kept (8 - 2) / 24; acted:wrong 8 / 2.
+    assert (m["coverage"], m["error"], m["kept"], m["ratio"]) == (pytest.approx(8 / 24), pytest.approx(2 / 8),
+                                                                  pytest.approx(6 / 24), pytest.approx(4.0))
+    assert m["resampled"] == "stock-window" and "ratio" not in m["ci"]
+    weights = date_weights(12, 200, 4)
+    sa, wa, one = window_sums(acted_a * 1.0), window_sums(wrong_a * 1.0), np.full(12, 2.0)
+    assert m["ci"]["error"] == pytest.approx(list(percentile_ci(weighted_ratio(weights, wa, sa))))
+    assert m["ci"]["kept"] == pytest.approx(list(percentile_ci((weights @ sa - weights @ wa) / (weights @ one))))
+
+    c = RATIO.compare(a, b, n_boot=200, seed=4)
+    assert (c["unit"], c["n"], c["n_clusters"]) == ("stock-window", 24, 12)
+    # b acts on 12, wrong on 4 (samples 0, 6, 12, 18): its error 4/12 over its own 12, a's 2/8 over its 8.
+    assert (c["error"]["a"], c["error"]["b"]) == (pytest.approx(2 / 8), pytest.approx(4 / 12))
+    assert c["error"]["n"] == 16  # the samples where either run acted
+    sb, wb = window_sums(acted_b * 1.0), window_sums(wrong_b * 1.0)
+    expected = paired_ratio(np.column_stack([wa, sa]), np.column_stack([wb, sb]), "stock-window", 200, 4)
+    assert {k: c["error"][k] for k in expected} == expected  # the same draws, the same sums: bit for bit
+    assert c["coverage"]["diff"] == pytest.approx(12 / 24 - 8 / 24)
+    assert [c[k]["p_holm"] for k in ("coverage", "error")] == pytest.approx(holm([c[k]["p"] for k in ("coverage", "error")]))
+    # Derived: a → b untested, its interval from the draws of every measure: date_weights(12, 200, 4).
+    kept = c["kept"]
+    assert (kept["a"], kept["b"], kept["diff"]) == (pytest.approx(6 / 24), pytest.approx(8 / 24),
+                                                    pytest.approx(2 / 24)) and "p" not in kept
+    assert kept["ci"] == pytest.approx(list(percentile_ci(((weights @ sb - weights @ wb) - (weights @ sa - weights @ wa))
+                                                          / (weights @ one))))
+    assert c["ratio"] == {"a": 4.0, "b": 3.0, "diff": -1.0, "times": 0.75}
+
+
+def test_a_cluster_of_several_columns_needs_them_all():
+    i = np.arange(24)
+    run = windowed("a", i % 2 == 0, i < 0)
+    table = run.parsed[["sample_id"]].assign(acted=(i % 2 == 0) * 1.0, wrong=0.0, one=1.0)
+    lacking = RunAnswers("a", run.parsed.drop(columns="cutoff"), pd.DataFrame(), {})
+    assert RATIO.metrics(table, lacking, 0, 0)["resampled"] == "sample"
+    assert RATIO.compare(lacking, lacking, 0, 0)["n_clusters"] == 24
+    # Without cluster_unit, the columns name it.
+    named = PerSample(measures=RATIO.measures, cluster=("code", "cutoff"))
+    assert named.compare(run, run, 0, 0)["unit"] == "code × cutoff"
+    # Holm off over the measures: the overall tests stand alone.
+    alone = PerSample(measures=RATIO.measures, cluster=("code", "cutoff"), holm_measures=False)
+    assert "p_holm" not in alone.compare(run, run, 0, 0)["coverage"]
+
+
+def test_a_tasks_browse_detail_replaces_the_defaults_label_and_detail():
+    class Detailed(_Declared):
+        def browse_detail(self, run):
+            return pd.DataFrame({"label": ["facts a", "facts b"], "detail": [{"claims": []}, None]})
+
+    run = scored("b", ["a", "b"], [True, False], [1.0, 1.0])
+    view = Detailed().browse(run)
+    assert view["label"].tolist() == ["facts a", "facts b"] and view["detail"].tolist() == [{"claims": []}, None]
+    assert view["outcome"].tolist() == ["right", "wrong"]  # the default's, from the declared verdict

@@ -143,7 +143,7 @@ class CaptionTask(Task[CaptionTaskSettings]):
         out["per_sample"] = frame
         return out
 
-    def report_tables(self, runs, datasets=()):
+    def report_tables(self, runs, datasets=(), comparisons=None):
         from candlebench.tasks.caption.report import tables
 
         return tables(runs)

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from candlebench.scoring.bootstrap import date_weights, percentile_ci, weighted_ratio
+from candlebench.scoring.per_sample import Derived, Grouping, Measure, PerSample
 from candlebench.tasks.e2a.settings import MODALITIES
 
 DIRECTIONAL = ("BUY", "SELL")
@@ -93,6 +94,62 @@ RATIOS = {
 def ndr(coverage, ucr_dir, rci, eci):
     """coverage x (1 - ucr_dir) x (1 - rci) x (1 - eci); arrays (bootstrap replicates) or numbers."""
     return coverage * (1 - ucr_dir) * (1 - rci) * (1 - eci)
+
+
+def _of(totals, name: str) -> np.ndarray:
+    num, den = (np.asarray(totals[c], float) for c in RATIOS[name])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def ndr_of(totals) -> np.ndarray:
+    """NDR from the indicator totals (a run's, or a bootstrap replicate's each): 0 without a
+    directional answer, an ECI without a stated confidence counted as 0."""
+    value = ndr(*(_of(totals, name) for name in ("coverage", "ucr_dir", "rci")), np.nan_to_num(_of(totals, "eci")))
+    return np.where(np.asarray(totals["directional"]) > 0, value, 0.0)
+
+
+def buy_sell_of(totals) -> np.ndarray:
+    buy, sell = (np.asarray(totals[c], float) for c in ("buy", "sell"))
+    return np.where(sell > 0, buy / np.where(sell > 0, sell, 1.0), np.nan)
+
+
+NO_DIRECTIONAL = "no directional (BUY or SELL) answer to judge"
+# (metric, title, lower is better, in the results table, why a run can lack it)
+_SHOWN = (("ucr_dir", "UCR_dir", True, True, NO_DIRECTIONAL), ("rci", "RCI", True, True, NO_DIRECTIONAL),
+          ("eci", "ECI", True, True, "no directional answer that states a confidence"),
+          ("coverage", "Coverage", False, True, ""), ("parse_failure_rate", "Parse fail", True, True, ""),
+          ("ucr_all", "UCR_all", True, False, ""), ("joint_pass_rate", "Joint pass", False, False, NO_DIRECTIONAL),
+          ("no_claim_share", "No claim", True, False, NO_DIRECTIONAL),
+          ("no_confidence_share", "No confidence", True, False, NO_DIRECTIONAL))
+
+# The per-sample default's view of E2A (scoring/per_sample.py): each ratio of RATIOS over a run's own
+# denominator, compared over stock-windows (a stock at one cutoff: its three modalities share the
+# window's evidence), per modality a Holm family, the overall tests each the pair's headline; NDR and
+# BUY:SELL derived from the same totals. Run intervals are the score's own (over stocks, under "all").
+PER_SAMPLE = PerSample(
+    measures=tuple(Measure(key, title, not lower, headline=shown, ratio=RATIOS[key], missing=missing)
+                   for key, title, lower, shown, missing in _SHOWN),
+    derived=(Derived("ndr", "NDR", tuple(dict.fromkeys(c for k in ("coverage", "ucr_dir", "rci", "eci") for c in RATIOS[k])),
+                     ndr_of, headline=True),
+             Derived("buy_sell_ratio", "BUY:SELL", ("buy", "sell"), buy_sell_of, digits=2, interval=False,
+                     relative=True)),
+    cluster=("code", "cutoff"), cluster_unit="stock-window", groups=(Grouping("modality", "Modality"),),
+    holm_measures=False, block="all", parse_failures=False, title="E2A-style evidence to action",
+    unit="the stock-window (its three modalities share the window's evidence)", group="modality", outcome="claims",
+    note="Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard below has each "
+         "modality and the judge audit how much of each run the judge could check.",
+    second_pass_note="The verify pass saw its direct answer's claims with their verdicts and every anchor fact. A fall "
+                     "in UCR with a fall in coverage is the seed paper's verification-induced coverage collapse.")
+
+
+def per_sample(rows: pd.DataFrame, eci_confidence: float, eci_signals: int) -> pd.DataFrame:
+    """The per-sample table the score stage keeps: each response's indicators and ``claims``, the
+    browser's verdict (1: some claim supported and none contradicted, 0: one contradicted, NaN: no
+    verifiable claim)."""
+    terms = indicators(rows, eci_confidence, eci_signals)
+    claims = (rows["contradicted"] == 0).astype(float).where(terms["verifiable"] > 0)
+    return terms.assign(claims=claims).assign(sample_id=rows["sample_id"].to_numpy())
 
 
 def block(rows: pd.DataFrame, eci_confidence: float, eci_signals: int) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""The E2A-style report section: the headline (models x NDR and its diagnostics over all modalities),
-the verification study (each direct pass against its verify pass) and the other paired
-comparisons; then the leaderboard in the seed paper's layout (model x modality) and the judge
-audit; the coverage-grounding frontier with an arrow for each comparison (base to fine-tuned,
-direct to verify) and the per-modality bars."""
+"""The E2A-style report's own tables and plots, after the per-sample default's results and
+comparisons (report/per_sample.py: the headline over all modalities, the verification study of each
+direct pass against its verify pass, the other paired comparisons): the leaderboard in the seed
+paper's layout (model x modality) and the judge audit; the coverage-grounding frontier with an
+arrow for each comparison (base to fine-tuned, direct to verify) and the per-modality bars."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from candlebench.report.model import Headline, RunMetrics, Section, Table
+from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.report.plots import figure, legend, nothing_to_draw, run_labels, say_why
-from candlebench.report.tables import headline_table
-from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
 from candlebench.scoring.numbers import fmt
 
 COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
@@ -26,13 +24,6 @@ COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci
 def _blocks(r: RunMetrics) -> list[tuple[str, dict]]:
     m = r.metrics
     return [*((name, b) for name, b in (m.get("modalities") or {}).items()), ("all", m.get("all") or {})]
-
-
-NO_DIRECTIONAL = "no directional (BUY or SELL) answer to judge"
-HEADLINE = (Headline("ndr", "NDR", block="all"), Headline("ucr_dir", "UCR_dir", False, block="all", missing=NO_DIRECTIONAL),
-            Headline("rci", "RCI", False, block="all", missing=NO_DIRECTIONAL),
-            Headline("eci", "ECI", False, block="all", missing="no directional answer that states a confidence"),
-            Headline("coverage", "Coverage", block="all"), Headline("parse_failure_rate", "Parse fail", False, block="all"))
 
 
 # NDR is marked when most directional answers hold no verifiable claim: their UCR is 0 by the
@@ -77,38 +68,6 @@ def judge_audit(runs: list[RunMetrics]) -> Table:
                  "none, whose UCR is 0 by convention; claims no anchor checks (RSI, MACD, MA60, patterns ...), "
                  "never scored; directional answers that state no confidence, left out of ECI. The judge's own "
                  "accuracy on the hand-labelled gold set: bench/e2a.py.")
-
-
-# The tests the comparison tables show (every ratio metric's is in comparisons.json).
-TESTED = (("coverage", "Coverage (acting)"), ("ucr_dir", "UCR_dir"))
-COMPARED = (f"Unit of analysis: the stock-window (its three modalities share the window's evidence). Δ = b − a with a "
-            "95% interval from a percentile bootstrap of whole windows for both runs. p: the paired sign-flip test over "
-            f"windows (exact up to {EXACT_MAX}, its normal approximation beyond; '–' with fewer than {MIN_CLUSTERS} "
-            "windows, or no difference defined); on the modality rows Holm-adjusted over the pair's modalities, on 'all' "
-            "as it is (the pair's headline). NDR, a product of four ratios, has an interval and no test "
-            "(docs/statistics.md).")
-
-
-def comparison_table(title: str, comparisons: Mapping[str, dict], note: str = "") -> Table:
-    """One row per pair and modality (then over all of them)."""
-    rows = []
-    for pair, c in comparisons.items():
-        for modality, d in [*(c.get("modalities") or {}).items(), ("all", c)]:
-            row = {"a → b": pair, "Modality": modality, "n": d.get("n"), "windows": d.get("n_clusters")}
-            for key, name in COLUMNS[:6]:
-                diff = d.get(key) or {}
-                ci = diff.get("ci")
-                row[f"Δ{name}"] = fmt(diff.get("diff"), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
-            for key, name in TESTED:
-                row[f"p {name}"] = fmt((d.get(key) or {}).get("p" if modality == "all" else "p_holm"), 3)
-            row["BUY:SELL ×"] = fmt(d.get("buy_sell_amplification"), 2)
-            rows.append(row)
-    return Table(title, pd.DataFrame(rows), " ".join(filter(None, [note, COMPARED])))
-
-
-def _is_second_pass(pair: str, runs: list[RunMetrics]) -> bool:
-    """A first pass → its second (verify) pass (the report's keys may start with "<market>: ")."""
-    return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
 def _positions(runs: list[RunMetrics]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -192,19 +151,6 @@ def plot_modalities(runs: list[RunMetrics]) -> bytes:
     return figure(draw, size=(12, 4.5), panels=len(BARS))
 
 
-def sections(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> list[Section]:
-    verified = {k: c for k, c in comparisons.items() if _is_second_pass(k, runs)}
-    paired = {k: c for k, c in comparisons.items() if k not in verified}
-    tables = [headline_table("E2A-style results (all modalities)", runs, HEADLINE,
-                             "Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard "
-                             "below has each modality and the judge audit how much of each run the judge could check.")]
-    if verified:
-        tables.append(comparison_table(
-            "Oracle-aided verification (direct → verify, same samples)", verified,
-            "The verify pass saw its direct answer's claims with their verdicts and every anchor fact. "
-            "A fall in UCR with a fall in coverage is the seed paper's verification-induced coverage collapse."))
-    if paired:
-        tables.append(comparison_table("Paired comparisons (b − a, same samples)", paired))
-    tables += [leaderboard(runs), judge_audit(runs)]
+def tables(runs: list[RunMetrics], comparisons: Mapping[str, dict]) -> Section:
     plots = {"e2a_frontier": plot_frontier(runs, comparisons), "e2a_modalities": plot_modalities(runs)}
-    return [Section("E2A-style evidence to action", tuple(tables), plots)]
+    return Section("E2A-style evidence to action", (leaderboard(runs), judge_audit(runs)), plots)

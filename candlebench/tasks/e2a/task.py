@@ -3,9 +3,9 @@
 A sample is a stock, an evaluation date and a modality (text / chart / both); the model answers
 ``{"analysis", "rationale", "action", "confidence"}``. Anchors and samples: :mod:`candlebench.tasks.e2a.samples`
 and :mod:`candlebench.tasks.e2a.anchors`; parsing :mod:`candlebench.tasks.e2a.parse`; claims and polarity
-:mod:`candlebench.tasks.e2a.claims`; metrics :mod:`candlebench.tasks.e2a.metrics`; the paired comparison
-:mod:`candlebench.tasks.e2a.compare`; reference responders :mod:`candlebench.tasks.e2a.responders`; the report section
-:mod:`candlebench.tasks.e2a.report`.
+:mod:`candlebench.tasks.e2a.claims`; metrics :mod:`candlebench.tasks.e2a.metrics`, whose ``PER_SAMPLE`` gives the
+default compare, results and comparison tables and browser verdicts (scoring/per_sample.py); reference responders
+:mod:`candlebench.tasks.e2a.responders`; the report's own tables and plots :mod:`candlebench.tasks.e2a.report`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from candlebench.task_api.base import (BuiltSamples, Column, FirstPassAnswer, In
                                     TaskContext)
 from candlebench.tasks.e2a.anchors import AnchorSettings
 from candlebench.tasks.e2a.claims import extract_claims, judge
+from candlebench.tasks.e2a.metrics import PER_SAMPLE
 from candlebench.tasks.e2a.parse import parse_response
 from candlebench.tasks.e2a.responders import RESPONDERS
 from candlebench.tasks.e2a.samples import anchors_of, build_samples
@@ -82,6 +83,10 @@ class E2ATask(Task[E2ASettings]):
                                                     "UCR, RCI and ECI 0 by construction, a ceiling"})
     second_passes = ("verify",)
     settings_type = E2ASettings
+    per_sample = PER_SAMPLE
+    # 2: the score keeps each answer's indicators in parsed.parquet, which the default compare reads; runs
+    # scored by v1 lack them and are scored again (the same verdicts and metrics).
+    judge_version = 2
 
     def build_samples(self, market: Market, s: E2ASettings, ctx: TaskContext) -> BuiltSamples:
         frame, summary = build_samples(market, s, anchor_settings(s))
@@ -120,7 +125,7 @@ class E2ATask(Task[E2ASettings]):
         return parse
 
     def score(self, run: RunAnswers, s: E2ASettings, ctx: TaskContext, settings: ScoreSettings) -> dict:
-        from candlebench.tasks.e2a.metrics import e2a_metrics
+        from candlebench.tasks.e2a.metrics import e2a_metrics, per_sample
 
         rows = scored_rows(run.parsed)
         out = e2a_metrics(rows, float(s.eci_confidence), int(s.eci_signals),
@@ -129,39 +134,28 @@ class E2ATask(Task[E2ASettings]):
         identity = run.info.get("identity") or {}
         # metrics.json keys, read by the report (as run.json's identity names them, after task.method / task.revises)
         out["method"], out["revises"] = identity.get("method", "direct"), identity.get("revises")
-        return out
+        return {**out, "per_sample": per_sample(rows, float(s.eci_confidence), int(s.eci_signals))}
 
-    def compare(self, a: RunAnswers, b: RunAnswers, settings: ScoreSettings) -> dict:
-        from candlebench.tasks.e2a.compare import compare_e2a
+    def report_tables(self, runs, datasets=(), comparisons=None):
+        from candlebench.tasks.e2a.report import tables
 
-        thresholds = dict(eci_confidence=float(a.metrics["eci_confidence"]), eci_signals=int(a.metrics["eci_signals"]))
-        return compare_e2a(scored_rows(a.parsed), scored_rows(b.parsed), n_boot=settings.n_boot, seed=settings.seed,
-                           **thresholds)
+        return tables(runs, comparisons or {})
 
-    def report(self, runs, comparisons, datasets=()):
-        from candlebench.tasks.e2a.report import sections
-
-        return sections(runs, comparisons)
-
-    def browse(self, run: RunAnswers) -> pd.DataFrame:
+    def browse_detail(self, run: RunAnswers) -> pd.DataFrame:
         """The label is the window's anchor facts; each answer's detail, its claims with the anchor
-        each was checked against and the verdict. Right: some claim supported and none contradicted;
-        wrong: any contradicted; no verdict when the answer holds no verifiable claim."""
+        each was checked against and the verdict."""
         rows = []
         for row in run.parsed.to_dict("records"):
             anchors = anchors_of(row)
             _, analysis, rationale = _said(row)
             claims = extract_claims(f"{analysis or ''}\n{rationale or ''}", anchors)
-            verdicts = [c.verdict for c in claims]
-            outcome = "wrong" if "contradicted" in verdicts else "right" if "supported" in verdicts else None
             rows.append({
-                "sample_id": row["sample_id"], "group": str(row["modality"]),
-                "label": "; ".join(f"{k}: {v}" for k, v in anchors.labels.items()), "outcome": outcome,
+                "label": "; ".join(f"{k}: {v}" for k, v in anchors.labels.items()),
                 "detail": {"claims": [{"sentence": c.sentence, "claim": c.claim, "anchor": c.anchor,
                                        "fact": anchors.labels.get(c.anchor) if c.anchor else None,
                                        "negated": c.negated, "verdict": c.verdict} for c in claims]},
             })
-        return pd.DataFrame(rows, columns=["sample_id", "group", "label", "outcome", "detail"])
+        return pd.DataFrame(rows, columns=["label", "detail"])
 
     def summary_line(self, m: Mapping[str, Any]) -> str:
         a = m["all"]

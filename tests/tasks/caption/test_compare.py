@@ -18,7 +18,7 @@ def test_one_row_per_metric_with_its_p_and_holm():
                 "sa_f1": {"a": 0.4, "b": 0.5}}
     table = comparison_table(TASK.per_sample, "Captioning", {"base → tuned": compared})
     frame = table.frame.set_index("Measure")
-    assert frame.loc["COS", "Δ (mean per sample)"] == "0.1000 [0.0500, 0.1500]"
+    assert frame.loc["COS", "Δ (b − a)"] == "0.1000 [0.0500, 0.1500]"
     assert (frame.loc["COS", "p"], frame.loc["COS", "p (Holm)"], frame.loc["COS", "n"]) == ("0.001", "0.008", 40)
     assert (frame.loc["SA F1", "a"], frame.loc["SA F1", "p"]) == ("0.4000", "–")
     assert "the sample (one chart, one caption)" in table.note and "SA F1: per-run statistics" in table.note

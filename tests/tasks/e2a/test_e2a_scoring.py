@@ -275,13 +275,13 @@ def test_reference_responders_give_their_known_values(windows):
 
 
 def test_stock_bootstrap_and_paired_comparison():
-    from candlebench.tasks.e2a.compare import compare_e2a
+    from helpers import e2a_compare
 
     rng = np.random.default_rng(3)
     base, tuned = [], []
     for i in range(120):
         code, strong = f"S{i % 12}", int(rng.integers(0, 4))
-        common = {"sample_id": f"s{i}", "code": code, "modality": ("text", "chart", "both")[i % 3],
+        common = {"sample_id": f"s{i}", "code": code, "cutoff": "2024-01-05", "modality": ("text", "chart", "both")[i % 3],
                   "strong_signals": strong, "supported": int(rng.integers(0, 3)), "contradicted": int(rng.integers(0, 2))}
         base.append({**common, "action": ("BUY", "SELL", "HOLD")[i % 3], "confidence": 0.5, "polarity": "neutral"})
         tuned.append({**common, "action": "BUY" if i % 6 else "SELL", "confidence": 0.9, "polarity": "bullish"})
@@ -293,23 +293,23 @@ def test_stock_bootstrap_and_paired_comparison():
             assert low <= block[name] <= high
     again = e2a_metrics(a, n_boot=300, seed=1)
     assert again["all"]["ci"] == m["all"]["ci"]  # seeded
-    c = compare_e2a(a, b, n_boot=300, seed=1)
+    c = e2a_compare(a, b, n_boot=300, seed=1)
     assert c["n"] == 120
     assert c["coverage"]["diff"] == pytest.approx(1 - 80 / 120)
     low, high = c["coverage"]["ci"]
     assert low <= c["coverage"]["diff"] <= high and low > 0
-    # 12 stocks (no cutoff column: stocks are the clusters). b acts where a held on 40 answers, all of four
+    # 12 stock-windows (one cutoff: a stock is a window). b acts where a held on 40 answers, all of four
     # stocks (S2, S5, S8, S11), the same way: of the 2^4 swaps of those, 2 are as extreme; the other 8 add nothing.
-    assert (c["unit"], c["n_clusters"]) == ("stock", 12) and c["coverage"]["p"] == pytest.approx(2 / 16)
+    assert (c["unit"], c["n_clusters"]) == ("stock-window", 12) and c["coverage"]["p"] == pytest.approx(2 / 16)
     # BUY:SELL goes from 40:40 to 100:20 -> 5x
-    assert c["buy_sell_amplification"] == pytest.approx(5.0)
+    assert c["buy_sell_ratio"]["times"] == pytest.approx(5.0)
     # Per modality: "both" goes from HOLD everywhere to acting everywhere; "text" acts in both runs.
-    both, text = c["modalities"]["both"], c["modalities"]["text"]
+    both, text = c["groups"]["modality"]["both"], c["groups"]["modality"]["text"]
     assert both["n"] == 40 and both["coverage"]["diff"] == 1 and text["coverage"]["diff"] == 0
     # Each modality's answers come from 4 of the stocks: too few clusters for a test.
     assert both["n_clusters"] == 4 and both["coverage"]["p"] is None and both["coverage"]["p_holm"] is None
     assert both["coverage"]["method"].startswith("fewer than 10 clusters")
-    assert compare_e2a(a, a, n_boot=0)["ndr"]["diff"] == 0
+    assert e2a_compare(a, a, n_boot=0)["ndr"]["diff"] == 0
 
 
 def test_verify_prompt_lists_each_claim_with_its_fact_and_verdict():

@@ -127,14 +127,14 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
     m = {n: json.loads((root / n / "metrics.json").read_text()) for n in (MODEL, verify)}
     assert m[verify]["method"] == "verify" and m[verify]["revises"] == MODEL and m[MODEL]["revises"] is None
     pair = json.loads((run / "report" / "comparisons.json").read_text())["e2a"][f"{MODEL} → {verify}"]
-    assert pair["n"] == len(direct) and set(pair["modalities"]) == {"text", "chart", "both"}
+    assert pair["n"] == len(direct) and set(pair["groups"]["modality"]) == {"text", "chart", "both"}
     for name in ("coverage", "ndr", "ucr_all"):
         a, b = m[MODEL]["all"][name], m[verify]["all"][name]
         assert pair[name]["diff"] == (None if a is None or b is None else pytest.approx(b - a))
-        for modality, block in pair["modalities"].items():
+        for modality, block in pair["groups"]["modality"].items():
             assert block[name]["a"] == pytest.approx(m[MODEL]["modalities"][modality][name])
     md = (run / "report" / "report.md").read_text()
-    table = md[md.index("Oracle-aided verification"):]
+    table = md[md.index("first pass → second pass (same samples) per modality"):]
     assert f"| {MODEL} → {verify} | chart |" in table.split("\n\n#")[0]
 
 
