@@ -23,12 +23,6 @@ class ForecastSamples(MarketWindow):
     trend_by: str = setting(one_of(TREND_READINGS))
     trend_horizon: int
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.trend_by == "cutoffs" and self.trend_horizon not in self.horizons:
-            raise ConfigError(f"task.samples.trend_horizon={self.trend_horizon}: must be one of task.samples.horizons="
-                              f"{list(self.horizons)} (trend_by=cutoffs reads that label)")
-
 
 @dataclass(frozen=True, kw_only=True)
 class ForecastSettings(TaskSettings):
@@ -44,6 +38,12 @@ class ForecastSettings(TaskSettings):
     samples: ForecastSamples
 
     def __post_init__(self) -> None:
-        if self.horizon not in self.samples.horizons:
+        # Here rather than in ForecastSamples: trend_horizon defaults to ${task.horizon}, so a bad
+        # task.horizon is said as the key the user typed, before the key that copies it.
+        w = self.samples
+        if self.horizon not in w.horizons:
             raise ConfigError(f"task.horizon={self.horizon}: must be one of task.samples.horizons="
-                              f"{list(self.samples.horizons)} (its label is scored)")
+                              f"{list(w.horizons)} (its label is scored)")
+        if w.trend_by == "cutoffs" and w.trend_horizon not in w.horizons:
+            raise ConfigError(f"task.samples.trend_horizon={w.trend_horizon}: must be one of task.samples.horizons="
+                              f"{list(w.horizons)} (trend_by=cutoffs reads that label)")
