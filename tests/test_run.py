@@ -97,7 +97,7 @@ def test_own_data_with_nothing_else_set(tmp_path, env):
         assert set(samples["code"]) == {"AC", "ALI", "SM", "TEL"}
     assert (out / "e2a" / "runs" / "tiny_qwen2_5_vl-transformers-verify" / "metrics.json").exists()
     md = (out / "report" / "report.md").read_text()
-    assert "Forecast" in md and "E2A-style leaderboard" in md and "Oracle-aided verification" in md
+    assert "Forecast" in md and "E2A-style leaderboard" in md and "oracle-aided verification (direct → verify" in md
     reading = {run: json.loads((out / "reading" / "runs" / run / "metrics.json").read_text())
                for run in ("oracle", "tiny_qwen2_5_vl-transformers")}
     assert reading["oracle"]["all"]["accuracy"] == 1.0 and "forecast" not in reading["oracle"]

@@ -37,7 +37,7 @@ def sections(spec: PerSample, task: str, runs: list[RunMetrics], comparisons: Ma
     tables = [headline_table(f"{title}: results", runs, headline(spec), note)]
     tables += [t for t in (group_table(spec, title, g, runs) for g in spec.groups) if len(t.frame)]
     second = {k: c for k, c in comparisons.items() if second_pass(k, runs)}
-    for heading, part, said in (("first pass → second pass (same samples)", second, spec.second_pass_note),
+    for heading, part, said in ((spec.second_pass_heading, second, spec.second_pass_note),
                                 ("paired comparisons", {k: c for k, c in comparisons.items() if k not in second}, "")):
         if part:
             tables += [comparison_table(spec, title, part, g, heading, said) for g in (None, *spec.groups)]

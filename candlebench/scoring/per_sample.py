@@ -136,6 +136,8 @@ class PerSample:
     parse_failures: bool = True  # the results table's Parse fail column (caption's Table 2 counts them instead)
     block: str | None = None  # the block of a run's metrics its overall figures are in (E2A's "all"); None: the top
     second_pass_note: str = ""  # said under the comparisons of a first pass with its second pass (what it saw)
+    # Their tables' heading: the task's own name for what a second pass does (E2A's oracle-aided verification).
+    second_pass_heading: str = "first pass → second pass (same samples)"
 
     def shown(self) -> tuple[Measure, ...]:
         return ((ACCURACY,) if self.verdict else ()) + self.measures

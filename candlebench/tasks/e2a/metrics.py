@@ -139,6 +139,7 @@ PER_SAMPLE = PerSample(
     unit="the stock-window (its three modalities share the window's evidence)", group="modality", outcome="claims",
     note="Intervals over stocks. NDR = coverage x (1-UCR_dir) x (1-RCI) x (1-ECI); the leaderboard below has each "
          "modality and the judge audit how much of each run the judge could check.",
+    second_pass_heading="oracle-aided verification (direct → verify, same samples)",
     second_pass_note="The verify pass saw its direct answer's claims with their verdicts and every anchor fact. A fall "
                      "in UCR with a fall in coverage is the seed paper's verification-induced coverage collapse.")
 

@@ -124,12 +124,20 @@ def pick(driver, control: str, value: str) -> None:
     Select(driver.find_element("id", control)).select_by_value(value)
 
 
-def click_row(driver, run: str, sample_id: str) -> None:
-    """Open the detail of ``run``'s answer on a sample (filtered to that run, found by its date and stock)."""
+def run_names(driver) -> list[str]:
+    """The runs the open page's run filter lists, in its order (its first option is every run)."""
     from selenium.webdriver.common.by import By
 
-    row = parsed(driver.study, run).set_index("sample_id").loc[sample_id]
-    pick(driver, "cb-run", str(driver.runs.index(f"forecast/{run}")))
+    return [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#cb-run option")][1:]
+
+
+def click_row(driver, study: Path, run: str, sample_id: str) -> None:
+    """Open the detail of ``run``'s answer on a sample of ``study`` in the open page (filtered to that
+    run, found by its date and stock): whichever page is open, whatever ran before."""
+    from selenium.webdriver.common.by import By
+
+    row = parsed(study, run).set_index("sample_id").loc[sample_id]
+    pick(driver, "cb-run", str(run_names(driver).index(f"forecast/{run}")))
     pick(driver, "cb-parse", "")
     for tr in driver.find_elements(By.CSS_SELECTOR, "#cb-rows tr"):
         cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
@@ -142,17 +150,13 @@ def click_row(driver, run: str, sample_id: str) -> None:
 @pytest.fixture(scope="module")
 def opened(browser, study):
     open_report(browser, study / "report" / "report.html")
-    browser.study = study
-    from selenium.webdriver.common.by import By
-
-    browser.runs = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#cb-run option")][1:]
     return browser
 
 
 def test_the_report_opens_with_every_record_counting_its_answers_and_no_console_error(opened, study):
     assert errors(opened) == []
     names = sorted(p.name for p in (study / "forecast" / "runs").iterdir() if (p / "parsed.parquet").exists())
-    assert sorted(opened.runs) == [f"forecast/{n}" for n in names]
+    assert sorted(run_names(opened)) == [f"forecast/{n}" for n in names]
     rows = pd.concat([parsed(study, n) for n in names])
     assert 0 < answered_rows(rows).sum() < len(rows)  # the imported run's empty answers
     assert opened.find_element("id", "cb-count").text == counted(rows, len(rows))
@@ -198,7 +202,7 @@ def test_a_samples_detail_shows_the_images_the_model_received_and_its_raw_respon
 
     tiny = parsed(study, MODEL)
     sample = tiny.iloc[0]
-    click_row(opened, MODEL, sample["sample_id"])
+    click_row(opened, study, MODEL, sample["sample_id"])
     left = opened.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run")
     assert left.find_element(By.CSS_SELECTOR, ".cb-raw").text == sample["text"].strip()
     assert left.find_element(By.CSS_SELECTOR, ".cb-answer").text == sample["answer"]
@@ -220,7 +224,7 @@ def test_two_runs_side_by_side_on_one_sample(opened, study):
 
     small = parsed(study, SMALL).set_index("sample_id")
     sample_id = parsed(study, MODEL)["sample_id"].iloc[1]
-    click_row(opened, MODEL, sample_id)
+    click_row(opened, study, MODEL, sample_id)
     right = Select(opened.find_element(By.CSS_SELECTOR, "#cb-detail .cb-pick[data-side=right]"))
     right.select_by_visible_text(f"forecast/{SMALL}")
     left, shown = opened.find_elements(By.CSS_SELECTOR, "#cb-detail .cb-run")
@@ -265,7 +269,7 @@ def test_a_small_studys_page_and_a_bundled_folder_travel_with_their_charts(brows
         shutil.copytree(study / made, where)
     open_report(browser, where / "report.html")
     sample = parsed(study, MODEL).iloc[0]
-    click_row(browser, MODEL, sample["sample_id"])
+    click_row(browser, study, MODEL, sample["sample_id"])
     images = browser.find_element(By.CSS_SELECTOR, "#cb-detail .cb-run").find_elements(By.CSS_SELECTOR, "img.cb-img")
     assert len(images) == 2
     for img, chart in zip(images, sample["charts"].split(",")):

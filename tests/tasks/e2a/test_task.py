@@ -134,7 +134,7 @@ def test_verify_pass_follows_the_direct_pass_and_the_report_gives_its_deltas(run
         for modality, block in pair["groups"]["modality"].items():
             assert block[name]["a"] == pytest.approx(m[MODEL]["modalities"][modality][name])
     md = (run / "report" / "report.md").read_text()
-    table = md[md.index("first pass → second pass (same samples) per modality"):]
+    table = md[md.index("oracle-aided verification (direct → verify, same samples) per modality"):]
     assert f"| {MODEL} → {verify} | chart |" in table.split("\n\n#")[0]
 
 
