@@ -15,7 +15,7 @@ import pandas as pd
 from candlebench.report.model import Headline, RunMetrics, Section, Table
 from candlebench.report.tables import headline_table
 from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
-from candlebench.scoring.numbers import fmt
+from candlebench.scoring.numbers import fmt, fmt_ci
 from candlebench.scoring.per_sample import PREFIX, RIGHT, SAMPLE, Grouping, Measure, PerSample
 
 
@@ -52,12 +52,8 @@ def second_pass(pair: str, runs: list[RunMetrics]) -> bool:
     return any(pair.endswith(f"{r.metrics.get('revises')} → {r.name}") for r in runs if r.metrics.get("revises"))
 
 
-def _with_ci(value: float | None, ci: list | None, digits: int) -> str:
-    return fmt(value, digits) + (f" [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]" if ci else "")
-
-
 def _cell(block: Mapping[str, Any], m: Measure) -> str:
-    return _with_ci(block.get(m.key), (block.get("ci") or {}).get(m.key), m.digits)
+    return fmt_ci(block.get(m.key), (block.get("ci") or {}).get(m.key), m.digits)
 
 
 def group_table(spec: PerSample, title: str, g: Grouping, runs: list[RunMetrics]) -> Table:
@@ -91,7 +87,7 @@ def comparison_table(spec: PerSample, title: str, comparisons: Mapping[str, dict
             d = c.get(m.key) or {}
             rows.append({"a → b": pair, **({g.title: value} if g is not None else {}), "Measure": m.title,
                          "n": d.get("n_clusters", c.get("n_clusters", c.get("n"))), "a": fmt(d.get("a"), m.digits),
-                         "b": fmt(d.get("b"), m.digits), "Δ (b − a)": _with_ci(d.get("diff"), d.get("ci"), m.digits),
+                         "b": fmt(d.get("b"), m.digits), "Δ (b − a)": fmt_ci(d.get("diff"), d.get("ci"), m.digits),
                          **({"b / a": fmt(d.get("times"), 2)} if relative else {}),
                          "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table(f"{title}: {heading}" + (f" per {g.title.lower()}" if g else ""), pd.DataFrame(rows),

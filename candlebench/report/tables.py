@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from candlebench.report.model import REFERENCE, Headline, RunMetrics, Section, Table
-from candlebench.scoring.numbers import fmt
+from candlebench.scoring.numbers import fmt_ci
 
 BEST = "★"
 ANSWERED = "Answered"
@@ -82,7 +82,7 @@ def headline_table(title: str, runs: list[RunMetrics], metrics: tuple[Headline, 
         defined = [v for (v, _), r in zip(cells, runs) if v is not None and not r.reference and complete(r)]
         best = (max if h.higher_is_better else min)(defined) if len(defined) > 1 else None
         for row, r, (v, ci) in zip(rows, runs, cells):
-            row[h.title] = (fmt(v, h.digits) + (f" [{fmt(ci[0], h.digits)}, {fmt(ci[1], h.digits)}]" if ci else "")
+            row[h.title] = (fmt_ci(v, ci, h.digits)
                             + (f" {BEST}" if v is not None and v == best and not r.reference else ""))
         if h.missing and any(v is None for v, _ in cells):
             dashes.setdefault(h.missing, []).append(h.title)

@@ -16,6 +16,13 @@ def fmt(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
+def fmt_ci(value, ci, digits: int = 4, ci_digits: int | None = None) -> str:
+    """A value and, where it has one, its interval: "0.512 [0.43, 0.60]" (``ci_digits``: the
+    interval's own precision, the value's by default)."""
+    d = digits if ci_digits is None else ci_digits
+    return fmt(value, digits) + (f" [{fmt(ci[0], d)}, {fmt(ci[1], d)}]" if ci else "")
+
+
 def pct(value, digits: int = 1) -> str:
     """A share as a percentage: 0.0625 -> "6.2%"."""
     return "–" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{100 * value:.{digits}f}%"

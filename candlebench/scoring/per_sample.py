@@ -232,14 +232,18 @@ class PerSample:
         if self.groups:
             out["groups"] = {}
             for g in self.groups:
-                parts = {str(k): {"n": int(rows.sum()), "unit": windows.unit, "n_clusters": windows.subset(rows).k,
-                                  **self._paired(windows.subset(rows), tuple({c: v[rows] for c, v in run.items()}
-                                                                             for run in values), n_boot, seed)}
+                parts = {str(k): self._group_pair(windows.subset(rows), rows, values, n_boot, seed)
                          for k, rows in group_rows(found, g.column)}
                 for m in self.shown():  # a measure over a grouping's groups: one family
                     adjust([p[m.key] for p in parts.values()])
                 out["groups"][g.column] = parts
         return json_safe(out)
+
+    def _group_pair(self, found: Clusters, rows: np.ndarray, values: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+                    n_boot: int, seed: int) -> dict[str, Any]:
+        """One group's comparison: its ``rows`` of both runs over its clusters ``found``."""
+        return {"n": int(rows.sum()), "unit": found.unit, "n_clusters": found.k,
+                **self._paired(found, tuple({c: v[rows] for c, v in run.items()} for run in values), n_boot, seed)}
 
     def _paired(self, found: Clusters, values: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], n_boot: int,
                 seed: int) -> dict[str, Any]:

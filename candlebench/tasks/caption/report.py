@@ -10,7 +10,7 @@ import pandas as pd
 
 from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.report.plots import figure, nothing_to_draw, run_labels, say_why
-from candlebench.scoring.numbers import fmt
+from candlebench.scoring.numbers import fmt, fmt_ci
 from candlebench.tasks.caption.metrics import TITLES
 
 METRICS = tuple((key, TITLES[key]) for key in ("bleu4", "meteor", "rouge_l", "cider", "bertscore_f1", "cos", "sa_f1", "iou"))
@@ -19,7 +19,7 @@ CATEGORIES = (("degree", "Degree"), ("time", "Time"), ("price", "Price"))
 
 def _cell(m: dict, key: str) -> str:
     ci = (m.get("ci") or {}).get(key)
-    return fmt(m.get(key), 4) + (f" [{fmt(ci[0], 4)}, {fmt(ci[1], 4)}]" if ci else "")
+    return fmt_ci(m.get(key), ci, 4)
 
 
 def table2(runs: list[RunMetrics]) -> Table:

@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 
 from candlebench.report.model import RunMetrics, Section, Table
 from candlebench.report.plots import figure, legend, nothing_to_draw, run_labels, say_why
-from candlebench.scoring.numbers import fmt
+from candlebench.scoring.numbers import fmt, fmt_ci
 
 COLUMNS = (("ucr_dir", "UCR_dir"), ("ucr_all", "UCR_all"), ("rci", "RCI"), ("eci", "ECI"), ("coverage", "Coverage"),
            ("ndr", "NDR"), ("joint_pass_rate", "Joint pass"), ("no_claim_share", "No claim"),
@@ -38,7 +38,7 @@ def leaderboard(runs: list[RunMetrics]) -> Table:
             row = {"Model": r.label, "Modality": modality, "n": b.get("n")}
             for key, title in COLUMNS:
                 ci = (b.get("ci") or {}).get(key)
-                row[title] = fmt(b.get(key), 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else "")
+                row[title] = fmt_ci(b.get(key), ci, 3)
             if (b.get("no_claim_share") or 0) > UNCHECKED:
                 row["NDR"] += " †"
             row["BUY:SELL"] = fmt(b.get("buy_sell_ratio"), 2)

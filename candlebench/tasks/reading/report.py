@@ -12,7 +12,7 @@ import pandas as pd
 from candlebench.report.model import Dataset, Headline, RunMetrics, Section, Table
 from candlebench.report.tables import headline_table
 from candlebench.scoring.clustered import EXACT_MAX, MIN_CLUSTERS
-from candlebench.scoring.numbers import fmt
+from candlebench.scoring.numbers import fmt, fmt_ci
 from candlebench.tasks.reading.forecast_link import TREND
 from candlebench.tasks.reading.questions import QUESTIONS, TYPES
 
@@ -39,7 +39,7 @@ def _cell(block: Mapping | None) -> str:
     if not block:
         return "–"
     ci = (block.get("ci") or {}).get("accuracy")
-    return fmt(block.get("accuracy"), 3) + (f" [{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if ci else "") + f" (n {block['n']})"
+    return fmt_ci(block.get("accuracy"), ci, 3, 2) + f" (n {block['n']})"
 
 
 def questions_table(runs: list[RunMetrics]) -> Table:
@@ -62,7 +62,7 @@ def questions_table(runs: list[RunMetrics]) -> Table:
 
 def _ci(block: Mapping, key: str, digits: int = 2) -> str:
     ci = (block.get("ci") or {}).get(key)
-    return fmt(block.get(key), 3) + (f" [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]" if ci else "")
+    return fmt_ci(block.get(key), ci, 3, digits)
 
 
 def types_table(runs: list[RunMetrics]) -> Table:
@@ -108,7 +108,7 @@ def comparison_table(comparisons: Mapping[str, dict]) -> Table:
             ci = d.get("ci")
             rows.append({"a → b": pair, "Questions": part, "n": d["n"], "samples": d.get("n_clusters"),
                          "Accuracy a": fmt(d["accuracy_a"], 3), "Accuracy b": fmt(d["accuracy_b"], 3),
-                         "Δ accuracy": fmt(d["diff"], 3) + (f" [{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]" if ci else ""),
+                         "Δ accuracy": fmt_ci(d["diff"], ci, 3),
                          "p": fmt(d.get("p"), 3), "p (Holm)": fmt(d.get("p_holm"), 3)})
     return Table("Chart reading: paired comparisons", pd.DataFrame(rows),
                  "Unit of analysis: the sample, a chart as asked (a chart, its text or its blank image: its questions "
